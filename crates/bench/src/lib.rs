@@ -1,0 +1,8 @@
+//! The `symmetry` harness as a library: experiments, result files, plots
+//! and the report. The binary (`src/main.rs`) is a thin CLI over it.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod data;
+pub mod machine;
+pub mod plot;
+pub mod report;

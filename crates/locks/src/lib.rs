@@ -1,0 +1,111 @@
+//! # symmetry-locks
+//!
+//! The mutual-exclusion algorithms of the classic shared-memory
+//! multiprocessor papers, each usable as a [`lock_api::RawMutex`] so that
+//! `lock_api::Mutex<symmetry_locks::Mcs, T>` (or the alias
+//! [`McsMutex<T>`](McsMutex)) works wherever a mutex does.
+//!
+//! | registry name | type | source | order |
+//! |---|---|---|---|
+//! | `tas` | [`Tas`] | ALL89 §IV-B "spin on xchgb" | none |
+//! | `ttas` | [`Ttas`] | ALL89 §IV-C "spin on read" | none |
+//! | `backoff` | [`Backoff`] | ALL89 §IV-D Ethernet-style backoff | none |
+//! | `backoff-persistent` | [`BackoffPersistent`] | ALL89 §IV-D "persistence" | none |
+//! | `ticket` | [`Ticket`] | LC98 §3.1, Mellor-Crummey & Scott | FIFO |
+//! | `ticket-proportional` | [`TicketProportional`] | ticket with proportional backoff | FIFO |
+//! | `anderson` | [`Anderson`] | ALL89 Table IV array queue lock | FIFO |
+//! | `graunke-thakkar` | [`GraunkeThakkar`] | PRESTO §3.1 HP_Spinlock | FIFO |
+//! | `mcs` | [`Mcs`] | Mellor-Crummey & Scott list lock | FIFO |
+//! | `clh` | [`Clh`] | Craig, Landin & Hagersten list lock | FIFO |
+//! | `std` | [`StdMutex`] | `std::sync::Mutex<()>` baseline | none |
+//! | `parking_lot` | [`ParkingLot`] | `parking_lot::RawMutex` baseline | none |
+//! | `pthread` | [`Pthread`] | `pthread_mutex_t`, default kind | none |
+//! | `pthread-adaptive` | [`PthreadAdaptive`] | `PTHREAD_MUTEX_ADAPTIVE_NP` | none |
+//!
+//! Every lock, including the baselines, goes through the same
+//! `lock_api::RawMutex` interface, so a comparison between them pays the same
+//! interface cost. [`for_each_lock!`] names every lock exactly once; tests
+//! and the `symmetry` harness instantiate themselves for each entry.
+//!
+//! ## Queue locks behind `RawMutex`
+//!
+//! The list-based locks (MCS, CLH, Graunke-Thakkar) need a queue node per
+//! acquisition. lock_api 0.5 hands per-acquisition state back to `unlock`
+//! (`RawMutex::Guard`), so the node travels in the guard, and nodes come from
+//! a per-thread free list (as Linux qspinlock draws them from per-CPU
+//! arrays). Any number of queue locks may be held at once and released in
+//! any order (hold A, hold B, release A, release B).
+//!
+//! ## Shared memory
+//!
+//! The pointer-free locks ([`Tas`], [`Ttas`], [`Backoff`],
+//! [`BackoffPersistent`], [`Ticket`], [`Anderson`]) are `#[repr(C)]`, hold
+//! no pointers and no per-process state, and so are valid inside a
+//! shared-memory segment mapped by several processes.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod sync;
+
+pub mod anderson;
+pub mod atomic_int;
+pub mod backoff;
+pub mod baselines;
+pub mod clh;
+pub mod graunke_thakkar;
+pub mod mcs;
+mod node_pool;
+pub mod registry;
+pub mod tas;
+pub mod ticket;
+pub mod ttas;
+
+pub use anderson::Anderson;
+pub use atomic_int::{AtomicInt, AtomicIntDyn, DynLock};
+pub use backoff::{Backoff, BackoffLock, BackoffPersistent, ExpBackoff};
+pub use baselines::{ParkingLot, Pthread, PthreadAdaptive, StdMutex};
+pub use clh::Clh;
+pub use graunke_thakkar::GraunkeThakkar;
+pub use mcs::Mcs;
+pub use registry::{GuardWord, LockInfo, LockKind};
+pub use tas::Tas;
+pub use ticket::{Ticket, TicketLock, TicketProportional};
+pub use ttas::Ttas;
+
+pub use lock_api;
+
+/// `lock_api::Mutex` over [`Tas`].
+pub type TasMutex<T> = lock_api::Mutex<Tas, T>;
+/// `lock_api::Mutex` over [`Ttas`].
+pub type TtasMutex<T> = lock_api::Mutex<Ttas, T>;
+/// `lock_api::Mutex` over [`Backoff`].
+pub type BackoffMutex<T> = lock_api::Mutex<Backoff, T>;
+/// `lock_api::Mutex` over [`BackoffPersistent`].
+pub type BackoffPersistentMutex<T> = lock_api::Mutex<BackoffPersistent, T>;
+/// `lock_api::Mutex` over [`Ticket`].
+pub type TicketMutex<T> = lock_api::Mutex<Ticket, T>;
+/// `lock_api::Mutex` over [`TicketProportional`].
+pub type TicketProportionalMutex<T> = lock_api::Mutex<TicketProportional, T>;
+/// `lock_api::Mutex` over [`Anderson`] (64 slots).
+pub type AndersonMutex<T> = lock_api::Mutex<Anderson, T>;
+/// `lock_api::Mutex` over [`GraunkeThakkar`].
+pub type GraunkeThakkarMutex<T> = lock_api::Mutex<GraunkeThakkar, T>;
+/// `lock_api::Mutex` over [`Mcs`].
+pub type McsMutex<T> = lock_api::Mutex<Mcs, T>;
+/// `lock_api::Mutex` over [`Clh`].
+pub type ClhMutex<T> = lock_api::Mutex<Clh, T>;
+
+/// Implements the `INIT` constant of `lock_api::RawMutex` from the type's
+/// `new()`. Under loom (whose atomics are not `const`) the constant panics if
+/// evaluated; loom tests construct locks with `new()`.
+macro_rules! raw_init {
+    () => {
+        #[cfg(not(loom))]
+        #[allow(clippy::declare_interior_mutable_const)]
+        const INIT: Self = Self::new();
+        #[cfg(loom)]
+        #[allow(clippy::declare_interior_mutable_const)]
+        const INIT: Self = panic!("under loom, construct locks with new()");
+    };
+}
+pub(crate) use raw_init;

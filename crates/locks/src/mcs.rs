@@ -1,0 +1,187 @@
+//! `mcs`: the list-based queue lock of Mellor-Crummey and Scott (1991).
+//!
+//! State word: `tail`, a pointer to the last node in the queue, or null when
+//! the lock is free. Each acquisition brings its own node `{next, locked}`
+//! (from the thread's pool, see `node_pool`). Invariants: the lock is held
+//! iff `tail` is non-null; the holder's node is the head of the list linked
+//! by `next`; every waiter spins only on its own node's `locked`.
+//!
+//! `lock`: init node (`next = null`, `locked = true`), swap it into `tail`;
+//! if there was a predecessor, link `pred.next = node` and spin on
+//! `node.locked`. `unlock`: if `next` is null, try to CAS `tail` from our
+//! node back to null (no waiter); if that fails a waiter is linking itself,
+//! so wait for `next`, then clear `next.locked`. O(1) remote references per
+//! acquisition, FIFO, a node per holder: any number of MCS locks may be held
+//! and released in any order.
+
+use core::ptr::{self, NonNull};
+
+use crossbeam_utils::CachePadded;
+
+use crate::registry::GuardWord;
+use crate::sync::{AtomicBool, AtomicPtr, Ordering, maybe_const_fn, spin_hint};
+
+/// A queue node, alone on its cache line.
+#[derive(Debug, Default)]
+pub struct McsNode {
+    /// Successor in the queue, set by the successor after its swap.
+    next: AtomicPtr<CachePadded<McsNode>>,
+    /// True while the owner must wait; cleared by the predecessor.
+    locked: AtomicBool,
+}
+
+type Node = CachePadded<McsNode>;
+
+fn new_node() -> NonNull<Node> {
+    crate::node_pool::boxed_node()
+}
+
+crate::node_pool::node_pool!(Node, new_node);
+
+/// MCS queue lock.
+#[derive(Debug)]
+pub struct Mcs {
+    /// Last node in the queue; null when free.
+    tail: AtomicPtr<Node>,
+}
+
+/// Guard state of an MCS acquisition: the holder's node.
+#[derive(Debug)]
+pub struct McsToken(NonNull<Node>);
+
+// SAFETY: the word is the node pointer, which is never null.
+unsafe impl GuardWord for McsToken {
+    #[inline(always)]
+    fn into_word(self) -> usize {
+        self.0.as_ptr() as usize
+    }
+    #[inline(always)]
+    unsafe fn from_word(w: usize) -> Self {
+        // SAFETY: `w` came from `into_word`, a non-null pointer.
+        McsToken(unsafe { NonNull::new_unchecked(w as *mut Node) })
+    }
+}
+
+impl Mcs {
+    maybe_const_fn! {
+        /// A free lock.
+        pub fn new() -> Self {
+            Self { tail: AtomicPtr::new(ptr::null_mut()) }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wait_behind(pred: NonNull<Node>, node: NonNull<Node>) {
+        // SAFETY: `pred` stays allocated until its owner has handed the lock
+        // to us (it waits for our link before clearing `locked`), and `node`
+        // is ours.
+        let (pred, me) = unsafe { (pred.as_ref(), node.as_ref()) };
+        // Release: the predecessor's Acquire load of `next` then sees our
+        // `locked = true` before it clears it.
+        pred.next.store(node.as_ptr(), Ordering::Release);
+        // Acquire: pairs with the Release store in `unlock`.
+        while me.locked.load(Ordering::Acquire) {
+            spin_hint();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wait_for_successor(me: &McsNode) -> NonNull<Node> {
+        loop {
+            // Acquire: pairs with the successor's Release store of our `next`.
+            if let Some(next) = NonNull::new(me.next.load(Ordering::Acquire)) {
+                return next;
+            }
+            spin_hint();
+        }
+    }
+}
+
+impl Default for Mcs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: `tail` orders all acquisitions; a thread returns from `lock` only
+// when `tail` was null at its swap or its predecessor cleared its `locked`
+// flag in `unlock` (Release/Acquire), so holders are serialized.
+unsafe impl lock_api::RawMutex for Mcs {
+    crate::raw_init!();
+    type Guard = McsToken;
+
+    #[inline]
+    fn lock(&self) -> Self::Guard {
+        let node = take_node();
+        // SAFETY: the node is ours and in no queue.
+        let me = unsafe { node.as_ref() };
+        me.next.store(ptr::null_mut(), Ordering::Relaxed);
+        me.locked.store(true, Ordering::Relaxed);
+        // AcqRel: Acquire pairs with the Release CAS in `unlock` (free lock)
+        // and with the predecessor's swap; Release publishes our node's
+        // initialisation to the successor that swaps us out.
+        let pred = self.tail.swap(node.as_ptr(), Ordering::AcqRel);
+        if let Some(pred) = NonNull::new(pred) {
+            Self::wait_behind(pred, node);
+        }
+        McsToken(node)
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<Self::Guard> {
+        if !self.tail.load(Ordering::Relaxed).is_null() {
+            return None;
+        }
+        let node = take_node();
+        // SAFETY: the node is ours and in no queue.
+        let me = unsafe { node.as_ref() };
+        me.next.store(ptr::null_mut(), Ordering::Relaxed);
+        // AcqRel: as the swap in `lock`.
+        match self.tail.compare_exchange(
+            ptr::null_mut(),
+            node.as_ptr(),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => Some(McsToken(node)),
+            Err(_) => {
+                give_node(node);
+                None
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, guard: Self::Guard) {
+        let node = guard.0;
+        // SAFETY: the caller holds the lock through this node.
+        let me = unsafe { node.as_ref() };
+        // Acquire: pairs with the successor's Release store of `next`.
+        let mut next = me.next.load(Ordering::Acquire);
+        if next.is_null() {
+            // Release: pairs with the Acquire swap of the next acquirer.
+            if self
+                .tail
+                .compare_exchange(node.as_ptr(), ptr::null_mut(), Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+            {
+                give_node(node);
+                return;
+            }
+            next = Self::wait_for_successor(me).as_ptr();
+        }
+        // SAFETY: the successor's node stays allocated while it waits.
+        // Release: pairs with the successor's Acquire load of `locked`.
+        unsafe { (&*next).locked.store(false, Ordering::Release) };
+        // Nobody references our node any more: the successor linked itself
+        // and has been released.
+        give_node(node);
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        !self.tail.load(Ordering::Relaxed).is_null()
+    }
+}

@@ -1,0 +1,68 @@
+//! The one loom shim of the crate (SPEC §1).
+//!
+//! Every atomic, spin hint and thread-local used by an algorithm comes from
+//! here, so `RUSTFLAGS="--cfg loom" cargo test --release -p symmetry-locks
+//! --test loom` model-checks the same code that ships. Under loom the atomics
+//! are loom's instrumented ones (not `const`-constructible, which is why the
+//! `lock_api::RawMutex` impls are compiled out under `cfg(loom)` and the loom
+//! tests drive the algorithms through [`crate::RawLock`]).
+
+#[cfg(not(loom))]
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize};
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize};
+
+pub(crate) use core::sync::atomic::Ordering;
+
+/// One iteration of a busy-wait loop.
+///
+/// Natively this is the CPU's spin-wait hint (`pause` on x86, `yield`/`isb`
+/// on Arm); under loom it yields to the model checker so that spin loops
+/// terminate in the explored schedules.
+#[inline(always)]
+pub(crate) fn spin_hint() {
+    #[cfg(not(loom))]
+    core::hint::spin_loop();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}
+
+/// Busy-waits for `n` iterations of [`spin_hint`] (a backoff delay).
+///
+/// Under loom a delay is a single yield: loom explores interleavings, not
+/// time, so a longer delay adds states without adding behaviours.
+#[inline]
+pub(crate) fn delay(n: u32) {
+    #[cfg(not(loom))]
+    for _ in 0..n {
+        core::hint::spin_loop();
+    }
+    #[cfg(loom)]
+    {
+        let _ = n;
+        loom::thread::yield_now();
+    }
+}
+
+/// Declares a thread-local through std or loom, whichever is active.
+macro_rules! shim_thread_local {
+    ($($tt:tt)*) => {
+        #[cfg(not(loom))]
+        std::thread_local!($($tt)*);
+        #[cfg(loom)]
+        loom::thread_local!($($tt)*);
+    };
+}
+pub(crate) use shim_thread_local as thread_local;
+
+/// Defines a constructor that is `const fn` natively and a plain `fn` under
+/// loom (whose atomics have no `const` constructor). The body is written once.
+macro_rules! maybe_const_fn {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident : $argty:ty),*) -> $ret:ty $body:block) => {
+        #[cfg(not(loom))]
+        $(#[$meta])* $vis const fn $name($($arg: $argty),*) -> $ret $body
+        #[cfg(loom)]
+        $(#[$meta])* $vis fn $name($($arg: $argty),*) -> $ret $body
+    };
+}
+pub(crate) use maybe_const_fn;
