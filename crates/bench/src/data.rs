@@ -1,1 +1,404 @@
-//! (being written)
+//! Tidy result rows and their CSV files.
+//!
+//! Every experiment writes its measurements as [`Row`]s: one row per measured
+//! point, in the tidy layout of SPEC §3. A CSV file starts with the seven base
+//! columns
+//!
+//! ```text
+//! experiment,series,threads,oversubscribed,metric,value,unit
+//! ```
+//!
+//! followed by one column per experiment parameter (`cs_ns`, `work_ns`,
+//! `mpl`, ...), in the order the keys were first seen across the rows. A row
+//! that lacks a parameter leaves that cell empty. `oversubscribed` is written
+//! as `true`/`false`, and `value` with Rust's shortest round-trip `{}`
+//! formatting of `f64`, so [`read_csv`] gives back exactly what
+//! [`write_csv`] was given.
+//!
+//! Plots and the report are drawn from these files, never from in-memory
+//! state only (SPEC §1, "Results are data").
+
+use std::path::Path;
+
+/// The base columns every result CSV starts with, in order.
+pub const BASE_COLUMNS: [&str; 7] = [
+    "experiment",
+    "series",
+    "threads",
+    "oversubscribed",
+    "metric",
+    "value",
+    "unit",
+];
+
+/// One measured point: a tidy row of a result CSV.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Experiment id, e.g. `spin-counter`.
+    pub experiment: String,
+    /// The lock, strategy, policy, algorithm or peer, by its registry name.
+    pub series: String,
+    /// Threads (or processors) the point was measured with.
+    pub threads: u32,
+    /// Whether `threads` exceeds the machine's cores.
+    pub oversubscribed: bool,
+    /// Metric name, lower_snake_case, e.g. `elapsed_ms`.
+    pub metric: String,
+    /// The measured value.
+    pub value: f64,
+    /// Unit of `value`, e.g. `ms`, `ns/op`, `ratio`.
+    pub unit: String,
+    /// Experiment parameters as `(column, value)` pairs, in column order.
+    pub params: Vec<(String, String)>,
+}
+
+impl Row {
+    /// A row without parameters; add them with [`Row::param`].
+    pub fn new(
+        experiment: &str,
+        series: &str,
+        threads: u32,
+        oversubscribed: bool,
+        metric: &str,
+        value: f64,
+        unit: &str,
+    ) -> Row {
+        Row {
+            experiment: experiment.to_string(),
+            series: series.to_string(),
+            threads,
+            oversubscribed,
+            metric: metric.to_string(),
+            value,
+            unit: unit.to_string(),
+            params: Vec::new(),
+        }
+    }
+
+    /// Builder: sets parameter `key` to `value`. A new key is appended as a
+    /// further column; setting a key the row already has replaces its value,
+    /// so a row never holds the same key twice.
+    pub fn param(mut self, key: &str, value: impl ToString) -> Row {
+        let value = value.to_string();
+        match self.params.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.params.push((key.to_string(), value)),
+        }
+        self
+    }
+
+    /// The value of parameter `key`, if the row has it.
+    pub fn get_param(&self, key: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The rows whose metric is `metric`, in file order.
+pub fn filter<'a>(rows: &'a [Row], metric: &str) -> impl Iterator<Item = &'a Row> + use<'a> {
+    let metric = metric.to_string();
+    rows.iter().filter(move |r| r.metric == metric)
+}
+
+/// The distinct series names of `rows`, in first-seen order.
+pub fn series_names(rows: &[Row]) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    for row in rows {
+        if !names.contains(&row.series.as_str()) {
+            names.push(&row.series);
+        }
+    }
+    names
+}
+
+/// The union of the parameter keys of `rows`, in first-seen order.
+pub fn param_keys(rows: &[Row]) -> Vec<&str> {
+    let mut keys: Vec<&str> = Vec::new();
+    for row in rows {
+        for (k, _) in &row.params {
+            if !keys.contains(&k.as_str()) {
+                keys.push(k);
+            }
+        }
+    }
+    keys
+}
+
+/// Writes `rows` to `path` as a tidy CSV (see the module docs), creating the
+/// parent directory if needed. An empty `rows` gives a file with the base
+/// header only.
+///
+/// Fails, naming the file, if it cannot be written or if a parameter key is
+/// empty or collides with a base column (the file could not be read back).
+pub fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
+    let shown = path.display();
+    let keys = param_keys(rows);
+    for key in &keys {
+        if key.is_empty() {
+            return Err(format!("{shown}: a row has a parameter with an empty name"));
+        }
+        if BASE_COLUMNS.contains(key) {
+            return Err(format!(
+                "{shown}: parameter `{key}` has the name of a base column ({})",
+                BASE_COLUMNS.join(", ")
+            ));
+        }
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("{}: cannot create directory: {e}", dir.display()))?;
+    }
+    let mut writer = csv::WriterBuilder::new()
+        .from_path(path)
+        .map_err(|e| format!("{shown}: cannot create file: {e}"))?;
+    let write_err = |e: csv::Error| format!("{shown}: cannot write: {e}");
+
+    let mut header: Vec<&str> = BASE_COLUMNS.to_vec();
+    header.extend(keys.iter().copied());
+    writer.write_record(&header).map_err(write_err)?;
+
+    for row in rows {
+        let mut record: Vec<String> = vec![
+            row.experiment.clone(),
+            row.series.clone(),
+            row.threads.to_string(),
+            row.oversubscribed.to_string(),
+            row.metric.clone(),
+            format!("{}", row.value),
+            row.unit.clone(),
+        ];
+        record.extend(
+            keys.iter()
+                .map(|key| row.get_param(key).unwrap_or("").to_string()),
+        );
+        writer.write_record(&record).map_err(write_err)?;
+    }
+    writer
+        .flush()
+        .map_err(|e| format!("{shown}: cannot write: {e}"))
+}
+
+/// Reads a tidy CSV written by [`write_csv`] (or by hand in the same layout).
+///
+/// The base columns may appear in any order; every other column is a
+/// parameter, and an empty cell means the row lacks that parameter. Errors
+/// name the file and, for a bad cell, the line and column.
+pub fn read_csv(path: &Path) -> Result<Vec<Row>, String> {
+    let shown = path.display();
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_path(path)
+        .map_err(|e| format!("{shown}: cannot open: {e}"))?;
+    let header = reader
+        .headers()
+        .map_err(|e| format!("{shown}: cannot read the header row: {e}"))?
+        .clone();
+    if header.is_empty() || (header.len() == 1 && header[0].is_empty()) {
+        return Err(format!(
+            "{shown}: empty file; expected a header row starting with {}",
+            BASE_COLUMNS.join(",")
+        ));
+    }
+
+    let mut base_index = [0usize; 7];
+    for (slot, name) in base_index.iter_mut().zip(BASE_COLUMNS) {
+        *slot = header.iter().position(|h| h == name).ok_or_else(|| {
+            format!(
+                "{shown}: missing column `{name}` in the header row (expected columns: {})",
+                BASE_COLUMNS.join(",")
+            )
+        })?;
+    }
+    let params: Vec<(usize, String)> = header
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| !BASE_COLUMNS.contains(h))
+        .map(|(i, h)| (i, h.to_string()))
+        .collect();
+
+    let mut rows = Vec::new();
+    for result in reader.records() {
+        let record = result.map_err(|e| match e.position() {
+            Some(pos) => format!("{shown}: line {}: malformed record: {e}", pos.line()),
+            None => format!("{shown}: malformed record: {e}"),
+        })?;
+        let line = record.position().map(|p| p.line()).unwrap_or(0);
+        let cell = |column: usize| record.get(base_index[column]).unwrap_or("");
+        let bad = |column: usize, what: &str| {
+            format!(
+                "{shown}: line {line}: column `{}`: cannot parse `{}` as {what}",
+                BASE_COLUMNS[column],
+                cell(column)
+            )
+        };
+
+        let threads: u32 = cell(2)
+            .trim()
+            .parse()
+            .map_err(|_| bad(2, "a thread count (a non-negative integer)"))?;
+        let oversubscribed = match cell(3).trim().to_ascii_lowercase().as_str() {
+            "true" => true,
+            "false" => false,
+            _ => return Err(bad(3, "a boolean (`true` or `false`)")),
+        };
+        let value: f64 = cell(5).trim().parse().map_err(|_| bad(5, "a number"))?;
+
+        let mut row = Row::new(
+            cell(0),
+            cell(1),
+            threads,
+            oversubscribed,
+            cell(4),
+            value,
+            cell(6),
+        );
+        for (index, key) in &params {
+            match record.get(*index) {
+                Some(v) if !v.is_empty() => row.params.push((key.clone(), v.to_string())),
+                _ => {}
+            }
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn temp_file(name: &str) -> PathBuf {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        std::env::temp_dir()
+            .join(format!("symmetry-data-{}-{nanos}", std::process::id()))
+            .join(name)
+    }
+
+    #[test]
+    fn param_builder_sets_and_replaces() {
+        let row = Row::new("e", "s", 1, false, "m", 1.0, "u")
+            .param("cs_ns", 100)
+            .param("mpl", "2.0")
+            .param("cs_ns", 200);
+        assert_eq!(row.get_param("cs_ns"), Some("200"));
+        assert_eq!(row.get_param("mpl"), Some("2.0"));
+        assert_eq!(row.get_param("nope"), None);
+        assert_eq!(row.params.len(), 2);
+    }
+
+    #[test]
+    fn csv_round_trip_with_params() {
+        let rows = vec![
+            Row::new("spin-counter", "mcs", 1, false, "elapsed_ms", 12.5, "ms").param("cs_ns", 0),
+            Row::new(
+                "spin-counter",
+                "tas, \"quoted\"",
+                4,
+                true,
+                "elapsed_ms",
+                0.1 + 0.2,
+                "ms",
+            )
+            .param("work_ns", 300),
+            Row::new("spin-counter", "ttas", 2, false, "ratio", f64::NAN, "x")
+                .param("cs_ns", 50)
+                .param("work_ns", 1e-300),
+            Row::new("spin-counter", "inf", 3, true, "ratio", f64::INFINITY, ""),
+        ];
+        let path = temp_file("round.csv");
+        write_csv(&path, &rows).unwrap();
+
+        let text = std::fs::read_to_string(&path).unwrap();
+        let header = text.lines().next().unwrap();
+        assert_eq!(
+            header,
+            "experiment,series,threads,oversubscribed,metric,value,unit,cs_ns,work_ns"
+        );
+
+        let back = read_csv(&path).unwrap();
+        assert_eq!(back.len(), rows.len());
+        for (a, b) in rows.iter().zip(&back) {
+            if a.value.is_nan() {
+                assert!(b.value.is_nan());
+                let mut b2 = b.clone();
+                b2.value = a.value;
+                assert_eq!(a.params, b2.params);
+                assert_eq!(a.series, b2.series);
+            } else {
+                assert_eq!(a, b);
+            }
+        }
+        assert_eq!(back[1].value, 0.1 + 0.2);
+        assert_eq!(filter(&back, "ratio").count(), 2);
+        assert_eq!(
+            series_names(&back),
+            vec!["mcs", "tas, \"quoted\"", "ttas", "inf"]
+        );
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn empty_rows_write_base_header() {
+        let path = temp_file("empty.csv");
+        write_csv(&path, &[]).unwrap();
+        assert!(read_csv(&path).unwrap().is_empty());
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn bad_number_reports_line_and_path() {
+        let path = temp_file("bad.csv");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(
+            &path,
+            "experiment,series,threads,oversubscribed,metric,value,unit\n\
+             e,s,1,false,m,1.5,ms\n\
+             e,s,2,false,m,abc,ms\n",
+        )
+        .unwrap();
+        let err = read_csv(&path).unwrap_err();
+        assert!(err.contains("line 3"), "{err}");
+        assert!(err.contains("`value`"), "{err}");
+        assert!(err.contains("abc"), "{err}");
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn missing_column_and_bad_bool_are_errors() {
+        let path = temp_file("missing.csv");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "experiment,series,threads,metric,value,unit\n").unwrap();
+        let err = read_csv(&path).unwrap_err();
+        assert!(err.contains("missing column `oversubscribed`"), "{err}");
+
+        std::fs::write(
+            &path,
+            "experiment,series,threads,oversubscribed,metric,value,unit\ne,s,1,maybe,m,1,ms\n",
+        )
+        .unwrap();
+        let err = read_csv(&path).unwrap_err();
+        assert!(err.contains("line 2") && err.contains("maybe"), "{err}");
+
+        std::fs::write(&path, "").unwrap();
+        assert!(read_csv(&path).unwrap_err().contains("empty file"));
+
+        let err = read_csv(&path.with_file_name("does-not-exist.csv")).unwrap_err();
+        assert!(err.contains("does-not-exist.csv"), "{err}");
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn param_named_like_base_column_is_rejected() {
+        let path = temp_file("clash.csv");
+        let rows = [Row::new("e", "s", 1, false, "m", 1.0, "u").param("value", 3)];
+        let err = write_csv(&path, &rows).unwrap_err();
+        assert!(err.contains("base column"), "{err}");
+    }
+}

@@ -3,6 +3,9 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod data;
+pub mod experiments;
+pub mod kernels;
+pub mod locks_table;
 pub mod machine;
 pub mod plot;
 pub mod report;

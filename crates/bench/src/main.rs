@@ -1,1 +1,332 @@
-fn main() {}
+//! `symmetry`: re-runs the experiments of the symmetry papers on this
+//! machine and writes CSV results, SVG plots and a report (SPEC §3).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+
+use symmetry_bench::experiments::{self, Ctx, Experiment};
+use symmetry_bench::{data, locks_table, machine::Machine, plot, report};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "symmetry",
+    version,
+    about = "Synchronization and lightweight-thread experiments of five classic papers, re-run on this machine"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct Common {
+    /// Shorter budgets and fewer points (the whole `reproduce` in under ten minutes on 2 cores).
+    #[arg(long)]
+    quick: bool,
+    /// Output directory.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Do not draw progress bars.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the experiments, one per line: id, then title.
+    List,
+    /// List the lock registry: name, family, FIFO or not.
+    Locks,
+    /// Run experiments by id, writing OUT/ID.csv, OUT/ID.svg and OUT/machine.json.
+    Run {
+        /// Experiment ids (see `symmetry list`).
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// Thread counts, e.g. `1,2,4` or `1-4,8` (default: 1..2x cores plus 4x cores).
+        #[arg(long, value_parser = parse_threads)]
+        threads: Option<Vec<usize>>,
+        /// Locks to include, comma-separated registry names (see `symmetry locks`).
+        #[arg(long, value_delimiter = ',')]
+        locks: Option<Vec<String>>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Run every experiment, then write OUT/REPORT.md and OUT/REPORT.html.
+    Reproduce {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Measure this machine's constants (atomic RMW, cache-line round trip, block+wake, C in spins).
+    Calibrate {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Rebuild OUT/REPORT.md and OUT/REPORT.html from the CSV files already in OUT.
+    Report {
+        /// Directory holding the CSV files and machine.json.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+    },
+}
+
+/// Parses `1,2,4` and ranges `1-4`; refuses 0 and empty lists.
+fn parse_threads(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (part, part),
+        };
+        let num = |x: &str| {
+            x.parse::<usize>().map_err(|_| {
+                format!("`{x}` is not a thread count (expected e.g. `1,2,4` or `1-4`)")
+            })
+        };
+        let (lo, hi) = (num(lo)?, num(hi)?);
+        if lo == 0 {
+            return Err("thread counts start at 1 (`0` threads cannot run anything)".into());
+        }
+        if hi < lo {
+            return Err(format!(
+                "range `{part}` is empty (its end is below its start)"
+            ));
+        }
+        if hi > 4096 {
+            return Err(format!(
+                "{hi} threads is more than this harness will start (at most 4096)"
+            ));
+        }
+        out.extend(lo..=hi);
+    }
+    if out.is_empty() {
+        return Err("no thread counts given".into());
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+fn ctx(common: &Common, threads: Option<Vec<usize>>, locks: Option<Vec<String>>) -> Ctx {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Ctx {
+        quick: common.quick,
+        threads,
+        locks,
+        cores,
+        progress: !common.no_progress,
+    }
+}
+
+fn ensure_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create output directory {}: {e}", dir.display()))
+}
+
+/// Runs one experiment: CSV first, then the figure drawn from the CSV.
+fn run_one(e: &Experiment, ctx: &Ctx, out: &Path, machine: &Machine) -> Result<(), String> {
+    let rows = (e.run)(ctx).map_err(|err| format!("{}: {err}", e.id))?;
+    let csv = out.join(format!("{}.csv", e.id));
+    data::write_csv(&csv, &rows)?;
+    let rows = data::read_csv(&csv)?;
+    plot::write_svg(
+        &out.join(format!("{}.svg", e.id)),
+        &(e.figure)(&rows, machine),
+    )?;
+    Ok(())
+}
+
+fn run_many(list: &[&'static Experiment], ctx: &Ctx, out: &Path) -> Result<Machine, String> {
+    ensure_dir(out)?;
+    let machine = Machine::detect(ctx.quick);
+    machine.write_json(out)?;
+    for (i, e) in list.iter().enumerate() {
+        let t = Instant::now();
+        eprintln!("[{}/{}] {} — {}", i + 1, list.len(), e.id, e.title);
+        run_one(e, ctx, out, &machine)?;
+        eprintln!(
+            "      done in {:.1} s -> {}",
+            t.elapsed().as_secs_f64(),
+            out.join(format!("{}.csv", e.id)).display()
+        );
+    }
+    Ok(machine)
+}
+
+/// Builds the report from the files in `out` (never from memory).
+fn build_report(out: &Path) -> Result<(), String> {
+    let machine = Machine::read_json(out)?;
+    let mut sections = Vec::new();
+    let mut missing = Vec::new();
+    for e in experiments::ALL {
+        let csv = out.join(format!("{}.csv", e.id));
+        if !csv.exists() {
+            missing.push(e.id);
+            continue;
+        }
+        let rows = data::read_csv(&csv)?;
+        plot::write_svg(
+            &out.join(format!("{}.svg", e.id)),
+            &(e.figure)(&rows, &machine),
+        )?;
+        sections.push((e.assess)(&rows, &machine));
+    }
+    if sections.is_empty() {
+        return Err(format!(
+            "no experiment results in {} (run `symmetry run ID` or `symmetry reproduce` first)",
+            out.display()
+        ));
+    }
+    let mut intro = String::from(
+        "Each section puts a published claim beside what this machine measured, with a verdict. \
+         Numbers come from the CSV files next to this report; plots are drawn from them. \
+         Hollow markers are oversubscribed points (more threads than cores).\n\n",
+    );
+    intro.push_str(&format!(
+        "This machine has {} logical CPUs: effects that need more processors than that are marked \
+         \"not measurable here\" or \"partly holds\" with the reason.\n\n",
+        machine.cores()
+    ));
+    if !missing.is_empty() {
+        intro.push_str(&format!(
+            "Not run in this directory: {}.\n\n",
+            missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    intro.push_str(&format!(
+        "Experiments of the catalogue (SPEC §3) that later issues add: {}.\n",
+        experiments::PENDING
+            .iter()
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    report::write_report(
+        out,
+        "symmetry — reproduction report",
+        &intro,
+        &machine,
+        &sections,
+    )?;
+    eprintln!(
+        "report: {} and {}",
+        out.join("REPORT.md").display(),
+        out.join("REPORT.html").display()
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // Record the process's CPU set before any measurement pins a thread.
+    let _ = symmetry_bench::kernels::allowed_cpus();
+    let result = match cli.command {
+        Command::List => {
+            for e in experiments::ALL {
+                println!("{}\t{} ({})", e.id, e.title, e.source);
+            }
+            Ok(())
+        }
+        Command::Locks => {
+            for l in symmetry_locks::registry::ALL {
+                println!(
+                    "{}\t{:?}\t{}",
+                    l.name,
+                    l.kind,
+                    if l.fifo { "fifo" } else { "unordered" }
+                );
+            }
+            Ok(())
+        }
+        Command::Run {
+            ids,
+            threads,
+            locks,
+            common,
+        } => {
+            let mut list = Vec::new();
+            let mut err = None;
+            for id in &ids {
+                match experiments::find(id) {
+                    Some(e) => list.push(e),
+                    None => {
+                        err = Some(format!(
+                            "unknown experiment `{id}`; accepted ids: {}",
+                            experiments::ALL
+                                .iter()
+                                .map(|e| e.id)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                        break;
+                    }
+                }
+            }
+            if let Some(e) = err {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+            if let Some(l) = &locks {
+                if let Err(e) = locks_table::select(Some(l)) {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+            run_many(&list, &ctx(&common, threads, locks), &common.out).map(|_| ())
+        }
+        Command::Reproduce { common } => {
+            let t = Instant::now();
+            let all: Vec<&Experiment> = experiments::ALL.iter().collect();
+            run_many(&all, &ctx(&common, None, None), &common.out).and_then(|_| {
+                build_report(&common.out)?;
+                eprintln!("reproduce finished in {:.0} s", t.elapsed().as_secs_f64());
+                Ok(())
+            })
+        }
+        Command::Calibrate { common } => {
+            let e = experiments::find("calibrate").expect("calibrate is in the catalogue");
+            run_many(&[e], &ctx(&common, None, None), &common.out).and_then(|_| {
+                let rows = data::read_csv(&common.out.join("calibrate.csv"))?;
+                for r in rows {
+                    println!(
+                        "{:<18} {:>12.2} {:<6} {}",
+                        r.metric,
+                        r.value,
+                        r.unit,
+                        experiments::calibrate::describe(&r.metric)
+                    );
+                }
+                Ok(())
+            })
+        }
+        Command::Report { out } => build_report(&out),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_threads;
+
+    #[test]
+    fn threads_lists_and_ranges() {
+        assert_eq!(parse_threads("1,2,4").unwrap(), vec![1, 2, 4]);
+        assert_eq!(parse_threads("1-3,8").unwrap(), vec![1, 2, 3, 8]);
+        assert!(parse_threads("0").unwrap_err().contains("start at 1"));
+        assert!(parse_threads("x").is_err());
+        assert!(parse_threads("4-2").is_err());
+        assert!(parse_threads("").is_err());
+    }
+}

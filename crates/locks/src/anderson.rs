@@ -64,7 +64,10 @@ impl<const P: usize> Anderson<P> {
             slots[i] = CachePadded::new(AtomicUsize::new(i.wrapping_sub(P)));
             i += 1;
         }
-        Self { next: CachePadded::new(AtomicUsize::new(0)), slots }
+        Self {
+            next: CachePadded::new(AtomicUsize::new(0)),
+            slots,
+        }
     }
 
     /// A free lock (loom build).
@@ -74,7 +77,10 @@ impl<const P: usize> Anderson<P> {
         let slots = core::array::from_fn(|i| {
             CachePadded::new(AtomicUsize::new(if i == 0 { 0 } else { i.wrapping_sub(P) }))
         });
-        Self { next: CachePadded::new(AtomicUsize::new(0)), slots }
+        Self {
+            next: CachePadded::new(AtomicUsize::new(0)),
+            slots,
+        }
     }
 
     #[inline(always)]

@@ -30,7 +30,10 @@ unsafe impl<R: RawMutex + Send> Send for AtomicInt<R> {}
 impl<R: RawMutex> AtomicInt<R> {
     /// A new integer; `lock` is normally `R::INIT`.
     pub const fn with_lock(lock: R, value: i64) -> Self {
-        Self { lock, value: UnsafeCell::new(value) }
+        Self {
+            lock,
+            value: UnsafeCell::new(value),
+        }
     }
 
     /// A new integer with a fresh lock.
@@ -75,7 +78,9 @@ impl<R: RawMutex> AtomicInt<R> {
 
 impl<R: RawMutex> fmt::Debug for AtomicInt<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AtomicInt").field("value", &self.get()).finish()
+        f.debug_struct("AtomicInt")
+            .field("value", &self.get())
+            .finish()
     }
 }
 
@@ -121,7 +126,10 @@ unsafe impl Send for AtomicIntDyn {}
 impl AtomicIntDyn {
     /// A new integer guarded by `lock`.
     pub fn new(lock: Box<dyn DynLock>, value: i64) -> Self {
-        Self { lock, value: UnsafeCell::new(value) }
+        Self {
+            lock,
+            value: UnsafeCell::new(value),
+        }
     }
 
     /// Adds `delta`, returning the previous value.
@@ -150,6 +158,8 @@ impl AtomicIntDyn {
 
 impl fmt::Debug for AtomicIntDyn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AtomicIntDyn").field("value", &self.get()).finish()
+        f.debug_struct("AtomicIntDyn")
+            .field("value", &self.get())
+            .finish()
     }
 }

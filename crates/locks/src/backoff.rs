@@ -41,7 +41,11 @@ impl ExpBackoff {
         // The waiter's stack address differs between concurrent waiters,
         // which is all the randomness collision avoidance needs.
         let rng = (&seed as *const u8 as u64) ^ 0x9e37_79b9_7f4a_7c15;
-        Self { limit: min.max(2), max: max.max(min.max(2)), rng }
+        Self {
+            limit: min.max(2),
+            max: max.max(min.max(2)),
+            rng,
+        }
     }
 
     /// Number of spin iterations the next [`ExpBackoff::wait`] would use as

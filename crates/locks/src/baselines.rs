@@ -30,7 +30,10 @@ mod imp {
     impl StdMutex {
         /// A free lock.
         pub const fn new() -> Self {
-            Self { mutex: std::sync::Mutex::new(()), held: UnsafeCell::new(MaybeUninit::uninit()) }
+            Self {
+                mutex: std::sync::Mutex::new(()),
+                held: UnsafeCell::new(MaybeUninit::uninit()),
+            }
         }
 
         #[inline]
@@ -98,8 +101,10 @@ mod imp {
 
         #[inline]
         fn is_locked(&self) -> bool {
-            matches!(self.mutex.try_lock(), Err(std::sync::TryLockError::WouldBlock))
-                || self.mutex.is_poisoned() && self.mutex.try_lock().is_err()
+            matches!(
+                self.mutex.try_lock(),
+                Err(std::sync::TryLockError::WouldBlock)
+            ) || self.mutex.is_poisoned() && self.mutex.try_lock().is_err()
         }
     }
 
@@ -135,13 +140,23 @@ mod imp {
 
     impl<const ADAPTIVE: bool> PthreadLock<ADAPTIVE> {
         /// Whether this build really uses the adaptive kind.
-        pub const IS_ADAPTIVE: bool =
-            ADAPTIVE && cfg!(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"));
+        pub const IS_ADAPTIVE: bool = ADAPTIVE
+            && cfg!(all(
+                target_os = "linux",
+                target_env = "gnu",
+                target_pointer_width = "64"
+            ));
 
         /// A free lock.
         pub const fn new() -> Self {
-            let init = if ADAPTIVE { ADAPTIVE_INIT } else { libc::PTHREAD_MUTEX_INITIALIZER };
-            Self { inner: UnsafeCell::new(init) }
+            let init = if ADAPTIVE {
+                ADAPTIVE_INIT
+            } else {
+                libc::PTHREAD_MUTEX_INITIALIZER
+            };
+            Self {
+                inner: UnsafeCell::new(init),
+            }
         }
     }
 
@@ -153,7 +168,9 @@ mod imp {
 
     impl<const ADAPTIVE: bool> fmt::Debug for PthreadLock<ADAPTIVE> {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.debug_struct("PthreadLock").field("adaptive", &Self::IS_ADAPTIVE).finish_non_exhaustive()
+            f.debug_struct("PthreadLock")
+                .field("adaptive", &Self::IS_ADAPTIVE)
+                .finish_non_exhaustive()
         }
     }
 
@@ -180,7 +197,8 @@ mod imp {
         #[inline]
         fn try_lock(&self) -> Option<Self::Guard> {
             // SAFETY: as in `lock`.
-            (unsafe { libc::pthread_mutex_trylock(self.inner.get()) } == 0).then(lock_api::GuardNoSend::new)
+            (unsafe { libc::pthread_mutex_trylock(self.inner.get()) } == 0)
+                .then(lock_api::GuardNoSend::new)
         }
 
         #[inline]

@@ -97,7 +97,9 @@ impl Clh {
     fn fresh_node() -> NonNull<Node> {
         let node = take_node();
         // SAFETY: the node is ours and in no queue.
-        unsafe { node.as_ref() }.locked.store(true, Ordering::Relaxed);
+        unsafe { node.as_ref() }
+            .locked
+            .store(true, Ordering::Relaxed);
         node
     }
 }
@@ -147,7 +149,10 @@ unsafe impl lock_api::RawMutex for Clh {
         }
         let node = Self::fresh_node();
         // AcqRel: as the swap in `lock`.
-        match self.tail.compare_exchange(pred, node.as_ptr(), Ordering::AcqRel, Ordering::Relaxed) {
+        match self
+            .tail
+            .compare_exchange(pred, node.as_ptr(), Ordering::AcqRel, Ordering::Relaxed)
+        {
             Ok(_) => {
                 // SAFETY: our node, read only by us.
                 unsafe { node.as_ref() }.pred.set(pred);

@@ -58,7 +58,8 @@ mod slab {
     const CHUNK: usize = 1024;
     const CHUNKS: usize = 1024;
 
-    static DIRECTORY: [AtomicPtr<Node>; CHUNKS] = [const { AtomicPtr::new(core::ptr::null_mut()) }; CHUNKS];
+    static DIRECTORY: [AtomicPtr<Node>; CHUNKS] =
+        [const { AtomicPtr::new(core::ptr::null_mut()) }; CHUNKS];
     static NEXT: AtomicU32 = AtomicU32::new(0);
 
     /// A fresh node from the slab.
@@ -77,15 +78,27 @@ mod slab {
         if chunk.is_null() {
             let base = (index / CHUNK * CHUNK) as u32;
             let fresh: Box<[Node]> = (0..CHUNK as u32)
-                .map(|i| CachePadded::new(GtNode { generation: Default::default(), index: base + i }))
+                .map(|i| {
+                    CachePadded::new(GtNode {
+                        generation: Default::default(),
+                        index: base + i,
+                    })
+                })
                 .collect();
             let fresh = Box::into_raw(fresh) as *mut Node;
             // AcqRel: Release publishes the chunk; Acquire sees a rival's.
-            chunk = match slot.compare_exchange(core::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+            chunk = match slot.compare_exchange(
+                core::ptr::null_mut(),
+                fresh,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => fresh,
                 Err(theirs) => {
                     // SAFETY: `fresh` lost the race and was never shared.
-                    drop(unsafe { Box::from_raw(core::ptr::slice_from_raw_parts_mut(fresh, CHUNK)) });
+                    drop(unsafe {
+                        Box::from_raw(core::ptr::slice_from_raw_parts_mut(fresh, CHUNK))
+                    });
                     theirs
                 }
             };
@@ -104,7 +117,6 @@ mod slab {
         // chunk is installed before the index is published, and never freed.
         unsafe { &*chunk.add(index % CHUNK) }
     }
-
 }
 
 #[cfg(not(loom))]
@@ -256,7 +268,12 @@ unsafe impl lock_api::RawMutex for GraunkeThakkar {
         let generation = me.generation.load(Ordering::Relaxed);
         // AcqRel: as the swap in `lock`. Success means the word was still
         // the released predecessor's, so nobody holds or waits.
-        match self.tail.compare_exchange(pred, encode(me, generation), Ordering::AcqRel, Ordering::Relaxed) {
+        match self.tail.compare_exchange(
+            pred,
+            encode(me, generation),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
             Ok(_) => Some(GtToken(node)),
             Err(_) => {
                 give_node(node);
@@ -271,7 +288,8 @@ unsafe impl lock_api::RawMutex for GraunkeThakkar {
         let me = unsafe { guard.0.as_ref() };
         let generation = me.generation.load(Ordering::Relaxed);
         // Release: pairs with the successor's Acquire load of our flag.
-        me.generation.store(generation.wrapping_add(1), Ordering::Release);
+        me.generation
+            .store(generation.wrapping_add(1), Ordering::Release);
         // The node may be reused at once, on any lock: a waiter compares
         // generations, which only grow.
         give_node(guard.0);

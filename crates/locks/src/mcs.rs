@@ -164,7 +164,12 @@ unsafe impl lock_api::RawMutex for Mcs {
             // Release: pairs with the Acquire swap of the next acquirer.
             if self
                 .tail
-                .compare_exchange(node.as_ptr(), ptr::null_mut(), Ordering::Release, Ordering::Relaxed)
+                .compare_exchange(
+                    node.as_ptr(),
+                    ptr::null_mut(),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
             {
                 give_node(node);

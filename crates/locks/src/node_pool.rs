@@ -50,7 +50,11 @@ impl<N> Recycle<N> {
         if cfg!(loom) {
             return None;
         }
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).pop().map(|p| p.0)
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .map(|p| p.0)
     }
 
     /// Makes free nodes available to other threads.
@@ -59,13 +63,19 @@ impl<N> Recycle<N> {
         if cfg!(loom) {
             return; // leaked: see the module docs
         }
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).extend(nodes.map(SendPtr));
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(nodes.map(SendPtr));
     }
 }
 
 impl<N> NodeStack<N> {
     pub(crate) const fn new(recycle: &'static Recycle<N>) -> Self {
-        Self { free: UnsafeCell::new(Vec::new()), recycle }
+        Self {
+            free: UnsafeCell::new(Vec::new()),
+            recycle,
+        }
     }
 
     #[inline]

@@ -71,4 +71,3 @@ unsafe impl lock_api::RawMutex for Tas {
         self.state.load(Ordering::Relaxed) != 0
     }
 }
-

@@ -132,7 +132,12 @@ unsafe impl<W: TicketWait> lock_api::RawMutex for TicketLock<W> {
         // and granted.
         let serving = self.serving.load(Ordering::Acquire);
         self.next
-            .compare_exchange(serving, serving.wrapping_add(1), Ordering::Relaxed, Ordering::Relaxed)
+            .compare_exchange(
+                serving,
+                serving.wrapping_add(1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
             .ok()
             .map(TicketToken)
     }
@@ -140,7 +145,8 @@ unsafe impl<W: TicketWait> lock_api::RawMutex for TicketLock<W> {
     #[inline]
     unsafe fn unlock(&self, guard: Self::Guard) {
         // Release: pairs with the Acquire load of the next ticket holder.
-        self.serving.store(guard.0.wrapping_add(1), Ordering::Release);
+        self.serving
+            .store(guard.0.wrapping_add(1), Ordering::Release);
     }
 
     #[inline]

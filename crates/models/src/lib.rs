@@ -27,7 +27,9 @@ pub fn expected_queues_examined(r: u32, q: u32) -> Option<f64> {
     for j in 1..=r {
         for i in 1..q {
             let i = f64::from(i);
-            let term = i * ((qf - i) / qf).powi(j as i32 - 1) * ((qf - i + 1.0) / qf).powi((r - j) as i32) / qf;
+            let term =
+                i * ((qf - i) / qf).powi(j as i32 - 1) * ((qf - i + 1.0) / qf).powi((r - j) as i32)
+                    / qf;
             sum += term;
         }
     }
@@ -42,7 +44,11 @@ pub fn expected_queues_examined_tail_sum(r: u32, q: u32) -> Option<f64> {
         return None;
     }
     let qf = f64::from(q);
-    Some((1..=q).map(|k| ((qf - f64::from(k) + 1.0) / qf).powi(r as i32)).sum())
+    Some(
+        (1..=q)
+            .map(|k| ((qf - f64::from(k) + 1.0) / qf).powi(r as i32))
+            .sum(),
+    )
 }
 
 #[cfg(test)]

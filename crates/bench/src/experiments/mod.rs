@@ -1,0 +1,260 @@
+//! The experiment catalogue (SPEC §3): each experiment runs, writes tidy
+//! rows, draws its figure from rows and judges the paper's claim from rows,
+//! so the report can be rebuilt from the CSV files alone.
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::data::Row;
+use crate::machine::Machine;
+use crate::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
+use crate::report::Section;
+
+pub mod calibrate;
+pub mod peer_locks;
+pub mod presto_atomic_int;
+pub mod presto_spinlock;
+pub mod spin_barrier;
+pub mod spin_counter;
+pub mod spin_cs_size;
+
+/// What an experiment is run with.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// `--quick`: shorter budgets, fewer points; same code paths.
+    pub quick: bool,
+    /// `--threads`, if given.
+    pub threads: Option<Vec<usize>>,
+    /// `--locks`, if given (validated names).
+    pub locks: Option<Vec<String>>,
+    /// Logical CPUs available.
+    pub cores: usize,
+    /// Show progress bars.
+    pub progress: bool,
+}
+
+impl Ctx {
+    /// Thread counts to sweep: `--threads`, else 1..=2*cores plus 4*cores
+    /// (the issue's 4x oversubscription point).
+    pub fn sweep(&self) -> Vec<usize> {
+        if let Some(t) = &self.threads {
+            return t.clone();
+        }
+        let mut v: Vec<usize> = (1..=2 * self.cores).collect();
+        v.push(4 * self.cores);
+        v.dedup();
+        v
+    }
+
+    /// Whether `threads` exceeds the cores.
+    pub fn over(&self, threads: usize) -> bool {
+        threads > self.cores
+    }
+
+    /// Per-point time budget: `quick` or `full`.
+    pub fn budget(&self, quick_ms: u64, full_ms: u64) -> Duration {
+        Duration::from_millis(if self.quick { quick_ms } else { full_ms })
+    }
+
+    /// A progress bar over `len` points, hidden unless enabled and on a TTY.
+    pub fn bar(&self, id: &str, len: usize) -> ProgressBar {
+        let bar = if self.progress {
+            ProgressBar::new(len as u64)
+        } else {
+            ProgressBar::hidden()
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar.set_prefix(id.to_string());
+        bar
+    }
+}
+
+/// One entry of the catalogue.
+#[derive(Clone, Copy)]
+pub struct Experiment {
+    /// Stable id (CLI, file names).
+    pub id: &'static str,
+    /// One-line title.
+    pub title: &'static str,
+    /// Paper and figure/table reproduced.
+    pub source: &'static str,
+    /// Whether `--locks` narrows it.
+    pub uses_locks: bool,
+    /// Runs the experiment.
+    pub run: fn(&Ctx) -> Result<Vec<Row>, String>,
+    /// Draws its figure from rows.
+    pub figure: fn(&[Row], &Machine) -> Figure,
+    /// States claim, measurement and verdict from rows.
+    pub assess: fn(&[Row], &Machine) -> Section,
+}
+
+impl std::fmt::Debug for Experiment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Experiment")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The catalogue, in report order.
+pub const ALL: &[Experiment] = &[
+    calibrate::EXPERIMENT,
+    spin_counter::EXPERIMENT,
+    spin_cs_size::EXPERIMENT,
+    spin_barrier::EXPERIMENT,
+    presto_spinlock::EXPERIMENT,
+    presto_atomic_int::EXPERIMENT,
+    peer_locks::EXPERIMENT,
+];
+
+/// Looks an experiment up by id.
+pub fn find(id: &str) -> Option<&'static Experiment> {
+    ALL.iter().find(|e| e.id == id)
+}
+
+/// Ids of the SPEC §3 catalogue that belong to later issues and are not
+/// implemented yet (named in the report so the gap is visible).
+pub const PENDING: &[&str] = &[
+    "tm-null-threads",
+    "tm-user-work",
+    "tm-latency-vs-runnable",
+    "tm-queue-search",
+    "model-mva",
+    "presto-create-delete",
+    "presto-create-start-delete",
+    "am-logp",
+    "am-stress",
+    "am-bulk",
+    "am-apps",
+    "cs-calibrate",
+    "cs-analytic",
+    "cs-elapsed",
+    "pq-multiprogramming",
+    "pq-processors",
+    "pq-breakdown",
+    "pq-apps",
+    "peer-threads",
+    "peer-messages",
+];
+
+// ---------------------------------------------------------------------------
+// Helpers shared by the experiments: looking values up in rows and drawing
+// the usual "metric vs threads, one series per lock" panel.
+
+/// The value of `metric` for `series` at `threads` (first match), filtered
+/// by an optional parameter `(key, value)`.
+pub fn value(
+    rows: &[Row],
+    series: &str,
+    threads: u32,
+    metric: &str,
+    param: Option<(&str, &str)>,
+) -> Option<f64> {
+    rows.iter()
+        .find(|r| {
+            r.series == series
+                && r.threads == threads
+                && r.metric == metric
+                && param.is_none_or(|(k, v)| r.get_param(k) == Some(v))
+        })
+        .map(|r| r.value)
+}
+
+/// Distinct series names in first-seen order.
+pub fn series_names(rows: &[Row], metric: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in rows.iter().filter(|r| r.metric == metric) {
+        if !out.contains(&r.series) {
+            out.push(r.series.clone());
+        }
+    }
+    out
+}
+
+/// A "metric vs threads" panel with one series per `series` name, taking
+/// rows that match `param` if given.
+pub fn threads_panel(
+    rows: &[Row],
+    metric: &str,
+    param: Option<(&str, &str)>,
+    title: &str,
+    y_label: &str,
+    y_scale: Scale,
+    cores: usize,
+) -> Panel {
+    let selected: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.metric == metric && param.is_none_or(|(k, v)| r.get_param(k) == Some(v)))
+        .collect();
+    let mut names: Vec<&str> = Vec::new();
+    for r in &selected {
+        if !names.contains(&r.series.as_str()) {
+            names.push(&r.series);
+        }
+    }
+    let series = names
+        .iter()
+        .map(|n| Series {
+            name: n.to_string(),
+            points: selected
+                .iter()
+                .filter(|r| r.series == *n)
+                .map(|r| Point {
+                    x: f64::from(r.threads),
+                    y: r.value,
+                    oversubscribed: r.oversubscribed,
+                })
+                .collect(),
+        })
+        .collect();
+    Panel::Line(LinePanel {
+        title: title.to_string(),
+        x_label: "threads".to_string(),
+        y_label: y_label.to_string(),
+        x_scale: Scale::Linear,
+        y_scale,
+        series,
+        x_marker: Some((cores as f64, format!("cores = {cores}"))),
+    })
+}
+
+/// A figure with the machine summary as caption.
+pub fn figure(title: &str, machine: &Machine, panels: Vec<Panel>) -> Figure {
+    let columns = if panels.len() > 1 { 2 } else { 1 };
+    Figure {
+        title: title.to_string(),
+        caption: format!(
+            "{} — hollow markers: oversubscribed (more threads than cores)",
+            machine.summary()
+        ),
+        panels,
+        columns,
+    }
+}
+
+/// Formats a ratio like `1.23x`.
+pub fn ratio(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.2}x")
+    } else {
+        "n/a".to_string()
+    }
+}
+
+/// Formats nanoseconds compactly.
+pub fn ns(x: f64) -> String {
+    if !x.is_finite() {
+        "n/a".to_string()
+    } else if x >= 1e6 {
+        format!("{:.2} ms", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.2} us", x / 1e3)
+    } else {
+        format!("{x:.1} ns")
+    }
+}

@@ -1,0 +1,103 @@
+//! The harness's lock name table, expanded from
+//! [`symmetry_locks::for_each_lock!`]: every registered lock with its
+//! kernels monomorphized. A function pointer from this table is called once
+//! per measured point; inside, the lock is a concrete type.
+
+use std::time::Duration;
+
+use symmetry_locks::registry::LockKind;
+use symmetry_locks::{AtomicInt, AtomicIntDyn};
+
+use crate::kernels::{self, CounterCfg, CounterOut};
+
+/// One lock and its monomorphized kernels.
+#[derive(Clone, Copy)]
+pub struct LockEntry {
+    /// Registry name.
+    pub name: &'static str,
+    /// Family.
+    pub kind: LockKind,
+    /// Whether the lock is FIFO.
+    pub fifo: bool,
+    /// [`kernels::counter`] for this lock.
+    pub counter: fn(&CounterCfg) -> CounterOut,
+    /// [`kernels::uncontended`] for this lock.
+    pub uncontended: fn(u64) -> f64,
+    /// [`kernels::barrier`] for this lock.
+    pub barrier: fn(usize, u64, Duration) -> (u64, Duration),
+    /// PRESTO AtomicInt with the lock inlined: (threads, target, post, budget).
+    pub atomic_int: fn(usize, u64, u64, Duration) -> (u64, Duration),
+    /// PRESTO AtomicInt with the lock behind `dyn`.
+    pub atomic_int_dyn: fn(usize, u64, u64, Duration) -> (u64, Duration),
+}
+
+impl std::fmt::Debug for LockEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockEntry")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn atomic_int<R: lock_api::RawMutex + Send + Sync>(
+    threads: usize,
+    target: u64,
+    post: u64,
+    budget: Duration,
+) -> (u64, Duration) {
+    let n = AtomicInt::<R>::with_lock(R::INIT, 0);
+    kernels::increments(threads, target, post, budget, &|| n.fetch_add(1))
+}
+
+fn atomic_int_dyn<R>(threads: usize, target: u64, post: u64, budget: Duration) -> (u64, Duration)
+where
+    R: lock_api::RawMutex + Send + Sync + 'static,
+    R::Guard: symmetry_locks::GuardWord,
+{
+    let n = AtomicIntDyn::new(std::hint::black_box(Box::new(R::INIT)), 0);
+    kernels::increments(threads, target, post, budget, &|| n.fetch_add(1))
+}
+
+macro_rules! table {
+    ($($name:literal => $ty:ty, kind = $kind:ident, fifo = $fifo:literal;)*) => {
+        &[$(LockEntry {
+            name: $name,
+            kind: LockKind::$kind,
+            fifo: $fifo,
+            counter: kernels::counter::<$ty>,
+            uncontended: kernels::uncontended::<$ty>,
+            barrier: kernels::barrier::<$ty>,
+            atomic_int: atomic_int::<$ty>,
+            atomic_int_dyn: atomic_int_dyn::<$ty>,
+        }),*]
+    };
+}
+
+/// Every registered lock, in registry order.
+pub const LOCKS: &[LockEntry] = symmetry_locks::for_each_lock!(table);
+
+/// Looks up a lock by name.
+pub fn find(name: &str) -> Option<&'static LockEntry> {
+    LOCKS.iter().find(|l| l.name == name)
+}
+
+/// All registry names, for error messages.
+pub fn names() -> Vec<&'static str> {
+    LOCKS.iter().map(|l| l.name).collect()
+}
+
+/// Resolves a user's `--locks` list (or all locks if `None`), with a clear
+/// error naming the accepted names.
+pub fn select(names_wanted: Option<&[String]>) -> Result<Vec<&'static LockEntry>, String> {
+    match names_wanted {
+        None => Ok(LOCKS.iter().collect()),
+        Some(list) => list
+            .iter()
+            .map(|n| {
+                find(n).ok_or_else(|| {
+                    format!("unknown lock `{n}`; accepted names: {}", names().join(", "))
+                })
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,912 @@
+//! The generic correctness suite (SPEC §4, §5: "one generic correctness
+//! test, instantiated for every lock by the registry macro").
+//!
+//! [`symmetry_locks::for_each_lock!`] expands `lock_suites!` once with every
+//! registered lock; each entry becomes a module `lock::<name>` whose tests
+//! call the generic functions of [`suite`] with the entry's type. The
+//! registry is the only source of types and promises (`fifo`); the list of
+//! module names below only spells each name as an identifier, is zipped with
+//! the registry in lockstep (a length mismatch is a compile error), and each
+//! module checks that its identifier spells its registry name.
+//!
+//! Every test takes [`serial`] first: the stress tests oversubscribe the
+//! cores on purpose, and two of them running side by side (or one beside the
+//! arrival-order test, which relies on an otherwise idle machine) would
+//! measure the scheduler rather than the lock.
+#![cfg(not(loom))]
+
+/// Serializes the tests of this binary (see the crate docs).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The generic tests, written once against `lock_api::RawMutex`.
+mod suite {
+    use std::cell::UnsafeCell;
+    use std::hint::black_box;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Barrier, mpsc};
+    use std::thread;
+    use std::time::Duration;
+
+    use symmetry_locks::lock_api::{self, RawMutex};
+    use symmetry_locks::{AtomicInt, AtomicIntDyn, GuardWord};
+
+    /// Acquisitions per thread while threads <= cores.
+    const PER_THREAD: usize = 20_000;
+    /// Total acquisitions over all threads when the cores are
+    /// oversubscribed: a FIFO spin lock then hands over to a descheduled
+    /// waiter at most hand-overs, so throughput is a few per time slice.
+    const OVERSUBSCRIBED_TOTAL: usize = 160_000;
+    /// How long a thread may take to report back before the test calls it
+    /// blocked (only reached when a lock is broken; never a timing assertion
+    /// on a working lock).
+    const HANG: Duration = Duration::from_secs(60);
+
+    /// Cores of this machine.
+    pub(crate) fn cores() -> usize {
+        thread::available_parallelism().map_or(2, |n| n.get())
+    }
+
+    /// 1, 2, cores and 4 x cores threads (deduplicated, ascending).
+    fn thread_counts() -> Vec<usize> {
+        let c = cores();
+        let mut v = vec![1, 2, c, 4 * c];
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Acquisitions per thread for `threads` threads.
+    fn per_thread(threads: usize) -> usize {
+        if threads <= cores() {
+            PER_THREAD
+        } else {
+            (OVERSUBSCRIBED_TOTAL / threads).max(1)
+        }
+    }
+
+    /// A lock and a plain (non-atomic) counter it guards, with a flag that
+    /// detects two contexts inside the critical section at once.
+    pub(crate) struct Guarded<R> {
+        pub(crate) lock: R,
+        value: UnsafeCell<u64>,
+        inside: AtomicBool,
+        violations: AtomicUsize,
+    }
+
+    // SAFETY: `value` is only touched with `lock` held (that is what the
+    // tests check); the rest is atomic.
+    unsafe impl<R: Sync> Sync for Guarded<R> {}
+
+    impl<R: RawMutex> Guarded<R> {
+        pub(crate) fn new() -> Self {
+            Self {
+                lock: R::INIT,
+                value: UnsafeCell::new(0),
+                inside: AtomicBool::new(false),
+                violations: AtomicUsize::new(0),
+            }
+        }
+
+        /// Read-modify-write of the counter with a `black_box` between the
+        /// read and the write to widen the window a broken lock would open.
+        /// A violation is counted rather than panicked on, so that a broken
+        /// lock fails the test instead of hanging the other threads.
+        ///
+        /// # Safety
+        ///
+        /// The caller holds `self.lock` (the test checks exactly that).
+        pub(crate) unsafe fn bump(&self) {
+            // A swap reads the latest value in modification order whatever
+            // the ordering, so two holders at once always see each other.
+            if self.inside.swap(true, Ordering::Relaxed) {
+                self.violations.fetch_add(1, Ordering::Relaxed);
+            }
+            // SAFETY: the caller holds the lock.
+            let v = unsafe { *self.value.get() };
+            let v = black_box(v) + 1;
+            // SAFETY: as above.
+            unsafe { *self.value.get() = v };
+            self.inside.store(false, Ordering::Relaxed);
+        }
+
+        /// Locks, bumps, unlocks.
+        pub(crate) fn locked_bump(&self) {
+            let guard = self.lock.lock();
+            // SAFETY: we hold the lock.
+            unsafe { self.bump() };
+            // SAFETY: we hold the lock with this guard.
+            unsafe { self.lock.unlock(guard) };
+        }
+
+        /// Tries to lock; bumps and unlocks on success.
+        pub(crate) fn try_bump(&self) -> bool {
+            match self.lock.try_lock() {
+                Some(guard) => {
+                    // SAFETY: we hold the lock.
+                    unsafe { self.bump() };
+                    // SAFETY: we hold the lock with this guard.
+                    unsafe { self.lock.unlock(guard) };
+                    true
+                }
+                None => false,
+            }
+        }
+
+        /// The counter, checking that mutual exclusion was never violated.
+        pub(crate) fn count(&mut self, name: &str) -> u64 {
+            assert_eq!(
+                *self.violations.get_mut(),
+                0,
+                "{name}: two contexts were inside the critical section at once"
+            );
+            assert!(
+                !self.lock.is_locked(),
+                "{name}: lock still held after all guards were released"
+            );
+            *self.value.get_mut()
+        }
+    }
+
+    /// A small deterministic generator (xorshift64*) for shuffles.
+    struct Rng(u64);
+
+    impl Rng {
+        fn new(seed: u64) -> Self {
+            Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+        }
+
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+
+        fn shuffle<T>(&mut self, v: &mut [T]) {
+            for i in (1..v.len()).rev() {
+                v.swap(i, self.below(i + 1));
+            }
+        }
+    }
+
+    /// 1. Mutual exclusion: a non-atomic counter incremented under the lock
+    /// by 1, 2, cores and 4 x cores threads ends exactly at the number of
+    /// acquisitions, and no two threads are ever inside at once. A last run
+    /// mixes `try_lock` with `lock`.
+    pub(crate) fn mutual_exclusion<R: RawMutex + Sync>(name: &str) {
+        for threads in thread_counts() {
+            let n = per_thread(threads);
+            let mut g = Guarded::<R>::new();
+            let start = Barrier::new(threads);
+            thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(|| {
+                        start.wait();
+                        for _ in 0..n {
+                            g.locked_bump();
+                        }
+                    });
+                }
+            });
+            assert_eq!(
+                g.count(name),
+                (threads * n) as u64,
+                "{name}: lost updates with {threads} threads"
+            );
+        }
+
+        // Mixed lock / try_lock at `cores` threads.
+        let threads = cores().max(2);
+        let n = per_thread(threads) / 2;
+        let mut g = Guarded::<R>::new();
+        let successes = AtomicUsize::new(0);
+        let start = Barrier::new(threads);
+        thread::scope(|s| {
+            for t in 0..threads {
+                let (g, successes, start) = (&g, &successes, &start);
+                s.spawn(move || {
+                    start.wait();
+                    let mut mine = 0;
+                    for i in 0..n {
+                        if (i + t) % 2 == 0 {
+                            g.locked_bump();
+                            mine += 1;
+                        } else if g.try_bump() {
+                            mine += 1;
+                        }
+                    }
+                    successes.fetch_add(mine, Ordering::Relaxed);
+                });
+            }
+        });
+        assert_eq!(
+            g.count(name),
+            successes.into_inner() as u64,
+            "{name}: lost updates with lock and try_lock mixed"
+        );
+    }
+
+    /// Runs `f` on another thread and returns its result, or `None` if it
+    /// did not come back within [`HANG`] (the thread is left running; the
+    /// caller must release whatever it blocks on).
+    fn elsewhere<'s, 'e, T: Send + 's>(
+        s: &'s thread::Scope<'s, 'e>,
+        f: impl FnOnce() -> T + Send + 's,
+    ) -> Option<T> {
+        let (tx, rx) = mpsc::channel();
+        s.spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(HANG).ok()
+    }
+
+    /// 2. `try_lock` succeeds on a free lock, fails without blocking while
+    /// the lock is held (by this thread, by another thread, with a waiter
+    /// queued), succeeds again after unlock; `is_locked` follows the state.
+    pub(crate) fn try_lock_semantics<R: RawMutex + Sync>(name: &str) {
+        let lock = R::INIT;
+        assert!(!lock.is_locked(), "{name}: a new lock is locked");
+        let guard = lock
+            .try_lock()
+            .unwrap_or_else(|| panic!("{name}: try_lock failed on a free lock"));
+        assert!(lock.is_locked(), "{name}: is_locked false while held");
+        assert!(
+            lock.try_lock().is_none(),
+            "{name}: try_lock succeeded while held by this thread"
+        );
+
+        // Held by this thread; try from another one. A try_lock that
+        // succeeded there is released at once (the test has failed anyway).
+        let mut guard = Some(guard);
+        let other = thread::scope(|s| {
+            let got = elsewhere(s, || {
+                let g = lock.try_lock();
+                let ok = g.is_some();
+                if let Some(g) = g {
+                    // SAFETY: just acquired by this thread.
+                    unsafe { lock.unlock(g) };
+                }
+                ok
+            });
+            if got.is_none() {
+                // SAFETY: the main thread holds it with `guard`; releasing
+                // lets the blocked try_lock return so the scope can end.
+                unsafe { lock.unlock(guard.take().expect("held")) };
+            }
+            got
+        });
+        match other {
+            Some(false) => {}
+            Some(true) => panic!("{name}: try_lock on another thread succeeded while held"),
+            None => panic!("{name}: try_lock on another thread blocked"),
+        }
+        // SAFETY: held with `guard`.
+        unsafe { lock.unlock(guard.take().expect("held")) };
+        assert!(!lock.is_locked(), "{name}: is_locked true after unlock");
+        let guard = lock
+            .try_lock()
+            .unwrap_or_else(|| panic!("{name}: try_lock failed after unlock"));
+        // SAFETY: held with `guard`.
+        unsafe { lock.unlock(guard) };
+
+        // Held by another thread.
+        thread::scope(|s| {
+            let (locked_tx, locked_rx) = mpsc::channel();
+            let (go_tx, go_rx) = mpsc::channel::<()>();
+            let lock = &lock;
+            s.spawn(move || {
+                let g = lock.lock();
+                locked_tx.send(()).unwrap();
+                let _ = go_rx.recv();
+                // SAFETY: acquired above on this thread.
+                unsafe { lock.unlock(g) };
+            });
+            locked_rx
+                .recv_timeout(HANG)
+                .unwrap_or_else(|_| panic!("{name}: lock on a free lock blocked"));
+            assert!(
+                lock.is_locked(),
+                "{name}: is_locked false while another thread holds it"
+            );
+            let mut stolen = 0;
+            for _ in 0..100 {
+                if let Some(g) = lock.try_lock() {
+                    stolen += 1;
+                    // SAFETY: just acquired.
+                    unsafe { lock.unlock(g) };
+                }
+            }
+            go_tx.send(()).unwrap();
+            assert_eq!(
+                stolen, 0,
+                "{name}: try_lock succeeded while another thread held the lock"
+            );
+        });
+        assert!(
+            !lock.is_locked(),
+            "{name}: is_locked true after the other thread released"
+        );
+
+        // Held, with a waiter queued behind the holder.
+        let guard = lock.lock();
+        let started = AtomicBool::new(false);
+        thread::scope(|s| {
+            s.spawn(|| {
+                started.store(true, Ordering::SeqCst);
+                let g = lock.lock();
+                // SAFETY: acquired above on this thread.
+                unsafe { lock.unlock(g) };
+            });
+            while !started.load(Ordering::SeqCst) {
+                thread::yield_now();
+            }
+            thread::sleep(Duration::from_millis(5));
+            let stolen = lock.try_lock().map(|g| {
+                // SAFETY: just acquired.
+                unsafe { lock.unlock(g) };
+            });
+            assert!(
+                lock.is_locked(),
+                "{name}: is_locked false with a holder and a waiter"
+            );
+            // SAFETY: held with `guard` (released before asserting so a
+            // failure cannot leave the waiter stuck).
+            unsafe { lock.unlock(guard) };
+            assert!(
+                stolen.is_none(),
+                "{name}: try_lock succeeded past a holder and a waiter"
+            );
+        });
+        assert!(
+            !lock.is_locked(),
+            "{name}: is_locked true after holder and waiter released"
+        );
+
+        // Alternating lock and try_lock on one thread reuses queue nodes.
+        for i in 0..1_000 {
+            let g = if i % 2 == 0 {
+                lock.lock()
+            } else {
+                lock.try_lock()
+                    .unwrap_or_else(|| panic!("{name}: try_lock failed on a free lock (round {i})"))
+            };
+            assert!(lock.is_locked());
+            // SAFETY: held with `g`.
+            unsafe { lock.unlock(g) };
+            assert!(!lock.is_locked());
+        }
+    }
+
+    /// 3. Arrival order. The main thread holds the lock; waiters start one
+    /// at a time, each given time to enqueue before the next starts (the
+    /// queue of a ticket or list lock is not observable from outside, so
+    /// this is "started, then 40 ms", reliable on an otherwise idle machine,
+    /// which [`crate::serial`] provides). For a FIFO lock the waiters must
+    /// enter in arrival order; for the others, each must enter exactly once.
+    pub(crate) fn arrival_order<R: RawMutex + Sync>(name: &str, fifo: bool) {
+        const WAITERS: usize = 4;
+        let m = lock_api::Mutex::<R, Vec<usize>>::new(Vec::new());
+        let started = AtomicUsize::new(0);
+        thread::scope(|s| {
+            let held = m.lock();
+            for k in 0..WAITERS {
+                let (m, started) = (&m, &started);
+                s.spawn(move || {
+                    started.fetch_add(1, Ordering::SeqCst);
+                    m.lock().push(k);
+                });
+                while started.load(Ordering::SeqCst) <= k {
+                    thread::yield_now();
+                }
+                if fifo {
+                    thread::sleep(Duration::from_millis(40));
+                }
+            }
+            assert!(
+                m.is_locked(),
+                "{name}: is_locked false while held with waiters"
+            );
+            drop(held);
+        });
+        let mut order = m.into_inner();
+        if fifo {
+            assert_eq!(
+                order,
+                (0..WAITERS).collect::<Vec<_>>(),
+                "{name}: waiters not served in arrival order"
+            );
+        } else {
+            order.sort_unstable();
+            assert_eq!(
+                order,
+                (0..WAITERS).collect::<Vec<_>>(),
+                "{name}: a waiter was lost or served twice"
+            );
+        }
+    }
+
+    /// 4a. Non-LIFO release: lock A, lock B, unlock A, unlock B, on one
+    /// thread, then while a second thread contends on A and B in every
+    /// pattern (each lock alone, both nested LIFO, both non-LIFO).
+    pub(crate) fn non_lifo_release<R: RawMutex + Sync>(name: &str) {
+        const ROUNDS: usize = 5_000;
+        let mut a = Guarded::<R>::new();
+        let mut b = Guarded::<R>::new();
+        let overlapping = |a: &Guarded<R>, b: &Guarded<R>| {
+            let ga = a.lock.lock();
+            let gb = b.lock.lock();
+            // SAFETY: both held.
+            unsafe {
+                a.bump();
+                b.bump();
+                a.lock.unlock(ga);
+            }
+            // A is free again while B is still held.
+            // SAFETY: B held with `gb`.
+            unsafe {
+                b.bump();
+                b.lock.unlock(gb);
+            }
+        };
+        for _ in 0..ROUNDS {
+            overlapping(&a, &b);
+        }
+        assert_eq!(
+            a.count(name),
+            ROUNDS as u64,
+            "{name}: lock A, single thread"
+        );
+        assert_eq!(
+            b.count(name),
+            2 * ROUNDS as u64,
+            "{name}: lock B, single thread"
+        );
+
+        let mut a = Guarded::<R>::new();
+        let mut b = Guarded::<R>::new();
+        thread::scope(|s| {
+            let (a, b) = (&a, &b);
+            s.spawn(move || {
+                for _ in 0..ROUNDS {
+                    overlapping(a, b);
+                }
+            });
+            s.spawn(move || {
+                for i in 0..ROUNDS {
+                    match i % 4 {
+                        0 => a.locked_bump(),
+                        1 => b.locked_bump(),
+                        2 => {
+                            // Nested, LIFO release (same A-then-B order:
+                            // no deadlock).
+                            let ga = a.lock.lock();
+                            let gb = b.lock.lock();
+                            // SAFETY: both held.
+                            unsafe {
+                                a.bump();
+                                b.bump();
+                                b.lock.unlock(gb);
+                                a.lock.unlock(ga);
+                            }
+                        }
+                        _ => overlapping(a, b),
+                    }
+                }
+            });
+        });
+        // Thread 1: A once, B twice per round. Thread 2 per 4 rounds:
+        // A: 1 + 1 + 1 = 3, B: 1 + 1 + 2 = 4.
+        assert_eq!(
+            a.count(name),
+            (ROUNDS + ROUNDS / 4 * 3) as u64,
+            "{name}: lock A, contended"
+        );
+        assert_eq!(
+            b.count(name),
+            (2 * ROUNDS + ROUNDS / 4 * 4) as u64,
+            "{name}: lock B, contended"
+        );
+    }
+
+    /// 4b. Many locks at once: two threads each take 20 locks of the same
+    /// type in index order (so they cannot deadlock) and release them in a
+    /// random order, many times.
+    pub(crate) fn many_held_shuffled_release<R: RawMutex + Sync>(name: &str) {
+        const LOCKS: usize = 20;
+        const ROUNDS: usize = 300;
+        const THREADS: usize = 2;
+        let mut locks: Vec<Guarded<R>> = (0..LOCKS).map(|_| Guarded::new()).collect();
+        thread::scope(|s| {
+            for t in 0..THREADS {
+                let locks = &locks;
+                s.spawn(move || {
+                    let mut rng = Rng::new(t as u64 + 1);
+                    let mut order: Vec<usize> = (0..LOCKS).collect();
+                    for _ in 0..ROUNDS {
+                        let mut guards: Vec<Option<R::Guard>> =
+                            locks.iter().map(|l| Some(l.lock.lock())).collect();
+                        for l in locks {
+                            // SAFETY: all LOCKS are held.
+                            unsafe { l.bump() };
+                        }
+                        rng.shuffle(&mut order);
+                        for &i in &order {
+                            let g = guards[i].take().expect("released twice");
+                            // SAFETY: lock i is held with `g`.
+                            unsafe { locks[i].lock.unlock(g) };
+                        }
+                    }
+                });
+            }
+        });
+        for (i, l) in locks.iter_mut().enumerate() {
+            assert_eq!(
+                l.count(name),
+                (THREADS * ROUNDS) as u64,
+                "{name}: lock {i} of {LOCKS}"
+            );
+        }
+    }
+
+    /// 5a. Many short-lived threads (node pools are recycled at thread
+    /// exit), in waves of 2 x cores, each holding two locks nested at once
+    /// a few times.
+    pub(crate) fn short_lived_threads<R: RawMutex + Sync>(name: &str) {
+        const THREADS: usize = 200;
+        const TIMES: usize = 5;
+        let wave = 2 * cores();
+        let mut a = Guarded::<R>::new();
+        let mut b = Guarded::<R>::new();
+        let mut spawned = 0;
+        while spawned < THREADS {
+            let this_wave = wave.min(THREADS - spawned);
+            thread::scope(|s| {
+                for t in 0..this_wave {
+                    let (a, b) = (&a, &b);
+                    s.spawn(move || {
+                        for i in 0..TIMES {
+                            let ga = a.lock.lock();
+                            let gb = b.lock.lock();
+                            // SAFETY: both held.
+                            unsafe {
+                                a.bump();
+                                b.bump();
+                            }
+                            // Alternate LIFO and non-LIFO release.
+                            // SAFETY: held with these guards.
+                            unsafe {
+                                if (i + t) % 2 == 0 {
+                                    b.lock.unlock(gb);
+                                    a.lock.unlock(ga);
+                                } else {
+                                    a.lock.unlock(ga);
+                                    b.lock.unlock(gb);
+                                }
+                            }
+                        }
+                    });
+                }
+            });
+            spawned += this_wave;
+        }
+        assert_eq!(a.count(name), (THREADS * TIMES) as u64, "{name}: lock A");
+        assert_eq!(b.count(name), (THREADS * TIMES) as u64, "{name}: lock B");
+    }
+
+    /// 5b. Locks dropped after contended use (a CLH lock hands its last
+    /// node to the dropping thread), many times over, with the threads
+    /// that used each lock gone before it is dropped; the recycled nodes
+    /// must keep working on fresh locks.
+    pub(crate) fn drop_after_use<R: RawMutex + Sync>(name: &str) {
+        const LOCKS: usize = 50;
+        const TIMES: usize = 200;
+        for round in 0..LOCKS {
+            let mut g = Box::new(Guarded::<R>::new());
+            thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| {
+                        for _ in 0..TIMES {
+                            g.locked_bump();
+                        }
+                    });
+                }
+            });
+            // The main thread takes it last on odd rounds, so the lock's
+            // last node is sometimes this thread's and sometimes an exited
+            // thread's.
+            if round % 2 == 1 {
+                g.locked_bump();
+            }
+            assert_eq!(
+                g.count(name),
+                (2 * TIMES + round % 2) as u64,
+                "{name}: round {round}"
+            );
+            drop(g);
+        }
+    }
+
+    /// 6. `lock_api::Mutex<R, T>`: guard drop unlocks, `try_lock`, and
+    /// concurrent increments through guards.
+    pub(crate) fn mutex_api<R: RawMutex + Sync>(name: &str, m: lock_api::Mutex<R, u64>) {
+        const N: usize = 10_000;
+        {
+            let mut g = m.lock();
+            *g += 1;
+            assert!(
+                m.is_locked(),
+                "{name}: Mutex not locked while a guard lives"
+            );
+            assert!(
+                m.try_lock().is_none(),
+                "{name}: Mutex::try_lock succeeded while locked"
+            );
+        }
+        assert!(
+            !m.is_locked(),
+            "{name}: dropping the MutexGuard did not unlock"
+        );
+        *m.try_lock()
+            .unwrap_or_else(|| panic!("{name}: Mutex::try_lock failed on a free mutex")) += 1;
+        assert!(!m.is_locked());
+        let threads = cores().max(2);
+        thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    for _ in 0..N {
+                        let mut g = m.lock();
+                        *g = black_box(*g) + 1;
+                    }
+                });
+            }
+        });
+        assert!(!m.is_locked());
+        assert_eq!(
+            m.into_inner(),
+            2 + (threads * N) as u64,
+            "{name}: lost updates through Mutex"
+        );
+    }
+
+    /// 7. `AtomicInt<R>` (inlined lock) and `AtomicIntDyn` (lock through
+    /// `dyn DynLock`): concurrent `fetch_add` totals, and each previous
+    /// value is returned exactly once.
+    pub(crate) fn atomic_int<R>(name: &str)
+    where
+        R: RawMutex + Send + Sync + 'static,
+        R::Guard: GuardWord,
+    {
+        const N: usize = 5_000;
+        let threads = cores().max(2);
+
+        let int = AtomicInt::<R>::new(0);
+        let seen: Vec<AtomicBool> = (0..threads * N).map(|_| AtomicBool::new(false)).collect();
+        thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    for _ in 0..N {
+                        let old = int.fetch_add(1);
+                        assert!(
+                            !seen[old as usize].swap(true, Ordering::Relaxed),
+                            "{name}: value {old} twice"
+                        );
+                    }
+                });
+            }
+        });
+        assert_eq!(int.get(), (threads * N) as i64, "{name}: AtomicInt total");
+        int.set(-3);
+        assert_eq!(int.fetch_add(5), -3);
+        assert_eq!(int.update(|v| *v), 2);
+
+        let dyn_int = AtomicIntDyn::new(Box::new(R::INIT), 0);
+        thread::scope(|s| {
+            for t in 0..threads {
+                let dyn_int = &dyn_int;
+                s.spawn(move || {
+                    for _ in 0..N {
+                        dyn_int.fetch_add(t as i64 + 1);
+                    }
+                });
+            }
+        });
+        let expected: i64 = (1..=threads as i64).map(|d| d * N as i64).sum();
+        assert_eq!(dyn_int.get(), expected, "{name}: AtomicIntDyn total");
+    }
+}
+
+/// Expands to one module per registered lock; see the crate docs.
+macro_rules! lock_suites {
+    ($($name:literal => $ty:ty, kind = $kind:ident, fifo = $fifo:literal;)*) => {
+        lock_suites! {
+            @zip [
+                tas ttas backoff backoff_persistent ticket ticket_proportional anderson
+                graunke_thakkar mcs clh std parking_lot pthread pthread_adaptive
+            ]
+            $($name => $ty, $kind, $fifo;)*
+        }
+    };
+    (@zip [$($module:ident)*] $($name:literal => $ty:ty, $kind:ident, $fifo:literal;)*) => {
+        /// Registry names that have a generated module, in registry order.
+        const COVERED: &[&str] = &[$($name),*];
+
+        /// One module per registered lock (nested, so that the module
+        /// named `std` shadows nothing at the crate root).
+        mod lock {
+            $(
+                mod $module {
+                    use crate::suite;
+
+                    type L = $ty;
+                    const NAME: &str = $name;
+                    const FIFO: bool = $fifo;
+
+                    #[test]
+                    fn registry_entry() {
+                        assert_eq!(stringify!($module), NAME.replace('-', "_"), "module list out of step with the registry");
+                        let info = symmetry_locks::registry::find(NAME).expect("name not in registry::ALL");
+                        assert_eq!(info.fifo, FIFO);
+                        assert_eq!(info.kind, symmetry_locks::LockKind::$kind);
+                        assert!(!FIFO || info.kind == symmetry_locks::LockKind::Queue);
+                    }
+
+                    #[test]
+                    fn mutual_exclusion() {
+                        let _serial = crate::serial();
+                        suite::mutual_exclusion::<L>(NAME);
+                    }
+
+                    #[test]
+                    fn try_lock_semantics() {
+                        let _serial = crate::serial();
+                        suite::try_lock_semantics::<L>(NAME);
+                    }
+
+                    #[test]
+                    fn arrival_order() {
+                        let _serial = crate::serial();
+                        suite::arrival_order::<L>(NAME, FIFO);
+                    }
+
+                    #[test]
+                    fn non_lifo_release() {
+                        let _serial = crate::serial();
+                        suite::non_lifo_release::<L>(NAME);
+                    }
+
+                    #[test]
+                    fn many_held_shuffled_release() {
+                        let _serial = crate::serial();
+                        suite::many_held_shuffled_release::<L>(NAME);
+                    }
+
+                    #[test]
+                    fn short_lived_threads() {
+                        let _serial = crate::serial();
+                        suite::short_lived_threads::<L>(NAME);
+                    }
+
+                    #[test]
+                    fn drop_after_use() {
+                        let _serial = crate::serial();
+                        suite::drop_after_use::<L>(NAME);
+                    }
+
+                    #[test]
+                    fn mutex_api() {
+                        let _serial = crate::serial();
+                        suite::mutex_api::<L>(NAME, symmetry_locks::lock_api::Mutex::new(0));
+                    }
+
+                    #[test]
+                    fn atomic_int() {
+                        let _serial = crate::serial();
+                        suite::atomic_int::<L>(NAME);
+                    }
+                }
+            )*
+        }
+    };
+}
+
+symmetry_locks::for_each_lock!(lock_suites);
+
+#[test]
+fn every_registered_lock_is_covered() {
+    let registered: Vec<&str> = symmetry_locks::registry::ALL
+        .iter()
+        .map(|l| l.name)
+        .collect();
+    assert_eq!(COVERED, registered.as_slice());
+    let mut unique = registered.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), registered.len(), "duplicate registry names");
+}
+
+/// The crate's `Mutex` aliases are the registry's types behind
+/// `lock_api::Mutex`.
+#[test]
+fn mutex_aliases() {
+    let _serial = serial();
+    use symmetry_locks::*;
+    suite::mutex_api("TasMutex", TasMutex::<u64>::new(0));
+    suite::mutex_api("TtasMutex", TtasMutex::<u64>::new(0));
+    suite::mutex_api("BackoffMutex", BackoffMutex::<u64>::new(0));
+    suite::mutex_api(
+        "BackoffPersistentMutex",
+        BackoffPersistentMutex::<u64>::new(0),
+    );
+    suite::mutex_api("TicketMutex", TicketMutex::<u64>::new(0));
+    suite::mutex_api(
+        "TicketProportionalMutex",
+        TicketProportionalMutex::<u64>::new(0),
+    );
+    suite::mutex_api("AndersonMutex", AndersonMutex::<u64>::new(0));
+    suite::mutex_api("GraunkeThakkarMutex", GraunkeThakkarMutex::<u64>::new(0));
+    suite::mutex_api("McsMutex", McsMutex::<u64>::new(0));
+    suite::mutex_api("ClhMutex", ClhMutex::<u64>::new(0));
+}
+
+/// Anderson past its `P` slots: more contenders than slots share slots but
+/// must stay mutually exclusive and FIFO (see the `anderson` module docs).
+#[test]
+fn anderson_more_contenders_than_slots() {
+    let _serial = serial();
+    suite::mutual_exclusion::<symmetry_locks::Anderson<1>>("anderson<1>");
+    suite::mutual_exclusion::<symmetry_locks::Anderson<2>>("anderson<2>");
+    suite::arrival_order::<symmetry_locks::Anderson<2>>("anderson<2>", true);
+    suite::non_lifo_release::<symmetry_locks::Anderson<1>>("anderson<1>");
+}
+
+/// CLH nodes migrate: the last node of a lock is handed to whichever
+/// thread drops it. Drop locks whose last node came from threads that have
+/// exited, then keep using the recycled nodes (including a try_lock that
+/// reads a recycled tail) from fresh threads.
+#[test]
+fn clh_drop_and_node_migration() {
+    use symmetry_locks::Clh;
+    use symmetry_locks::lock_api::RawMutex;
+    let _serial = serial();
+    for _ in 0..100 {
+        let locks: Vec<Clh> = (0..4).map(|_| Clh::new()).collect();
+        std::thread::scope(|s| {
+            for t in 0..2 {
+                let locks = &locks;
+                s.spawn(move || {
+                    for i in 0..50 {
+                        let l = &locks[(i + t) % locks.len()];
+                        let g = l.lock();
+                        // SAFETY: held with `g`.
+                        unsafe { l.unlock(g) };
+                    }
+                });
+            }
+        });
+        for l in &locks {
+            assert!(!l.is_locked());
+            let g = l.try_lock().expect("free CLH lock");
+            // SAFETY: held with `g`.
+            unsafe { l.unlock(g) };
+        }
+        drop(locks);
+        let fresh = suite::Guarded::<Clh>::new();
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    for _ in 0..100 {
+                        fresh.locked_bump();
+                        fresh.try_bump();
+                    }
+                });
+            }
+        });
+    }
+}
