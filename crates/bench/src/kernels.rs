@@ -99,14 +99,15 @@ pub fn pin_to(cpu: usize) {
 
 /// Runs `body(i)` on `threads` pinned threads (thread i on allowed CPU
 /// `i mod cpus`), released together by a barrier; returns the wall time from
-/// release until the last thread finished, and the bodies' results.
+/// the first thread's release until the last thread finished (each thread
+/// reads the clock itself, so a descheduled parent cannot skew it), and the
+/// bodies' results.
 pub fn run_threads<T: Send>(
     threads: usize,
     body: impl Fn(usize) -> T + Sync,
 ) -> (Duration, Vec<T>) {
     let cpus = allowed_cpus();
-    let start_gate = Barrier::new(threads + 1);
-    let started = OnceLock::<Instant>::new();
+    let start_gate = Barrier::new(threads);
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
@@ -116,24 +117,33 @@ pub fn run_threads<T: Send>(
                         pin_to(cpus[i % cpus.len()]);
                     }
                     gate.wait();
+                    let start = Instant::now();
                     let r = body(i);
-                    (Instant::now(), r)
+                    (start, Instant::now(), r)
                 })
             })
             .collect();
-        start_gate.wait();
-        let _ = started.set(Instant::now());
         handles
             .into_iter()
             .map(|h| h.join().expect("benchmark thread panicked"))
             .collect::<Vec<_>>()
     });
-    let start = *started.get().expect("start time set");
-    let end = results.iter().map(|(t, _)| *t).max().unwrap_or(start);
-    (
-        end.saturating_duration_since(start),
-        results.into_iter().map(|(_, r)| r).collect(),
-    )
+    let start = results.iter().map(|(s, _, _)| *s).min();
+    let end = results.iter().map(|(_, e, _)| *e).max();
+    let elapsed = match (start, end) {
+        (Some(s), Some(e)) => e.saturating_duration_since(s),
+        _ => Duration::ZERO,
+    };
+    (elapsed, results.into_iter().map(|(_, _, r)| r).collect())
+}
+
+/// Runs `f` `repeats` times and returns the run whose `key` is the median
+/// (repeated measurements of one point; the median resists a noisy
+/// neighbour on a shared virtual machine).
+pub fn median_run<T>(repeats: usize, mut f: impl FnMut() -> T, key: impl Fn(&T) -> f64) -> T {
+    let mut runs: Vec<T> = (0..repeats.max(1)).map(|_| f()).collect();
+    runs.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    runs.swap_remove(runs.len() / 2)
 }
 
 /// Stops a run after `budget`, from a watchdog thread that sleeps (so it

@@ -47,6 +47,18 @@ impl Ctx {
         v
     }
 
+    /// Repeats per point: the median of 5 single-thread runs (cheap, and
+    /// the base of every ratio), of 3 where every thread has a core, and one
+    /// run for oversubscribed points (dominated by the scheduler, and the
+    /// most expensive to run).
+    pub fn repeats(&self, threads: usize) -> usize {
+        match threads {
+            1 => 5,
+            t if self.over(t) => 1,
+            _ => 3,
+        }
+    }
+
     /// Whether `threads` exceeds the cores.
     pub fn over(&self, threads: usize) -> bool {
         threads > self.cores
@@ -228,10 +240,7 @@ pub fn figure(title: &str, machine: &Machine, panels: Vec<Panel>) -> Figure {
     let columns = if panels.len() > 1 { 2 } else { 1 };
     Figure {
         title: title.to_string(),
-        caption: format!(
-            "{} — hollow markers: oversubscribed (more threads than cores)",
-            machine.summary()
-        ),
+        caption: machine.summary(),
         panels,
         columns,
     }

@@ -84,13 +84,19 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for lock in &locks {
         for &t in &contended_threads {
             bar.set_message(format!("{} x{t}", lock.name));
-            let out = (lock.counter)(&CounterCfg {
-                threads: t,
-                target: 2_000_000,
-                cs_iters: 0,
-                post_iters: 0,
-                budget,
-            });
+            let out = crate::kernels::median_run(
+                ctx.repeats(t),
+                || {
+                    (lock.counter)(&CounterCfg {
+                        threads: t,
+                        target: 2_000_000,
+                        cs_iters: 0,
+                        post_iters: 0,
+                        budget,
+                    })
+                },
+                crate::kernels::CounterOut::ns_per_op,
+            );
             rows.push(
                 Row::new(
                     EXPERIMENT.id,

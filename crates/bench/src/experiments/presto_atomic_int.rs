@@ -28,6 +28,10 @@ pub const EXPERIMENT: Experiment = Experiment {
 const DEFAULT_LOCKS: &[&str] = &["tas", "graunke-thakkar", "mcs"];
 const TARGET: u64 = 1_000_000;
 
+fn per_inc((done, elapsed): &(u64, std::time::Duration)) -> f64 {
+    elapsed.as_nanos() as f64 / (*done).max(1) as f64
+}
+
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let wanted: Vec<String> = ctx
         .locks
@@ -63,14 +67,18 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         let post = work_iters_for_ns(compute as f64);
         for &t in &sweep {
             bar.set_message(format!("fetch_add x{t}"));
-            let hw = AtomicI64::new(0);
+            let hardware = || {
+                // A fresh integer per repeat.
+                let hw = AtomicI64::new(0);
+                increments(t, TARGET, post, budget, &|| {
+                    hw.fetch_add(1, Ordering::Relaxed)
+                })
+            };
             push(
                 "fetch_add",
                 t,
                 compute,
-                increments(t, TARGET, post, budget, &|| {
-                    hw.fetch_add(1, Ordering::Relaxed)
-                }),
+                crate::kernels::median_run(ctx.repeats(t), hardware, per_inc),
             );
             bar.inc(1);
             for lock in &locks {
@@ -79,14 +87,22 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     &format!("atomic-int<{}>", lock.name),
                     t,
                     compute,
-                    (lock.atomic_int)(t, TARGET, post, budget),
+                    crate::kernels::median_run(
+                        ctx.repeats(t),
+                        || (lock.atomic_int)(t, TARGET, post, budget),
+                        per_inc,
+                    ),
                 );
                 bar.inc(1);
                 push(
                     &format!("atomic-int-dyn<{}>", lock.name),
                     t,
                     compute,
-                    (lock.atomic_int_dyn)(t, TARGET, post, budget),
+                    crate::kernels::median_run(
+                        ctx.repeats(t),
+                        || (lock.atomic_int_dyn)(t, TARGET, post, budget),
+                        per_inc,
+                    ),
                 );
                 bar.inc(1);
             }
@@ -151,8 +167,12 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
             let r = d / g;
             let hw = v("fetch_add", 1, "0");
             (
-                if r > 1.05 {
+                // Direction and size: PRESTO's HP-Derived was a large
+                // factor slower; a small but positive gap holds partly.
+                if r > 1.5 {
                     Verdict::Holds
+                } else if r > 1.0 {
+                    Verdict::Partial
                 } else {
                     Verdict::Differs
                 },

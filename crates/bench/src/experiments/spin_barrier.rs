@@ -31,7 +31,11 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for lock in &locks {
         for &t in &sweep {
             bar.set_message(format!("{} x{t}", lock.name));
-            let (done, elapsed) = (lock.barrier)(t, episodes, budget);
+            let (done, elapsed) = crate::kernels::median_run(
+                ctx.repeats(t),
+                || (lock.barrier)(t, episodes, budget),
+                |(d, e)| e.as_nanos() as f64 / (*d).max(1) as f64,
+            );
             let per = elapsed.as_nanos() as f64 / done.max(1) as f64 / t as f64 / 1e3;
             rows.push(
                 Row::new(

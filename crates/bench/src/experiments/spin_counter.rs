@@ -33,13 +33,19 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for lock in &locks {
         for &t in &sweep {
             bar.set_message(format!("{} x{t}", lock.name));
-            let out = (lock.counter)(&CounterCfg {
-                threads: t,
-                target: TARGET,
-                cs_iters: 0,
-                post_iters: 0,
-                budget,
-            });
+            let out = crate::kernels::median_run(
+                ctx.repeats(t),
+                || {
+                    (lock.counter)(&CounterCfg {
+                        threads: t,
+                        target: TARGET,
+                        cs_iters: 0,
+                        post_iters: 0,
+                        budget,
+                    })
+                },
+                crate::kernels::CounterOut::ns_per_op,
+            );
             rows.extend(counter_rows(
                 EXPERIMENT.id,
                 lock.name,
@@ -227,7 +233,11 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
          spin while the holder runs, and the bus-degradation curve that Fig. 6 shows growing with P cannot be drawn \
          here. Oversubscribed points measure something else: a spinning thread occupies a core the holder (or the \
          next FIFO waiter) needs, so FIFO queue locks pay a scheduler quantum per hand-over to a descheduled waiter, \
-         while unfair locks (tas, backoff) let whoever runs take the lock.",
+         while unfair locks (tas, backoff) let whoever runs take the lock. Even with a core per thread, a FIFO lock \
+         hands the lock to the other core on every release (at least one cross-core cache-line transfer, see \
+         `calibrate`'s `cacheline_rtt_ns`), while tas, ttas and backoff let the releasing thread take it again \
+         from its own cache, because this loop does no work outside the critical section: the queue locks' O(1) \
+         traffic per hand-over pays off only when many waiters would otherwise collide, which needs more cores.",
         cores.saturating_sub(1)
     );
     Section {

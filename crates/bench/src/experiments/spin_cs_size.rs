@@ -58,13 +58,19 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             let mut one = None;
             for &t in std::iter::once(&1).chain(&ps) {
                 bar.set_message(format!("{} cs={cs}ns x{t}", lock.name));
-                let out = (lock.counter)(&CounterCfg {
-                    threads: t,
-                    target,
-                    cs_iters,
-                    post_iters: 0,
-                    budget,
-                });
+                let out = crate::kernels::median_run(
+                    ctx.repeats(t),
+                    || {
+                        (lock.counter)(&CounterCfg {
+                            threads: t,
+                            target,
+                            cs_iters,
+                            post_iters: 0,
+                            budget,
+                        })
+                    },
+                    crate::kernels::CounterOut::ns_per_op,
+                );
                 let per = out.ns_per_op();
                 rows.push(
                     Row::new(
