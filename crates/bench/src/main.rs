@@ -272,11 +272,11 @@ fn main() -> ExitCode {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
-            if let Some(l) = &locks {
-                if let Err(e) = locks_table::select(Some(l)) {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
+            if let Some(l) = &locks
+                && let Err(e) = locks_table::select(Some(l))
+            {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
             }
             run_many(&list, &ctx(&common, threads, locks), &common.out).map(|_| ())
         }

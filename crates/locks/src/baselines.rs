@@ -126,7 +126,7 @@ mod imp {
     const ADAPTIVE_INIT: libc::pthread_mutex_t = {
         const SIZE: usize = core::mem::size_of::<libc::pthread_mutex_t>();
         let mut bytes = [0u8; SIZE];
-        let kind = (libc::PTHREAD_MUTEX_ADAPTIVE_NP as i32).to_ne_bytes();
+        let kind = libc::PTHREAD_MUTEX_ADAPTIVE_NP.to_ne_bytes();
         bytes[16] = kind[0];
         bytes[17] = kind[1];
         bytes[18] = kind[2];

@@ -127,10 +127,10 @@ unsafe impl lock_api::RawMutex for Clh {
         // SAFETY: our node, read only by us.
         unsafe { node.as_ref() }.pred.set(pred);
         // SAFETY: the predecessor's node is not freed before we adopt it.
-        if let Some(p) = unsafe { pred.as_ref() } {
-            if p.locked.load(Ordering::Acquire) {
-                Self::wait_on(p);
-            }
+        if let Some(p) = unsafe { pred.as_ref() }
+            && p.locked.load(Ordering::Acquire)
+        {
+            Self::wait_on(p);
         }
         ClhToken(node)
     }
@@ -142,10 +142,10 @@ unsafe impl lock_api::RawMutex for Clh {
         let pred = self.tail.load(Ordering::Acquire);
         // SAFETY: nodes are type-stable (never freed), so reading one we do
         // not own is sound even if it was adopted meanwhile.
-        if let Some(p) = unsafe { pred.as_ref() } {
-            if p.locked.load(Ordering::Acquire) {
-                return None;
-            }
+        if let Some(p) = unsafe { pred.as_ref() }
+            && p.locked.load(Ordering::Acquire)
+        {
+            return None;
         }
         let node = Self::fresh_node();
         // AcqRel: as the swap in `lock`.

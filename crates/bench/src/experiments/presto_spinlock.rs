@@ -96,10 +96,10 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 fn compute_values(rows: &[Row]) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     for r in rows {
-        if let Some(c) = r.get_param("compute_ns") {
-            if !v.iter().any(|x| x == c) {
-                v.push(c.to_string());
-            }
+        if let Some(c) = r.get_param("compute_ns")
+            && !v.iter().any(|x| x == c)
+        {
+            v.push(c.to_string());
         }
     }
     v

@@ -59,7 +59,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
     figure(
-        "spin-barrier (ALL89 Fig. 8): barrier time per processor",
+        "spin-barrier (ALL89 Fig. 8)",
         m,
         vec![threads_panel(
             rows,

@@ -103,7 +103,7 @@ pub(crate) fn counter_rows(
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
     figure(
-        "spin-counter (ALL89 Fig. 6): time per acquisition, counter to 1,000,000",
+        "spin-counter (ALL89 Fig. 6)",
         m,
         vec![threads_panel(
             rows,

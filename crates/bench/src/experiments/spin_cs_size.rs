@@ -178,10 +178,10 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
 fn cs_values(rows: &[Row]) -> Vec<String> {
     let mut v: Vec<(u64, String)> = Vec::new();
     for r in rows.iter().filter(|r| r.metric == "relative_speed") {
-        if let Some(c) = r.get_param("cs_ns") {
-            if !v.iter().any(|(_, s)| s == c) {
-                v.push((c.parse().unwrap_or(0), c.to_string()));
-            }
+        if let Some(c) = r.get_param("cs_ns")
+            && !v.iter().any(|(_, s)| s == c)
+        {
+            v.push((c.parse().unwrap_or(0), c.to_string()));
         }
     }
     v.sort();
