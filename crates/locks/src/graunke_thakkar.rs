@@ -34,7 +34,9 @@ use crossbeam_utils::CachePadded;
 use crate::registry::GuardWord;
 use crate::sync::{AtomicU64, Ordering, maybe_const_fn, spin_hint};
 
+#[cfg(not(loom))]
 const GEN_BITS: u32 = 40;
+#[cfg(not(loom))]
 const GEN_MASK: u64 = (1 << GEN_BITS) - 1;
 
 /// A flag: the generation counter of one queue node, alone on its line.
@@ -43,6 +45,7 @@ pub struct GtNode {
     /// Incremented by the owner at each release; read by its successor.
     generation: AtomicU64,
     /// Slab index of this node (immutable after allocation).
+    #[cfg_attr(loom, allow(dead_code))]
     index: u32,
 }
 

@@ -63,6 +63,7 @@ pub mod ttas;
 pub use anderson::Anderson;
 pub use atomic_int::{AtomicInt, AtomicIntDyn, DynLock};
 pub use backoff::{Backoff, BackoffLock, BackoffPersistent, ExpBackoff};
+#[cfg(not(loom))]
 pub use baselines::{ParkingLot, Pthread, PthreadAdaptive, StdMutex};
 pub use clh::Clh;
 pub use graunke_thakkar::GraunkeThakkar;

@@ -5,7 +5,8 @@
 //! --test loom` model-checks the same code that ships. Under loom the atomics
 //! are loom's instrumented ones (not `const`-constructible, which is why the
 //! `lock_api::RawMutex` impls are compiled out under `cfg(loom)` and the loom
-//! tests drive the algorithms through [`crate::RawLock`]).
+//! tests construct locks with `new()` and drive them through
+//! `lock_api::RawMutex`).
 
 #[cfg(not(loom))]
 pub(crate) use core::sync::atomic::{

@@ -75,7 +75,13 @@ unsafe impl lock_api::RawMutex for Ttas {
     #[inline]
     unsafe fn unlock(&self, _guard: Self::Guard) {
         // Release: pairs with the Acquire swap of the next holder.
+        #[cfg(not(loom))]
         self.state.store(0, Ordering::Release);
+        // loom 0.7.2 can let a plain store land inside a racing swap and
+        // lose it (tokio-rs/loom#254, fixed upstream but unreleased); an RMW
+        // release is equivalent here and lets loom check the rest.
+        #[cfg(loom)]
+        self.state.swap(0, Ordering::Release);
     }
 
     #[inline]

@@ -25,24 +25,59 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 mod suite {
     use std::cell::UnsafeCell;
     use std::hint::black_box;
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
     use std::sync::{Barrier, mpsc};
     use std::thread;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use symmetry_locks::lock_api::{self, RawMutex};
     use symmetry_locks::{AtomicInt, AtomicIntDyn, GuardWord};
 
-    /// Acquisitions per thread while threads <= cores.
+    /// Acquisitions per thread while threads <= cores, and for locks
+    /// without FIFO hand-over at any thread count.
     const PER_THREAD: usize = 20_000;
-    /// Total acquisitions over all threads when the cores are
-    /// oversubscribed: a FIFO spin lock then hands over to a descheduled
-    /// waiter at most hand-overs, so throughput is a few per time slice.
-    const OVERSUBSCRIBED_TOTAL: usize = 160_000;
+    /// Total acquisitions over all threads for a FIFO lock when the cores
+    /// are oversubscribed. Once the queue forms, the next owner is usually
+    /// descheduled, so each hand-over waits for a time slice (about 5 ms on
+    /// a 2-core VM: 800 hand-overs can take 4 s); the total, not the
+    /// per-thread count, is what bounds the test's run time.
+    const OVERSUBSCRIBED_FIFO_TOTAL: usize = 800;
     /// How long a thread may take to report back before the test calls it
     /// blocked (only reached when a lock is broken; never a timing assertion
     /// on a working lock).
     const HANG: Duration = Duration::from_secs(60);
+    /// Wall-clock bound on the work of one stress run. The counts above are
+    /// sized to finish far inside it on an idle machine; when other
+    /// processes take the cores, a FIFO lock hands over once per time slice
+    /// and the run stops early instead of taking minutes. The checks stay
+    /// exact: each thread counts what it did. Nothing asserts on time.
+    const RUN_BUDGET: Duration = Duration::from_millis(750);
+
+    /// The end of one stress run's [`RUN_BUDGET`].
+    #[derive(Clone, Copy)]
+    struct Budget(Instant);
+
+    impl Budget {
+        fn start() -> Self {
+            Self(Instant::now() + RUN_BUDGET)
+        }
+
+        /// `0..n`, cut short (after at least one round) once the budget
+        /// is spent; the clock is read every 16 rounds.
+        fn rounds(self, n: usize) -> impl Iterator<Item = usize> {
+            (0..n).take_while(move |&i| i == 0 || i % 16 != 0 || Instant::now() < self.0)
+        }
+
+        /// Runs `f` for each of [`Budget::rounds`]`(n)`; returns how often.
+        fn run(self, n: usize, mut f: impl FnMut()) -> usize {
+            let mut done = 0;
+            for _ in self.rounds(n) {
+                f();
+                done += 1;
+            }
+            done
+        }
+    }
 
     /// Cores of this machine.
     pub(crate) fn cores() -> usize {
@@ -59,11 +94,11 @@ mod suite {
     }
 
     /// Acquisitions per thread for `threads` threads.
-    fn per_thread(threads: usize) -> usize {
-        if threads <= cores() {
-            PER_THREAD
+    fn per_thread(threads: usize, fifo: bool) -> usize {
+        if threads > cores() && fifo {
+            (OVERSUBSCRIBED_FIFO_TOTAL / threads).max(1)
         } else {
-            (OVERSUBSCRIBED_TOTAL / threads).max(1)
+            PER_THREAD
         }
     }
 
@@ -100,7 +135,8 @@ mod suite {
         /// The caller holds `self.lock` (the test checks exactly that).
         pub(crate) unsafe fn bump(&self) {
             // A swap reads the latest value in modification order whatever
-            // the ordering, so two holders at once always see each other.
+            // the ordering, so of two holders inside at once the later one
+            // always sees the earlier one's flag.
             if self.inside.swap(true, Ordering::Relaxed) {
                 self.violations.fetch_add(1, Ordering::Relaxed);
             }
@@ -176,45 +212,47 @@ mod suite {
         }
     }
 
-    /// 1. Mutual exclusion: a non-atomic counter incremented under the lock
+    /// (1) Mutual exclusion: a non-atomic counter incremented under the lock
     /// by 1, 2, cores and 4 x cores threads ends exactly at the number of
     /// acquisitions, and no two threads are ever inside at once. A last run
     /// mixes `try_lock` with `lock`.
-    pub(crate) fn mutual_exclusion<R: RawMutex + Sync>(name: &str) {
+    pub(crate) fn mutual_exclusion<R: RawMutex + Sync>(name: &str, fifo: bool) {
         for threads in thread_counts() {
-            let n = per_thread(threads);
+            let n = per_thread(threads, fifo);
             let mut g = Guarded::<R>::new();
             let start = Barrier::new(threads);
+            let done = AtomicUsize::new(0);
+            let budget = Budget::start();
             thread::scope(|s| {
                 for _ in 0..threads {
                     s.spawn(|| {
                         start.wait();
-                        for _ in 0..n {
-                            g.locked_bump();
-                        }
+                        let mine = budget.run(n, || g.locked_bump());
+                        done.fetch_add(mine, Ordering::Relaxed);
                     });
                 }
             });
             assert_eq!(
                 g.count(name),
-                (threads * n) as u64,
+                done.into_inner() as u64,
                 "{name}: lost updates with {threads} threads"
             );
         }
 
         // Mixed lock / try_lock at `cores` threads.
         let threads = cores().max(2);
-        let n = per_thread(threads) / 2;
+        let n = per_thread(threads, fifo) / 2;
         let mut g = Guarded::<R>::new();
         let successes = AtomicUsize::new(0);
         let start = Barrier::new(threads);
+        let budget = Budget::start();
         thread::scope(|s| {
             for t in 0..threads {
                 let (g, successes, start) = (&g, &successes, &start);
                 s.spawn(move || {
                     start.wait();
                     let mut mine = 0;
-                    for i in 0..n {
+                    for i in budget.rounds(n) {
                         if (i + t) % 2 == 0 {
                             g.locked_bump();
                             mine += 1;
@@ -247,7 +285,7 @@ mod suite {
         rx.recv_timeout(HANG).ok()
     }
 
-    /// 2. `try_lock` succeeds on a free lock, fails without blocking while
+    /// (2) `try_lock` succeeds on a free lock, fails without blocking while
     /// the lock is held (by this thread, by another thread, with a waiter
     /// queued), succeeds again after unlock; `is_locked` follows the state.
     pub(crate) fn try_lock_semantics<R: RawMutex + Sync>(name: &str) {
@@ -384,55 +422,57 @@ mod suite {
         }
     }
 
-    /// 3. Arrival order. The main thread holds the lock; waiters start one
+    /// (3) Arrival order. The main thread holds the lock; waiters start one
     /// at a time, each given time to enqueue before the next starts (the
     /// queue of a ticket or list lock is not observable from outside, so
-    /// this is "started, then 40 ms", reliable on an otherwise idle machine,
-    /// which [`crate::serial`] provides). For a FIFO lock the waiters must
-    /// enter in arrival order; for the others, each must enter exactly once.
+    /// this is "started, then a pause", which [`crate::serial`] keeps
+    /// reliable). For a FIFO lock the waiters must enter in arrival order;
+    /// for the others, each must enter exactly once. Because "arrival" is
+    /// only inferred from the pause, a wrong order is retried with longer
+    /// pauses: a starved or reordered waiter in a FIFO lock fails all of
+    /// them, a waiter preempted before its enqueue by a busy machine does
+    /// not.
     pub(crate) fn arrival_order<R: RawMutex + Sync>(name: &str, fifo: bool) {
         const WAITERS: usize = 4;
-        let m = lock_api::Mutex::<R, Vec<usize>>::new(Vec::new());
-        let started = AtomicUsize::new(0);
-        thread::scope(|s| {
-            let held = m.lock();
-            for k in 0..WAITERS {
-                let (m, started) = (&m, &started);
-                s.spawn(move || {
-                    started.fetch_add(1, Ordering::SeqCst);
-                    m.lock().push(k);
-                });
-                while started.load(Ordering::SeqCst) <= k {
-                    thread::yield_now();
+        let expected: Vec<usize> = (0..WAITERS).collect();
+        let mut observed = Vec::new();
+        for pause_ms in [40, 120, 360] {
+            let m = lock_api::Mutex::<R, Vec<usize>>::new(Vec::new());
+            let started = AtomicUsize::new(0);
+            thread::scope(|s| {
+                let held = m.lock();
+                for k in 0..WAITERS {
+                    let (m, started) = (&m, &started);
+                    s.spawn(move || {
+                        started.fetch_add(1, Ordering::SeqCst);
+                        m.lock().push(k);
+                    });
+                    while started.load(Ordering::SeqCst) <= k {
+                        thread::yield_now();
+                    }
+                    if fifo {
+                        thread::sleep(Duration::from_millis(pause_ms));
+                    }
                 }
-                if fifo {
-                    thread::sleep(Duration::from_millis(40));
-                }
+                let locked = m.is_locked();
+                drop(held);
+                assert!(locked, "{name}: is_locked false while held with waiters");
+            });
+            let mut order = m.into_inner();
+            if !fifo {
+                order.sort_unstable();
+                assert_eq!(order, expected, "{name}: a waiter was lost or served twice");
+                return;
             }
-            assert!(
-                m.is_locked(),
-                "{name}: is_locked false while held with waiters"
-            );
-            drop(held);
-        });
-        let mut order = m.into_inner();
-        if fifo {
-            assert_eq!(
-                order,
-                (0..WAITERS).collect::<Vec<_>>(),
-                "{name}: waiters not served in arrival order"
-            );
-        } else {
-            order.sort_unstable();
-            assert_eq!(
-                order,
-                (0..WAITERS).collect::<Vec<_>>(),
-                "{name}: a waiter was lost or served twice"
-            );
+            if order == expected {
+                return;
+            }
+            observed.push(order);
         }
+        panic!("{name}: waiters not served in arrival order; orders seen: {observed:?}");
     }
 
-    /// 4a. Non-LIFO release: lock A, lock B, unlock A, unlock B, on one
+    /// (4a) Non-LIFO release: lock A, lock B, unlock A, unlock B, on one
     /// thread, then while a second thread contends on A and B in every
     /// pattern (each lock alone, both nested LIFO, both non-LIFO).
     pub(crate) fn non_lifo_release<R: RawMutex + Sync>(name: &str) {
@@ -469,23 +509,31 @@ mod suite {
             "{name}: lock B, single thread"
         );
 
+        // Each thread returns how many times it bumped A and B.
         let mut a = Guarded::<R>::new();
         let mut b = Guarded::<R>::new();
-        thread::scope(|s| {
+        let budget = Budget::start();
+        let (expect_a, expect_b) = thread::scope(|s| {
             let (a, b) = (&a, &b);
-            s.spawn(move || {
-                for _ in 0..ROUNDS {
-                    overlapping(a, b);
-                }
+            let first = s.spawn(move || {
+                let rounds = budget.run(ROUNDS, || overlapping(a, b));
+                (rounds, 2 * rounds)
             });
-            s.spawn(move || {
-                for i in 0..ROUNDS {
+            let second = s.spawn(move || {
+                let (mut na, mut nb) = (0, 0);
+                for i in budget.rounds(ROUNDS) {
                     match i % 4 {
-                        0 => a.locked_bump(),
-                        1 => b.locked_bump(),
+                        0 => {
+                            a.locked_bump();
+                            na += 1;
+                        }
+                        1 => {
+                            b.locked_bump();
+                            nb += 1;
+                        }
                         2 => {
-                            // Nested, LIFO release (same A-then-B order:
-                            // no deadlock).
+                            // Nested, LIFO release (same A-then-B order as
+                            // the other thread: no deadlock).
                             let ga = a.lock.lock();
                             let gb = b.lock.lock();
                             // SAFETY: both held.
@@ -495,27 +543,27 @@ mod suite {
                                 b.lock.unlock(gb);
                                 a.lock.unlock(ga);
                             }
+                            na += 1;
+                            nb += 1;
                         }
-                        _ => overlapping(a, b),
+                        _ => {
+                            overlapping(a, b);
+                            na += 1;
+                            nb += 2;
+                        }
                     }
                 }
+                (na, nb)
             });
+            let (a1, b1) = first.join().unwrap();
+            let (a2, b2) = second.join().unwrap();
+            (a1 + a2, b1 + b2)
         });
-        // Thread 1: A once, B twice per round. Thread 2 per 4 rounds:
-        // A: 1 + 1 + 1 = 3, B: 1 + 1 + 2 = 4.
-        assert_eq!(
-            a.count(name),
-            (ROUNDS + ROUNDS / 4 * 3) as u64,
-            "{name}: lock A, contended"
-        );
-        assert_eq!(
-            b.count(name),
-            (2 * ROUNDS + ROUNDS / 4 * 4) as u64,
-            "{name}: lock B, contended"
-        );
+        assert_eq!(a.count(name), expect_a as u64, "{name}: lock A, contended");
+        assert_eq!(b.count(name), expect_b as u64, "{name}: lock B, contended");
     }
 
-    /// 4b. Many locks at once: two threads each take 20 locks of the same
+    /// (4b) Many locks at once: two threads each take 20 locks of the same
     /// type in index order (so they cannot deadlock) and release them in a
     /// random order, many times.
     pub(crate) fn many_held_shuffled_release<R: RawMutex + Sync>(name: &str) {
@@ -523,13 +571,16 @@ mod suite {
         const ROUNDS: usize = 300;
         const THREADS: usize = 2;
         let mut locks: Vec<Guarded<R>> = (0..LOCKS).map(|_| Guarded::new()).collect();
+        let done = AtomicUsize::new(0);
+        let budget = Budget::start();
         thread::scope(|s| {
             for t in 0..THREADS {
-                let locks = &locks;
+                let (locks, done) = (&locks, &done);
                 s.spawn(move || {
                     let mut rng = Rng::new(t as u64 + 1);
                     let mut order: Vec<usize> = (0..LOCKS).collect();
-                    for _ in 0..ROUNDS {
+                    for _ in budget.rounds(ROUNDS) {
+                        done.fetch_add(1, Ordering::Relaxed);
                         let mut guards: Vec<Option<R::Guard>> =
                             locks.iter().map(|l| Some(l.lock.lock())).collect();
                         for l in locks {
@@ -546,26 +597,24 @@ mod suite {
                 });
             }
         });
+        let done = done.into_inner() as u64;
         for (i, l) in locks.iter_mut().enumerate() {
-            assert_eq!(
-                l.count(name),
-                (THREADS * ROUNDS) as u64,
-                "{name}: lock {i} of {LOCKS}"
-            );
+            assert_eq!(l.count(name), done, "{name}: lock {i} of {LOCKS}");
         }
     }
 
-    /// 5a. Many short-lived threads (node pools are recycled at thread
+    /// (5a) Many short-lived threads (node pools are recycled at thread
     /// exit), in waves of 2 x cores, each holding two locks nested at once
     /// a few times.
     pub(crate) fn short_lived_threads<R: RawMutex + Sync>(name: &str) {
         const THREADS: usize = 200;
         const TIMES: usize = 5;
-        let wave = 2 * cores();
+        let wave = cores().max(2);
         let mut a = Guarded::<R>::new();
         let mut b = Guarded::<R>::new();
         let mut spawned = 0;
-        while spawned < THREADS {
+        let budget = Budget::start();
+        for _ in budget.rounds(THREADS.div_ceil(wave)) {
             let this_wave = wave.min(THREADS - spawned);
             thread::scope(|s| {
                 for t in 0..this_wave {
@@ -596,25 +645,26 @@ mod suite {
             });
             spawned += this_wave;
         }
-        assert_eq!(a.count(name), (THREADS * TIMES) as u64, "{name}: lock A");
-        assert_eq!(b.count(name), (THREADS * TIMES) as u64, "{name}: lock B");
+        assert_eq!(a.count(name), (spawned * TIMES) as u64, "{name}: lock A");
+        assert_eq!(b.count(name), (spawned * TIMES) as u64, "{name}: lock B");
     }
 
-    /// 5b. Locks dropped after contended use (a CLH lock hands its last
+    /// (5b) Locks dropped after contended use (a CLH lock hands its last
     /// node to the dropping thread), many times over, with the threads
     /// that used each lock gone before it is dropped; the recycled nodes
     /// must keep working on fresh locks.
     pub(crate) fn drop_after_use<R: RawMutex + Sync>(name: &str) {
         const LOCKS: usize = 50;
         const TIMES: usize = 200;
-        for round in 0..LOCKS {
+        let budget = Budget::start();
+        for round in budget.rounds(LOCKS) {
             let mut g = Box::new(Guarded::<R>::new());
+            let done = AtomicUsize::new(0);
             thread::scope(|s| {
                 for _ in 0..2 {
                     s.spawn(|| {
-                        for _ in 0..TIMES {
-                            g.locked_bump();
-                        }
+                        let mine = budget.run(TIMES, || g.locked_bump());
+                        done.fetch_add(mine, Ordering::Relaxed);
                     });
                 }
             });
@@ -626,14 +676,14 @@ mod suite {
             }
             assert_eq!(
                 g.count(name),
-                (2 * TIMES + round % 2) as u64,
+                (done.into_inner() + round % 2) as u64,
                 "{name}: round {round}"
             );
             drop(g);
         }
     }
 
-    /// 6. `lock_api::Mutex<R, T>`: guard drop unlocks, `try_lock`, and
+    /// (6) `lock_api::Mutex<R, T>`: guard drop unlocks, `try_lock`, and
     /// concurrent increments through guards.
     pub(crate) fn mutex_api<R: RawMutex + Sync>(name: &str, m: lock_api::Mutex<R, u64>) {
         const N: usize = 10_000;
@@ -657,25 +707,28 @@ mod suite {
             .unwrap_or_else(|| panic!("{name}: Mutex::try_lock failed on a free mutex")) += 1;
         assert!(!m.is_locked());
         let threads = cores().max(2);
+        let done = AtomicUsize::new(0);
+        let budget = Budget::start();
         thread::scope(|s| {
             for _ in 0..threads {
                 s.spawn(|| {
-                    for _ in 0..N {
+                    let mine = budget.run(N, || {
                         let mut g = m.lock();
                         *g = black_box(*g) + 1;
-                    }
+                    });
+                    done.fetch_add(mine, Ordering::Relaxed);
                 });
             }
         });
         assert!(!m.is_locked());
         assert_eq!(
             m.into_inner(),
-            2 + (threads * N) as u64,
+            2 + done.into_inner() as u64,
             "{name}: lost updates through Mutex"
         );
     }
 
-    /// 7. `AtomicInt<R>` (inlined lock) and `AtomicIntDyn` (lock through
+    /// (7) `AtomicInt<R>` (inlined lock) and `AtomicIntDyn` (lock through
     /// `dyn DynLock`): concurrent `fetch_add` totals, and each previous
     /// value is returned exactly once.
     pub(crate) fn atomic_int<R>(name: &str)
@@ -688,10 +741,13 @@ mod suite {
 
         let int = AtomicInt::<R>::new(0);
         let seen: Vec<AtomicBool> = (0..threads * N).map(|_| AtomicBool::new(false)).collect();
+        let done = AtomicUsize::new(0);
+        let budget = Budget::start();
         thread::scope(|s| {
             for _ in 0..threads {
                 s.spawn(|| {
-                    for _ in 0..N {
+                    for _ in budget.rounds(N) {
+                        done.fetch_add(1, Ordering::Relaxed);
                         let old = int.fetch_add(1);
                         assert!(
                             !seen[old as usize].swap(true, Ordering::Relaxed),
@@ -701,23 +757,31 @@ mod suite {
                 });
             }
         });
-        assert_eq!(int.get(), (threads * N) as i64, "{name}: AtomicInt total");
+        assert_eq!(
+            int.get(),
+            done.into_inner() as i64,
+            "{name}: AtomicInt total"
+        );
         int.set(-3);
         assert_eq!(int.fetch_add(5), -3);
         assert_eq!(int.update(|v| *v), 2);
 
         let dyn_int = AtomicIntDyn::new(Box::new(R::INIT), 0);
+        let expected = AtomicI64::new(0);
+        let budget = Budget::start();
         thread::scope(|s| {
             for t in 0..threads {
-                let dyn_int = &dyn_int;
+                let (dyn_int, expected) = (&dyn_int, &expected);
                 s.spawn(move || {
-                    for _ in 0..N {
-                        dyn_int.fetch_add(t as i64 + 1);
-                    }
+                    let delta = t as i64 + 1;
+                    let rounds = budget.run(N, || {
+                        dyn_int.fetch_add(delta);
+                    });
+                    expected.fetch_add(rounds as i64 * delta, Ordering::Relaxed);
                 });
             }
         });
-        let expected: i64 = (1..=threads as i64).map(|d| d * N as i64).sum();
+        let expected = expected.into_inner();
         assert_eq!(dyn_int.get(), expected, "{name}: AtomicIntDyn total");
     }
 }
@@ -750,8 +814,13 @@ macro_rules! lock_suites {
 
                     #[test]
                     fn registry_entry() {
-                        assert_eq!(stringify!($module), NAME.replace('-', "_"), "module list out of step with the registry");
-                        let info = symmetry_locks::registry::find(NAME).expect("name not in registry::ALL");
+                        assert_eq!(
+                            stringify!($module),
+                            NAME.replace('-', "_"),
+                            "module list out of step with the registry"
+                        );
+                        let info = symmetry_locks::registry::find(NAME)
+                            .expect("name not in registry::ALL");
                         assert_eq!(info.fifo, FIFO);
                         assert_eq!(info.kind, symmetry_locks::LockKind::$kind);
                         assert!(!FIFO || info.kind == symmetry_locks::LockKind::Queue);
@@ -760,7 +829,7 @@ macro_rules! lock_suites {
                     #[test]
                     fn mutual_exclusion() {
                         let _serial = crate::serial();
-                        suite::mutual_exclusion::<L>(NAME);
+                        suite::mutual_exclusion::<L>(NAME, FIFO);
                     }
 
                     #[test]
@@ -860,8 +929,8 @@ fn mutex_aliases() {
 #[test]
 fn anderson_more_contenders_than_slots() {
     let _serial = serial();
-    suite::mutual_exclusion::<symmetry_locks::Anderson<1>>("anderson<1>");
-    suite::mutual_exclusion::<symmetry_locks::Anderson<2>>("anderson<2>");
+    suite::mutual_exclusion::<symmetry_locks::Anderson<1>>("anderson<1>", true);
+    suite::mutual_exclusion::<symmetry_locks::Anderson<2>>("anderson<2>", true);
     suite::arrival_order::<symmetry_locks::Anderson<2>>("anderson<2>", true);
     suite::non_lifo_release::<symmetry_locks::Anderson<1>>("anderson<1>");
 }
@@ -897,16 +966,22 @@ fn clh_drop_and_node_migration() {
             unsafe { l.unlock(g) };
         }
         drop(locks);
-        let fresh = suite::Guarded::<Clh>::new();
-        std::thread::scope(|s| {
-            for _ in 0..2 {
-                s.spawn(|| {
-                    for _ in 0..100 {
-                        fresh.locked_bump();
-                        fresh.try_bump();
-                    }
-                });
-            }
+        let mut fresh = suite::Guarded::<Clh>::new();
+        let done = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut done = 0;
+                        for _ in 0..100 {
+                            fresh.locked_bump();
+                            done += 1 + u64::from(fresh.try_bump());
+                        }
+                        done
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).sum::<u64>()
         });
+        assert_eq!(fresh.count("clh"), done);
     }
 }
