@@ -150,3 +150,13 @@ unsafe impl<const P: usize> lock_api::RawMutex for Anderson<P> {
         self.slot(n).load(Ordering::Relaxed) != n
     }
 }
+
+// SAFETY: `unlock` already hands the lock to the next sequence number (FIFO), so
+// a fair unlock is the ordinary one.
+unsafe impl<const P: usize> lock_api::RawMutexFair for Anderson<P> {
+    #[inline]
+    unsafe fn unlock_fair(&self, guard: Self::Guard) {
+        // SAFETY: forwarded caller's contract.
+        unsafe { lock_api::RawMutex::unlock(self, guard) }
+    }
+}

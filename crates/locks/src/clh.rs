@@ -206,3 +206,13 @@ impl Drop for Clh {
 unsafe impl Send for Clh {}
 // SAFETY: as above.
 unsafe impl Sync for Clh {}
+
+// SAFETY: `unlock` already hands the lock to the successor spinning on our node (FIFO), so
+// a fair unlock is the ordinary one.
+unsafe impl lock_api::RawMutexFair for Clh {
+    #[inline]
+    unsafe fn unlock_fair(&self, guard: Self::Guard) {
+        // SAFETY: forwarded caller's contract.
+        unsafe { lock_api::RawMutex::unlock(self, guard) }
+    }
+}

@@ -308,3 +308,13 @@ unsafe impl lock_api::RawMutex for GraunkeThakkar {
         generation_eq(node.generation.load(Ordering::Relaxed), recorded)
     }
 }
+
+// SAFETY: `unlock` already hands the lock to the successor spinning on our flag (FIFO), so
+// a fair unlock is the ordinary one.
+unsafe impl lock_api::RawMutexFair for GraunkeThakkar {
+    #[inline]
+    unsafe fn unlock_fair(&self, guard: Self::Guard) {
+        // SAFETY: forwarded caller's contract.
+        unsafe { lock_api::RawMutex::unlock(self, guard) }
+    }
+}

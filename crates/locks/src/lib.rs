@@ -22,6 +22,12 @@
 //! | `pthread` | [`Pthread`] | `pthread_mutex_t`, default kind | none |
 //! | `pthread-adaptive` | [`PthreadAdaptive`] | `PTHREAD_MUTEX_ADAPTIVE_NP` | none |
 //!
+//! The FIFO locks (ticket, Anderson, Graunke-Thakkar, MCS, CLH) also
+//! implement `lock_api::RawMutexFair`: their ordinary unlock already hands
+//! the lock to the next waiter. None implements `RawMutexTimed`: a queued
+//! waiter of these algorithms cannot leave the queue (abortable queue locks
+//! are a different algorithm).
+//!
 //! Every lock, including the baselines, goes through the same
 //! `lock_api::RawMutex` interface, so a comparison between them pays the same
 //! interface cost. [`for_each_lock!`] names every lock exactly once; tests

@@ -190,3 +190,13 @@ unsafe impl lock_api::RawMutex for Mcs {
         !self.tail.load(Ordering::Relaxed).is_null()
     }
 }
+
+// SAFETY: `unlock` already hands the lock to the successor linked behind our node (FIFO), so
+// a fair unlock is the ordinary one.
+unsafe impl lock_api::RawMutexFair for Mcs {
+    #[inline]
+    unsafe fn unlock_fair(&self, guard: Self::Guard) {
+        // SAFETY: forwarded caller's contract.
+        unsafe { lock_api::RawMutex::unlock(self, guard) }
+    }
+}

@@ -985,3 +985,33 @@ fn clh_drop_and_node_migration() {
         assert_eq!(fresh.count("clh"), done);
     }
 }
+
+/// The FIFO locks implement `RawMutexFair`: `unlock_fair` and `bump` work
+/// through `lock_api` and keep mutual exclusion.
+#[test]
+fn fair_unlock_for_fifo_locks() {
+    fn check<R: lock_api::RawMutexFair + Send + Sync>() {
+        let m = lock_api::Mutex::<R, u64>::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    for i in 0..2_000 {
+                        let mut g = m.lock();
+                        *g += 1;
+                        if i % 2 == 0 {
+                            lock_api::MutexGuard::bump(&mut g);
+                            *g += 1;
+                            lock_api::MutexGuard::unlock_fair(g);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(*m.lock(), 6_000);
+    }
+    check::<symmetry_locks::Ticket>();
+    check::<symmetry_locks::Anderson>();
+    check::<symmetry_locks::GraunkeThakkar>();
+    check::<symmetry_locks::Mcs>();
+    check::<symmetry_locks::Clh>();
+}
