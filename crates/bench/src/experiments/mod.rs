@@ -7,6 +7,8 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::data::Row;
+use crate::kernels::{CounterCfg, CounterOut};
+use crate::locks_table::LockEntry;
 use crate::machine::Machine;
 use crate::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
 use crate::report::Section;
@@ -153,6 +155,32 @@ pub const PENDING: &[&str] = &[
     "peer-threads",
     "peer-messages",
 ];
+
+/// One contended-counter point for `lock`: the median of
+/// [`Ctx::repeats`] runs of [`crate::kernels::counter`].
+pub fn counter_point(ctx: &Ctx, lock: &LockEntry, cfg: CounterCfg) -> CounterOut {
+    crate::kernels::median_run(
+        ctx.repeats(cfg.threads),
+        || (lock.counter)(&cfg),
+        CounterOut::ns_per_op,
+    )
+}
+
+/// The `ns_per_acquire` row of a counter point, with its `ops` and
+/// `completed` parameters.
+pub fn acquire_row(id: &str, series: &str, ctx: &Ctx, threads: usize, out: &CounterOut) -> Row {
+    Row::new(
+        id,
+        series,
+        threads as u32,
+        ctx.over(threads),
+        "ns_per_acquire",
+        out.ns_per_op(),
+        "ns",
+    )
+    .param("ops", out.ops)
+    .param("completed", out.completed)
+}
 
 // ---------------------------------------------------------------------------
 // Helpers shared by the experiments: looking values up in rows and drawing

@@ -84,32 +84,18 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for lock in &locks {
         for &t in &contended_threads {
             bar.set_message(format!("{} x{t}", lock.name));
-            let out = crate::kernels::median_run(
-                ctx.repeats(t),
-                || {
-                    (lock.counter)(&CounterCfg {
-                        threads: t,
-                        target: 2_000_000,
-                        cs_iters: 0,
-                        post_iters: 0,
-                        budget,
-                    })
+            let out = super::counter_point(
+                ctx,
+                lock,
+                CounterCfg {
+                    threads: t,
+                    target: 2_000_000,
+                    cs_iters: 0,
+                    post_iters: 0,
+                    budget,
                 },
-                crate::kernels::CounterOut::ns_per_op,
             );
-            rows.push(
-                Row::new(
-                    EXPERIMENT.id,
-                    lock.name,
-                    t as u32,
-                    ctx.over(t),
-                    "ns_per_acquire",
-                    out.ns_per_op(),
-                    "ns",
-                )
-                .param("ops", out.ops)
-                .param("completed", out.completed),
-            );
+            rows.push(super::acquire_row(EXPERIMENT.id, lock.name, ctx, t, &out));
             bar.inc(1);
         }
     }

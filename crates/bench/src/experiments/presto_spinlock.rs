@@ -58,32 +58,20 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         for lock in &locks {
             for &t in &sweep {
                 bar.set_message(format!("{} x{t} compute={compute}ns", lock.name));
-                let out = crate::kernels::median_run(
-                    ctx.repeats(t),
-                    || {
-                        (lock.counter)(&CounterCfg {
-                            threads: t,
-                            target: 1_000_000,
-                            cs_iters: 0,
-                            post_iters,
-                            budget,
-                        })
+                let out = super::counter_point(
+                    ctx,
+                    lock,
+                    CounterCfg {
+                        threads: t,
+                        target: 1_000_000,
+                        cs_iters: 0,
+                        post_iters,
+                        budget,
                     },
-                    crate::kernels::CounterOut::ns_per_op,
                 );
                 rows.push(
-                    Row::new(
-                        EXPERIMENT.id,
-                        lock.name,
-                        t as u32,
-                        ctx.over(t),
-                        "ns_per_acquire",
-                        out.ns_per_op(),
-                        "ns",
-                    )
-                    .param("compute_ns", compute)
-                    .param("ops", out.ops)
-                    .param("completed", out.completed),
+                    super::acquire_row(EXPERIMENT.id, lock.name, ctx, t, &out)
+                        .param("compute_ns", compute),
                 );
                 bar.inc(1);
             }

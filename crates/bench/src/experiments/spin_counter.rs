@@ -33,18 +33,16 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for lock in &locks {
         for &t in &sweep {
             bar.set_message(format!("{} x{t}", lock.name));
-            let out = crate::kernels::median_run(
-                ctx.repeats(t),
-                || {
-                    (lock.counter)(&CounterCfg {
-                        threads: t,
-                        target: TARGET,
-                        cs_iters: 0,
-                        post_iters: 0,
-                        budget,
-                    })
+            let out = super::counter_point(
+                ctx,
+                lock,
+                CounterCfg {
+                    threads: t,
+                    target: TARGET,
+                    cs_iters: 0,
+                    post_iters: 0,
+                    budget,
                 },
-                crate::kernels::CounterOut::ns_per_op,
             );
             rows.extend(counter_rows(
                 EXPERIMENT.id,

@@ -58,33 +58,20 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             let mut one = None;
             for &t in std::iter::once(&1).chain(&ps) {
                 bar.set_message(format!("{} cs={cs}ns x{t}", lock.name));
-                let out = crate::kernels::median_run(
-                    ctx.repeats(t),
-                    || {
-                        (lock.counter)(&CounterCfg {
-                            threads: t,
-                            target,
-                            cs_iters,
-                            post_iters: 0,
-                            budget,
-                        })
+                let out = super::counter_point(
+                    ctx,
+                    lock,
+                    CounterCfg {
+                        threads: t,
+                        target,
+                        cs_iters,
+                        post_iters: 0,
+                        budget,
                     },
-                    crate::kernels::CounterOut::ns_per_op,
                 );
                 let per = out.ns_per_op();
                 rows.push(
-                    Row::new(
-                        EXPERIMENT.id,
-                        lock.name,
-                        t as u32,
-                        ctx.over(t),
-                        "ns_per_acquire",
-                        per,
-                        "ns",
-                    )
-                    .param("cs_ns", cs)
-                    .param("ops", out.ops)
-                    .param("completed", out.completed),
+                    super::acquire_row(EXPERIMENT.id, lock.name, ctx, t, &out).param("cs_ns", cs),
                 );
                 match one {
                     None => one = Some(per),
