@@ -554,20 +554,10 @@ fn inline_svg(dir: &Path, name: &str) -> String {
     }
 }
 
-/// Escapes `& < > " '` for HTML text and attributes.
+/// Escapes `& < > " '` for HTML text and attributes (the XML escaping of
+/// the plots, which HTML5 accepts as is).
 pub fn escape_html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::plot::escape_xml(s)
 }
 
 /// Whether a table cell holds a number (right-aligned in HTML).
