@@ -47,7 +47,7 @@ enum Command {
         ids: Vec<String>,
         /// Thread counts, e.g. `1,2,4` or `1-4,8` (default: 1..2x cores plus 4x cores).
         #[arg(long, value_parser = parse_threads)]
-        threads: Option<Vec<usize>>,
+        threads: Option<ThreadList>,
         /// Locks to include, comma-separated registry names (see `symmetry locks`).
         #[arg(long, value_delimiter = ',')]
         locks: Option<Vec<String>>,
@@ -72,8 +72,13 @@ enum Command {
     },
 }
 
+/// A `--threads` value: one argument holding a whole list. (A bare
+/// `Vec<usize>` would make clap expect one count per occurrence.)
+#[derive(Debug, Clone)]
+struct ThreadList(Vec<usize>);
+
 /// Parses `1,2,4` and ranges `1-4`; refuses 0 and empty lists.
-fn parse_threads(s: &str) -> Result<Vec<usize>, String> {
+fn parse_threads(s: &str) -> Result<ThreadList, String> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (lo, hi) = match part.split_once('-') {
@@ -106,7 +111,7 @@ fn parse_threads(s: &str) -> Result<Vec<usize>, String> {
     }
     out.sort_unstable();
     out.dedup();
-    Ok(out)
+    Ok(ThreadList(out))
 }
 
 fn ctx(common: &Common, threads: Option<Vec<usize>>, locks: Option<Vec<String>>) -> Ctx {
@@ -278,7 +283,12 @@ fn main() -> ExitCode {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
-            run_many(&list, &ctx(&common, threads, locks), &common.out).map(|_| ())
+            run_many(
+                &list,
+                &ctx(&common, threads.map(|t| t.0), locks),
+                &common.out,
+            )
+            .map(|_| ())
         }
         Command::Reproduce { common } => {
             let t = Instant::now();
@@ -318,15 +328,50 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_threads;
+    use super::{Cli, Command, parse_threads};
+    use clap::Parser;
 
     #[test]
     fn threads_lists_and_ranges() {
-        assert_eq!(parse_threads("1,2,4").unwrap(), vec![1, 2, 4]);
-        assert_eq!(parse_threads("1-3,8").unwrap(), vec![1, 2, 3, 8]);
+        assert_eq!(parse_threads("1,2,4").unwrap().0, vec![1, 2, 4]);
+        assert_eq!(parse_threads("1-3,8").unwrap().0, vec![1, 2, 3, 8]);
         assert!(parse_threads("0").unwrap_err().contains("start at 1"));
         assert!(parse_threads("x").is_err());
         assert!(parse_threads("4-2").is_err());
         assert!(parse_threads("").is_err());
+    }
+
+    /// The whole command line parses, including `--threads` (clap checks
+    /// the field type only when the value is read).
+    #[test]
+    fn run_command_line_parses() {
+        let cli = Cli::try_parse_from([
+            "symmetry",
+            "run",
+            "spin-counter",
+            "--threads",
+            "1-2,8",
+            "--locks",
+            "tas,mcs",
+            "--quick",
+        ])
+        .expect("valid command line");
+        match cli.command {
+            Command::Run {
+                ids,
+                threads,
+                locks,
+                common,
+            } => {
+                assert_eq!(ids, vec!["spin-counter".to_string()]);
+                assert_eq!(threads.map(|t| t.0), Some(vec![1, 2, 8]));
+                assert_eq!(locks, Some(vec!["tas".to_string(), "mcs".to_string()]));
+                assert!(common.quick);
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        assert!(
+            Cli::try_parse_from(["symmetry", "run", "spin-counter", "--threads", "0"]).is_err()
+        );
     }
 }
