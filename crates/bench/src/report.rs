@@ -148,36 +148,13 @@ impl Table {
         out
     }
 
-    /// The table as an HTML `<table>`; empty for an empty table.
+    /// The table as an HTML `<table>`, cells rendered as inline markdown
+    /// (the report's tables put names in `code`); empty for an empty table.
     pub fn to_html(&self) -> String {
-        let width = self.width();
-        if width == 0 {
+        if self.width() == 0 {
             return String::new();
         }
-        let mut out = String::from("<table>\n<thead><tr>");
-        for i in 0..width {
-            let _ = write!(
-                out,
-                "<th>{}</th>",
-                escape_html(self.header.get(i).map(String::as_str).unwrap_or(""))
-            );
-        }
-        out.push_str("</tr></thead>\n<tbody>\n");
-        for r in &self.rows {
-            out.push_str("<tr>");
-            for i in 0..width {
-                let c = r.get(i).map(String::as_str).unwrap_or("");
-                let class = if looks_numeric(c) {
-                    r#" class="num""#
-                } else {
-                    ""
-                };
-                let _ = write!(out, "<td{class}>{}</td>", escape_html(c));
-            }
-            out.push_str("</tr>\n");
-        }
-        out.push_str("</tbody>\n</table>\n");
-        out
+        table_html_inline(&self.header, &self.rows)
     }
 }
 

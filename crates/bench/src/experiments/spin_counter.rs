@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
 use crate::data::Row;
-use crate::kernels::CounterCfg;
+use crate::kernels::{CounterCfg, CounterOut};
 use crate::locks_table;
 use crate::machine::Machine;
 use crate::plot::{Figure, Scale};
@@ -44,15 +44,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     budget,
                 },
             );
-            rows.extend(counter_rows(
-                EXPERIMENT.id,
-                lock.name,
-                t,
-                ctx.over(t),
-                &out,
-                TARGET,
-                budget,
-            ));
+            rows.extend(counter_rows(ctx, lock.name, t, &out, budget));
             bar.inc(1);
         }
     }
@@ -62,39 +54,24 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 
 /// Rows for one contended-counter point: `ns_per_acquire` always, and
 /// `elapsed_s` only when the full target was reached (never extrapolated).
-pub(crate) fn counter_rows(
-    id: &str,
+fn counter_rows(
+    ctx: &Ctx,
     series: &str,
     threads: usize,
-    over: bool,
-    out: &crate::kernels::CounterOut,
-    target: u64,
+    out: &CounterOut,
     budget: Duration,
 ) -> Vec<Row> {
-    let t = threads as u32;
-    let mut rows = vec![
-        Row::new(id, series, t, over, "ns_per_acquire", out.ns_per_op(), "ns")
-            .param("target", target)
-            .param("ops", out.ops)
-            .param("completed", out.completed)
-            .param("budget_ms", budget.as_millis()),
-    ];
+    let base = super::acquire_row(EXPERIMENT.id, series, ctx, threads, out)
+        .param("target", TARGET)
+        .param("budget_ms", budget.as_millis());
+    let mut rows = vec![base.clone()];
     if out.completed {
-        rows.push(
-            Row::new(
-                id,
-                series,
-                t,
-                over,
-                "elapsed_s",
-                out.elapsed.as_secs_f64(),
-                "s",
-            )
-            .param("target", target)
-            .param("ops", out.ops)
-            .param("completed", true)
-            .param("budget_ms", budget.as_millis()),
-        );
+        rows.push(Row {
+            metric: "elapsed_s".into(),
+            value: out.elapsed.as_secs_f64(),
+            unit: "s".into(),
+            ..base
+        });
     }
     rows
 }
