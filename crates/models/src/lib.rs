@@ -5,6 +5,11 @@
 //! * [`expected_queues_examined`]: ALL89 equation (3.1), E(r, q), the
 //!   expected number of ready queues an idle processor examines to find one
 //!   of `r` ready threads spread uniformly over `q` queues.
+//! * [`expected_queues_examined_tail_sum`]: the same E(r, q) by the
+//!   tail-sum identity, an independent check of equation (3.1).
+//! * [`expected_queues_examined_monte_carlo`]: E(r, q) estimated by
+//!   simulating the placement of threads and the idle processor's scan, a
+//!   third check that needs no algebra at all.
 //!
 //! The MVA model (ALL89 §V) and the competitive analysis of KLMO91 land
 //! here with their issues.
@@ -15,7 +20,8 @@
 /// `(q + Σ_{j=1..r} Σ_{i=1..q-1} i (q-i)^{j-1} (q-i+1)^{r-j}) / q^r`.
 ///
 /// Returns `None` for `q == 0`. For `r == 0` no thread can be found; the
-/// formula then gives `1` (the processor looks at its own queue once).
+/// formula then gives `q` (the processor examines every queue and finds them
+/// all empty), and so does the tail sum.
 /// Computed in `f64` with each term scaled by `q^r` first, so it stays finite
 /// for any `r` and `q` the experiments use.
 pub fn expected_queues_examined(r: u32, q: u32) -> Option<f64> {
@@ -51,6 +57,74 @@ pub fn expected_queues_examined_tail_sum(r: u32, q: u32) -> Option<f64> {
     )
 }
 
+/// E(r, q) estimated by Monte Carlo: in each of `trials` trials, `r` threads
+/// are placed independently and uniformly at random into queues `1..=q`, and
+/// an idle processor scans from queue 1 up to and including the
+/// lowest-numbered non-empty queue; the estimate is the mean number of queues
+/// it examined (the minimum of the `r` queue numbers).
+///
+/// Returns `None` for `q == 0` or `trials == 0`. For `r == 0` it returns
+/// `q`, the value of [`expected_queues_examined`] there: with no thread
+/// anywhere the processor examines every queue and finds them all empty.
+///
+/// The generator is a self-contained SplitMix64 seeded with `seed`, so a
+/// given `(r, q, trials, seed)` always gives the same estimate; queue numbers
+/// are drawn without modulo bias by Lemire's multiply-and-reject method.
+pub fn expected_queues_examined_monte_carlo(r: u32, q: u32, trials: u64, seed: u64) -> Option<f64> {
+    if q == 0 || trials == 0 {
+        return None;
+    }
+    if r == 0 {
+        return Some(f64::from(q));
+    }
+    let mut rng = SplitMix64(seed);
+    let mut total: u64 = 0;
+    for _ in 0..trials {
+        let mut lowest = q; // 0-based queue index of the lowest non-empty queue
+        for _ in 0..r {
+            lowest = lowest.min(rng.below(q));
+            if lowest == 0 {
+                // Queue 1 is non-empty: the scan stops there whatever the
+                // remaining threads do, so their draws cannot change the
+                // result.
+                break;
+            }
+        }
+        total += u64::from(lowest) + 1;
+    }
+    Some(total as f64 / trials as f64)
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014): a tiny, fast generator whose
+/// output passes BigCrush, plenty for a Monte Carlo check.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform integer in `0..n` (`n > 0`), unbiased: Lemire, "Fast Random
+    /// Integer Generation in an Interval" (2019), multiply and reject.
+    fn below(&mut self, n: u32) -> u32 {
+        debug_assert!(n > 0);
+        let n64 = u64::from(n);
+        let mut m = u64::from(self.next_u64() as u32) * n64;
+        if (m as u32) < n {
+            // 2^32 mod n: low words below it belong to an incomplete band.
+            let threshold = n.wrapping_neg() % n;
+            while (m as u32) < threshold {
+                m = u64::from(self.next_u64() as u32) * n64;
+            }
+        }
+        (m >> 32) as u32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,9 +143,85 @@ mod tests {
     #[test]
     fn limits() {
         assert_eq!(expected_queues_examined(3, 0), None);
+        // No thread: every queue is examined and found empty.
+        assert!((expected_queues_examined(0, 18).unwrap() - 18.0).abs() < 1e-12);
         // One thread: uniform position, mean (q+1)/2.
         assert!((expected_queues_examined(1, 18).unwrap() - 9.5).abs() < 1e-12);
         // Many threads: almost surely in queue 1.
         assert!(expected_queues_examined(400, 18).unwrap() < 1.0 + 1e-6);
+    }
+
+    #[test]
+    fn monte_carlo_edge_cases() {
+        assert_eq!(expected_queues_examined_monte_carlo(3, 0, 10, 1), None);
+        assert_eq!(expected_queues_examined_monte_carlo(3, 18, 0, 1), None);
+        assert_eq!(
+            expected_queues_examined_monte_carlo(0, 18, 10, 1),
+            Some(18.0)
+        );
+        assert_eq!(expected_queues_examined_monte_carlo(7, 1, 10, 1), Some(1.0));
+    }
+
+    #[test]
+    fn unbiased_bounded_sampling_covers_range_evenly() {
+        let mut rng = SplitMix64(42);
+        let mut counts = [0u32; 18];
+        let draws = 180_000;
+        for _ in 0..draws {
+            counts[rng.below(18) as usize] += 1;
+        }
+        // Each bin expects 10_000 (sd ~ 97): 5 sd either way.
+        for (i, &c) in counts.iter().enumerate() {
+            assert!((9_500..=10_500).contains(&c), "bin {i}: {c}");
+        }
+    }
+
+    #[test]
+    fn monte_carlo_agrees_with_closed_form_for_q_18() {
+        let q = 18;
+        for r in 0..=40 {
+            let exact = expected_queues_examined(r, q).unwrap();
+            let mc =
+                expected_queues_examined_monte_carlo(r, q, 200_000, 0x5EED ^ u64::from(r)).unwrap();
+            let rel = (mc - exact).abs() / exact;
+            assert!(
+                rel < 0.01,
+                "r={r}: monte carlo {mc} vs closed form {exact} ({rel:.4})"
+            );
+        }
+    }
+
+    #[test]
+    fn fig_5_shape_for_q_18() {
+        // ALL89 Fig. 5: E(1,18) = 9.5, strictly decreasing in r, tending to 1.
+        let q = 18;
+        let e = |r| expected_queues_examined(r, q).unwrap();
+        assert!((e(1) - 9.5).abs() < 1e-12);
+        for r in 1..=40 {
+            assert!(
+                e(r + 1) < e(r),
+                "E({},18)={} !< E({r},18)={}",
+                r + 1,
+                e(r + 1),
+                e(r)
+            );
+            assert!(e(r) >= 1.0);
+        }
+        assert!(e(40) < 1.2, "E(40,18) = {}", e(40));
+        assert!(e(200) - 1.0 < 1e-4);
+        // The Monte Carlo estimate shows the same shape.
+        let mc = |r| expected_queues_examined_monte_carlo(r, q, 200_000, 7).unwrap();
+        assert!((mc(1) - 9.5).abs() < 0.1);
+        let mut prev = mc(1);
+        for r in 2..=40 {
+            let cur = mc(r);
+            assert!(
+                cur < prev,
+                "monte carlo E({r},18)={cur} !< E({},18)={prev}",
+                r - 1
+            );
+            prev = cur;
+        }
+        assert!(prev < 1.2);
     }
 }

@@ -1,0 +1,183 @@
+//! # symmetry-threads
+//!
+//! A user-level (M:N) threads runtime: P processors (worker OS threads,
+//! optionally pinned) run many user threads, each with its own stack,
+//! switching between them in user space (corosensei's context switch).
+//!
+//! It implements the thread package of Anderson, Lazowska and Levy (ALL89,
+//! "The Performance Implications of Thread Management Alternatives for
+//! Shared-Memory Multiprocessors") with the operations of its Table I —
+//! create, start, block, signal, resume, finish, join — and all five of its
+//! thread-management strategies, selectable as a type parameter:
+//!
+//! | name | type | ALL89 |
+//! |---|---|---|
+//! | `single-lock` | [`SingleLock`] | §III-A |
+//! | `multi-lock` | [`MultiLock`] | §III-B |
+//! | `local-freelist` | [`LocalFreelist`] | §III-C |
+//! | `idle-queue` | [`IdleQueue`] | §III-D |
+//! | `local-readyq` | [`LocalReadyq`] | §III-E |
+//!
+//! Arguments live in the control block (the closure is stored inline when
+//! it fits [`INLINE_ARGS`] bytes), a stack is bound only when the thread
+//! starts, and finished control blocks and stacks go to free lists. Stacks
+//! are `mmap`ed with a guard page; overflowing one is reported with the
+//! thread's name (see [`stack`](crate::stack) docs) instead of a bare
+//! `SIGSEGV`.
+//!
+//! Presto's object model (Faust & Levy 1990) maps to traits chosen at
+//! compile time: the scheduler object is a [`ReadyPool`] (a user can write
+//! a LIFO or priority pool and plug it into any strategy), the processor
+//! object is a [`Processor`] (hooks at start, dispatch, exit). Both are
+//! monomorphized, so customization costs nothing at run time — the cost
+//! Presto paid for its flexibility.
+//!
+//! ```
+//! use symmetry_threads::{LocalReadyq, Runtime};
+//!
+//! let rt: Runtime<LocalReadyq> = Runtime::new(2).unwrap();
+//! let h = rt.handle();
+//! let sum = rt
+//!     .block_on(move || {
+//!         let kids: Vec<_> = (0..10u64).map(|i| h.spawn(move || i * i)).collect();
+//!         kids.into_iter().map(|k| k.join().unwrap()).sum::<u64>()
+//!     })
+//!     .unwrap();
+//! assert_eq!(sum, 285);
+//! ```
+//!
+//! Blocking primitives for user threads are in [`sync`]: a relinquishing
+//! mutex, a condition variable, a barrier; any `symmetry-locks` lock is the
+//! non-relinquishing spin lock.
+//!
+//! ## Caveats
+//!
+//! * Switches are cooperative: a user thread that never blocks or yields
+//!   keeps its processor.
+//! * A user thread may resume on another OS thread after it blocks, so it
+//!   must not hold references to OS-thread-local data (`thread_local!`
+//!   values, `std::sync::MutexGuard`s) across a blocking call.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod cb;
+mod join;
+mod runtime;
+pub mod stack;
+pub mod strategy;
+pub mod sync;
+
+pub use cb::{CbList, CbRef, INLINE_ARGS, Stack};
+pub use join::{JoinError, JoinHandle};
+pub use runtime::{
+    Builder, DEFAULT_STACK_SIZE, DefaultProcessor, Handle, Processor, Runtime, ShutdownReport,
+    Stats, ThreadBuilder, Unstarted,
+};
+pub use strategy::{
+    Fifo, IdleQueue, LocalFreelist, LocalReadyq, MultiLock, ReadyPool, SingleLock, Strategy,
+};
+
+/// A blocking operation was called where no user thread runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotInRuntime {
+    /// The operation.
+    pub op: &'static str,
+}
+
+impl std::fmt::Display for NotInRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = std::thread::current();
+        write!(
+            f,
+            "{} blocks a user thread, so it must be called from a thread spawned on a \
+             symmetry-threads runtime; it was called from OS thread '{}'. Use \
+             Runtime::block_on to enter the runtime.",
+            self.op,
+            t.name().unwrap_or("<unnamed>")
+        )
+    }
+}
+
+impl std::error::Error for NotInRuntime {}
+
+/// A user thread, for waking it ([`Thread::unpark`]) or naming it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Thread(CbRef);
+
+impl Thread {
+    /// Makes a pending or future [`park`] of this thread return (Table I
+    /// signal). Safe to call from any thread, any number of times.
+    pub fn unpark(&self) {
+        runtime::unpark(self.0)
+    }
+
+    /// The thread's id.
+    pub fn id(&self) -> u64 {
+        self.0.id()
+    }
+
+    /// The thread's name.
+    pub fn name(&self) -> Option<&str> {
+        self.0.name()
+    }
+
+    /// The control block.
+    pub fn cb(&self) -> CbRef {
+        self.0
+    }
+}
+
+/// The calling user thread, or `None` outside the runtime.
+pub fn current() -> Option<Thread> {
+    runtime::current_cb().map(Thread)
+}
+
+/// Whether the caller runs as a user thread.
+pub fn in_user_thread() -> bool {
+    runtime::current_cb().is_some()
+}
+
+/// Blocks the calling user thread until [`Thread::unpark`] (Table I block);
+/// may return spuriously, so call it in a loop around a condition.
+///
+/// Errors if called outside a user thread.
+pub fn try_park() -> Result<(), NotInRuntime> {
+    match runtime::current_cb() {
+        Some(cb) => {
+            runtime::park_current(cb);
+            Ok(())
+        }
+        None => Err(NotInRuntime { op: "park" }),
+    }
+}
+
+/// [`try_park`], panicking with a clear message outside a user thread.
+pub fn park() {
+    if let Err(e) = try_park() {
+        panic!("{e}");
+    }
+}
+
+/// Puts the calling user thread back on the ready pool and runs another.
+/// Outside a user thread it yields the OS thread instead.
+pub fn yield_now() {
+    match runtime::current_cb() {
+        Some(cb) => runtime::suspend(cb, cb::Switch::Yield),
+        None => std::thread::yield_now(),
+    }
+}
+
+/// Calls `$m!` with every strategy as `"name" => Type`, so a harness can
+/// build a name table whose entries are monomorphized per strategy.
+#[macro_export]
+macro_rules! for_each_strategy {
+    ($m:ident) => {
+        $m! {
+            "single-lock" => $crate::SingleLock,
+            "multi-lock" => $crate::MultiLock,
+            "local-freelist" => $crate::LocalFreelist,
+            "idle-queue" => $crate::IdleQueue,
+            "local-readyq" => $crate::LocalReadyq,
+        }
+    };
+}

@@ -1,0 +1,1026 @@
+//! The runtime: P processors (worker OS threads) running user threads.
+//!
+//! Each processor runs the loop of PRESTO's processor object: ask the
+//! strategy for the next thread (*finish* of the previous one and *start*
+//! or *resume* of the next in one call), switch to it, and handle why it
+//! switched back (finished, parked, yielded). When no thread is ready the
+//! processor idles: it polls for `idle_spins` rounds, then parks in the
+//! kernel, so an idle runtime uses no CPU (KLMO91's reasoning: spin about
+//! as long as a block + wake costs, then block).
+//!
+//! # Processor-local state
+//!
+//! A processor publishes a pointer to its [`ProcCtx`] in a thread-local.
+//! User code running on that processor reaches the strategy's local state
+//! (its free lists, its random generator) through [`Handle`], which checks
+//! that the processor belongs to the same runtime; from any other OS thread
+//! the strategy's shared path is used. User threads never run concurrently
+//! with their processor's loop (switches are cooperative), so the local
+//! state has one user at a time; `&mut` references to it never outlive a
+//! strategy call.
+//!
+//! # Shutdown
+//!
+//! [`Runtime::shutdown`] (and `Drop`) lets every ready thread run to
+//! completion or until it blocks, then stops the processors. Threads still
+//! blocked at that point can never run again: they are *abandoned* — their
+//! stacks are released without unwinding (values they own are leaked, as
+//! at process exit) and the [`ShutdownReport`] counts them. A
+//! [`JoinHandle`](crate::JoinHandle) of an abandoned thread returns
+//! [`JoinError::Abandoned`](crate::JoinError::Abandoned).
+
+use std::cell::{Cell, UnsafeCell};
+use std::marker::PhantomData;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::{Arc, OnceLock};
+
+use corosensei::CoroutineResult;
+use crossbeam_utils::CachePadded;
+
+use crate::cb::{CbRef, Coro, NOTIFIED, PARKED, PARKING, RUNNING, RuntimeHooks, Switch};
+use crate::join::{JoinHandle, Packet};
+use crate::stack::{AltStack, guard_of, set_running};
+use crate::strategy::{Allocator, Dispatch, Env, Finished, Idle, ProcStats, Strategy};
+
+/// PRESTO's processor object, as hooks a user can implement: called on the
+/// processor's OS thread at start, before each dispatch, and at exit. The
+/// default does nothing and compiles to nothing.
+pub trait Processor: Default + Send + Sync + 'static {
+    /// The processor `index` starts (on its own OS thread).
+    fn on_start(&self, _index: usize) {}
+    /// Processor `index` is about to run thread `t`.
+    #[inline(always)]
+    fn on_dispatch(&self, _index: usize, _t: CbRef) {}
+    /// The processor `index` exits.
+    fn on_exit(&self, _index: usize) {}
+}
+
+/// The built-in processor: no hooks.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DefaultProcessor;
+
+impl Processor for DefaultProcessor {}
+
+/// The runtime-independent header of a processor's context; the TLS
+/// pointer points at it.
+#[repr(C)]
+pub(crate) struct ProcHeader {
+    /// The runtime (`*const Shared<S, P>`), for identity checks.
+    rt: *const (),
+    /// Processor index.
+    pub(crate) index: usize,
+    /// The user thread running on this processor, if any.
+    pub(crate) current: Cell<Option<CbRef>>,
+}
+
+#[repr(C)]
+struct ProcCtx<S: Strategy> {
+    header: ProcHeader,
+    local: UnsafeCell<S::Local>,
+}
+
+thread_local! {
+    static PROC: Cell<*const ProcHeader> = const { Cell::new(std::ptr::null()) };
+}
+
+/// The processor header of this OS thread, if it is a processor.
+#[inline(never)]
+pub(crate) fn proc_header() -> *const ProcHeader {
+    // Not inlined: a user thread may migrate between OS threads across a
+    // switch, so the TLS address must be recomputed on every call.
+    PROC.with(|p| p.get())
+}
+
+/// The user thread running on this OS thread, if any.
+#[inline(never)]
+pub(crate) fn current_cb() -> Option<CbRef> {
+    let h = proc_header();
+    if h.is_null() {
+        None
+    } else {
+        // SAFETY: a non-null PROC points at the live context of the
+        // processor running on this OS thread.
+        unsafe { (*h).current.get() }
+    }
+}
+
+/// Sleeping processors of the generic idle protocol.
+struct Sleepers {
+    /// Number of processors in `list`. Read after a SeqCst fence by
+    /// wakers; incremented (SeqCst) by a processor before its final
+    /// emptiness check.
+    count: AtomicUsize,
+    list: std::sync::Mutex<Vec<usize>>,
+    flags: Box<[CachePadded<AtomicBool>]>,
+    threads: Box<[OnceLock<std::thread::Thread>]>,
+}
+
+impl Sleepers {
+    fn new(n: usize) -> Self {
+        Sleepers {
+            count: AtomicUsize::new(0),
+            list: std::sync::Mutex::new(Vec::with_capacity(n)),
+            flags: (0..n)
+                .map(|_| CachePadded::new(AtomicBool::new(false)))
+                .collect(),
+            threads: (0..n).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// Wakes one sleeping processor if there is one. Called after making a
+    /// thread ready.
+    #[inline(always)]
+    fn notify_one(&self) {
+        // SeqCst fence: pairs with the sleeper's SeqCst increment and fence
+        // before its last `has_ready` check (store-buffering pattern):
+        // either we see its increment, or it sees our enqueue.
+        fence(Ordering::SeqCst);
+        if self.count.load(Ordering::Relaxed) != 0 {
+            self.wake_one();
+        }
+    }
+
+    #[cold]
+    fn wake_one(&self) {
+        let p = {
+            let mut l = self.list.lock().unwrap_or_else(|e| e.into_inner());
+            let p = l.pop();
+            if p.is_some() {
+                self.count.fetch_sub(1, Ordering::SeqCst);
+            }
+            p
+        };
+        if let Some(p) = p {
+            self.wake(p);
+        }
+    }
+
+    fn wake(&self, p: usize) {
+        // Release: pairs with the Acquire swap in `sleep`.
+        self.flags[p].store(true, Ordering::Release);
+        if let Some(t) = self.threads[p].get() {
+            t.unpark();
+        }
+    }
+
+    fn wake_all(&self) {
+        let all: Vec<usize> = {
+            let mut l = self.list.lock().unwrap_or_else(|e| e.into_inner());
+            self.count.store(0, Ordering::SeqCst);
+            l.drain(..).collect()
+        };
+        for p in all {
+            self.wake(p);
+        }
+    }
+}
+
+/// Shared state of a runtime.
+pub(crate) struct Shared<S: Strategy, P: Processor> {
+    pub(crate) strategy: S,
+    env: Env,
+    hooks: RuntimeHooks,
+    sleepers: Sleepers,
+    processor: P,
+    next_id: AtomicU64,
+    created_outside: AtomicU64,
+    /// Set once every processor has exited.
+    pub(crate) stopped: Arc<AtomicBool>,
+    pin: bool,
+}
+
+// SAFETY: `hooks.rt` is a pointer to this very `Shared`, which is Sync;
+// everything else is Send + Sync by construction.
+unsafe impl<S: Strategy, P: Processor> Send for Shared<S, P> {}
+// SAFETY: as above.
+unsafe impl<S: Strategy, P: Processor> Sync for Shared<S, P> {}
+
+impl<S: Strategy, P: Processor> Drop for Shared<S, P> {
+    fn drop(&mut self) {
+        for cb in self.env.alloc.take_arena() {
+            // SAFETY: the last reference to the runtime is going away; the
+            // processors have exited and abandoned threads were cleaned up
+            // by `shutdown`, so no one can touch these control blocks.
+            unsafe {
+                drop((*cb.cb().coro.get()).take());
+                cb.drop_entry();
+                cb.free();
+            }
+        }
+    }
+}
+
+unsafe fn ready_hook<S: Strategy, P: Processor>(rt: *const (), t: CbRef) {
+    // SAFETY: `rt` is the `Shared` whose hooks these are; it outlives its
+    // control blocks' parks (the arena is freed with it).
+    let shared = unsafe { &*(rt as *const Shared<S, P>) };
+    shared.make_ready(t);
+}
+
+impl<S: Strategy, P: Processor> Shared<S, P> {
+    /// This runtime's context, if the calling OS thread is one of its
+    /// processors.
+    #[inline(always)]
+    fn local_ctx(&self) -> Option<&ProcCtx<S>> {
+        let h = proc_header();
+        // SAFETY: a non-null PROC points at a live processor context; the
+        // `rt` comparison proves it is one of ours, so the cast to our
+        // `ProcCtx<S>` is to its real type.
+        unsafe {
+            if !h.is_null() && (*h).rt == self as *const Self as *const () {
+                Some(&*(h as *const ProcCtx<S>))
+            } else {
+                None
+            }
+        }
+    }
+
+    /// Runs `f` with this processor's strategy-local state, or `None` from
+    /// outside.
+    #[inline(always)]
+    fn with_local<R>(&self, f: impl FnOnce(Option<&mut S::Local>) -> R) -> R {
+        match self.local_ctx() {
+            // SAFETY: see the module docs: one user of the local state at a
+            // time, and the reference ends with `f`.
+            Some(ctx) => f(Some(unsafe { &mut *ctx.local.get() })),
+            None => f(None),
+        }
+    }
+
+    /// Table I signal, from anywhere.
+    fn make_ready(&self, t: CbRef) {
+        self.with_local(|l| self.strategy.ready(l, t));
+        if !S::OWN_IDLE {
+            self.sleepers.notify_one();
+        }
+    }
+
+    /// Table I create, from anywhere.
+    #[inline(always)]
+    fn create<F: FnOnce() + Send + 'static>(&self, f: F, name: Option<Box<str>>, prio: i64) {
+        // Relaxed: ids only need to be unique.
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let hooks = &self.hooks as *const RuntimeHooks;
+        let init = move |cb: CbRef| {
+            // SAFETY: the strategy hands `init` a free cb it owns.
+            unsafe { cb.init(f, id, name, prio, hooks) }
+        };
+        match self.local_ctx() {
+            Some(ctx) => {
+                // SAFETY: as in `with_local`.
+                let l = unsafe { &mut *ctx.local.get() };
+                self.strategy.create(Some(l), init);
+                ProcStats::bump(&self.env.stats[ctx.header.index].created, 1);
+            }
+            None => {
+                self.strategy.create(None, init);
+                // Relaxed: a statistic.
+                self.created_outside.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if !S::OWN_IDLE {
+            self.sleepers.notify_one();
+        }
+    }
+
+    /// A processor's main loop.
+    fn worker(self: Arc<Self>, index: usize) {
+        let _alt = AltStack::ensure();
+        if self.pin {
+            pin_to(index);
+        }
+        let _ = self.sleepers.threads[index].set(std::thread::current());
+        let ctx = Box::new(ProcCtx::<S> {
+            header: ProcHeader {
+                rt: Arc::as_ptr(&self) as *const (),
+                index,
+                current: Cell::new(None),
+            },
+            local: UnsafeCell::new(self.strategy.new_local(index)),
+        });
+        PROC.with(|p| p.set(&ctx.header));
+        self.processor.on_start(index);
+        let mut done: Option<Finished> = None;
+        loop {
+            // SAFETY: no user thread runs while the loop holds this
+            // reference; it ends with the statement.
+            let next = self
+                .strategy
+                .schedule(unsafe { &mut *ctx.local.get() }, done.take());
+            let d = match next {
+                Some(d) => d,
+                None => match self.idle(&ctx) {
+                    Some(d) => d,
+                    None => break,
+                },
+            };
+            done = self.run(&ctx, d);
+        }
+        debug_assert!(done.is_none());
+        self.processor.on_exit(index);
+        PROC.with(|p| p.set(std::ptr::null()));
+        let ctx = *ctx;
+        self.strategy.retire_local(ctx.local.into_inner());
+    }
+
+    /// Idles until a thread is dispatched, or `None` at shutdown.
+    fn idle(&self, ctx: &ProcCtx<S>) -> Option<Dispatch> {
+        if S::OWN_IDLE {
+            // SAFETY: as in `worker`.
+            return match self.strategy.idle(unsafe { &mut *ctx.local.get() }) {
+                Idle::Run(d) => Some(d),
+                Idle::Exit => None,
+            };
+        }
+        let me = ctx.header.index;
+        let mut spins = 0u32;
+        loop {
+            if self.strategy.has_ready() {
+                // SAFETY: as in `worker` (one user of the local state).
+                let local = unsafe { &mut *ctx.local.get() };
+                if let Some(d) = self.strategy.schedule(local, None) {
+                    return Some(d);
+                }
+            }
+            // Acquire: pairs with the SeqCst store in `shutdown`.
+            if self.env.shutdown.load(Ordering::Acquire) {
+                if self.strategy.has_ready() {
+                    continue;
+                }
+                return None;
+            }
+            if spins < self.env.idle_spins {
+                spins += 1;
+                std::hint::spin_loop();
+                continue;
+            }
+            spins = 0;
+            // Go to sleep: register, then re-check (see `Sleepers`).
+            {
+                let mut l = self.sleepers.list.lock().unwrap_or_else(|e| e.into_inner());
+                l.push(me);
+                self.sleepers.count.fetch_add(1, Ordering::SeqCst);
+            }
+            fence(Ordering::SeqCst);
+            if self.strategy.has_ready() || self.env.shutdown.load(Ordering::SeqCst) {
+                let mut l = self.sleepers.list.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(pos) = l.iter().position(|&p| p == me) {
+                    l.swap_remove(pos);
+                    self.sleepers.count.fetch_sub(1, Ordering::SeqCst);
+                }
+                // Otherwise a waker already took us off the list and will
+                // set our flag: the next sleep returns at once (harmless).
+                continue;
+            }
+            ProcStats::bump(&self.env.stats[me].parks, 1);
+            // Acquire: pairs with the Release store in `Sleepers::wake`.
+            while !self.sleepers.flags[me].swap(false, Ordering::Acquire) {
+                std::thread::park();
+            }
+        }
+    }
+
+    /// Switches to a dispatched thread and handles its return.
+    #[inline]
+    fn run(&self, ctx: &ProcCtx<S>, d: Dispatch) -> Option<Finished> {
+        let cb = d.cb;
+        // SAFETY: the dispatched cb is ours alone: it is out of every queue
+        // and not running anywhere.
+        let coro = unsafe { &mut *cb.cb().coro.get() };
+        if let Some(stack) = d.stack {
+            cb.cb().guard.set(guard_of(&stack));
+            *coro = Some(Coro::with_stack(stack, move |y, ()| trampoline(cb, y)));
+        }
+        self.processor.on_dispatch(ctx.header.index, cb);
+        ctx.header.current.set(Some(cb));
+        set_running(cb.cb());
+        let Some(c) = coro.as_mut() else {
+            // A dispatched thread always has a coroutine (bound above or
+            // at its start); nothing to run otherwise.
+            ctx.header.current.set(None);
+            set_running(std::ptr::null());
+            return None;
+        };
+        let r = c.resume(());
+        set_running(std::ptr::null());
+        ctx.header.current.set(None);
+        match r {
+            CoroutineResult::Yield(Switch::Park) => {
+                // The switch is complete: publish PARKED so that a waker
+                // may hand the thread to any processor. AcqRel: Release
+                // pairs with the waker's swap; Acquire (on failure) pairs
+                // with the waker's Release swap of NOTIFIED.
+                if cb
+                    .cb()
+                    .state
+                    .compare_exchange(PARKING, PARKED, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err()
+                {
+                    // Unparked before we got here: resume it.
+                    cb.cb().state.store(RUNNING, Ordering::Relaxed);
+                    self.make_ready(cb);
+                }
+                None
+            }
+            CoroutineResult::Yield(Switch::Yield) => {
+                self.make_ready(cb);
+                None
+            }
+            CoroutineResult::Return(()) => {
+                let stack = coro.take().map(Coro::into_stack)?;
+                // SAFETY: the thread finished; we own its cb.
+                unsafe { cb.reset() };
+                ProcStats::bump(&self.env.stats[ctx.header.index].finished, 1);
+                Some(Finished { cb, stack })
+            }
+        }
+    }
+}
+
+/// The first frame of every user thread.
+fn trampoline(cb: CbRef, y: &corosensei::Yielder<(), Switch>) {
+    cb.cb().yielder.set(y);
+    // A panic must not unwind into the processor's stack. Threads with a
+    // JoinHandle catch their own panic first (the result goes to join);
+    // this catches panics of detached threads, which the panic hook has
+    // already reported.
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: called once, by the thread itself.
+        unsafe { cb.run_entry() }
+    }));
+    if let Err(payload) = r {
+        // Dropping a payload can itself panic; do not let that escape.
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
+    }
+}
+
+/// Pins the calling OS thread to the `index`-th allowed CPU (modulo).
+fn pin_to(index: usize) {
+    // SAFETY: plain affinity syscalls on the calling thread with a
+    // properly sized cpu_set_t.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return;
+        }
+        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect();
+        if cpus.is_empty() {
+            return;
+        }
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpus[index % cpus.len()], &mut one);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+    }
+}
+
+/// Park: blocks the current user thread until [`Thread::unpark`] (see the
+/// park word in `cb.rs`). Returns at once if a token is pending.
+pub(crate) fn park_current(cb: CbRef) {
+    let st = &cb.cb().state;
+    // Acquire (success): consumes a token; pairs with the Release swap in
+    // `unpark`, so the waker's writes are visible.
+    if st
+        .compare_exchange(RUNNING, PARKING, Ordering::Acquire, Ordering::Acquire)
+        .is_err()
+    {
+        // NOTIFIED: consume the token and return.
+        st.store(RUNNING, Ordering::Relaxed);
+        return;
+    }
+    suspend(cb, Switch::Park);
+}
+
+#[inline(always)]
+pub(crate) fn suspend(cb: CbRef, why: Switch) {
+    let y = cb.cb().yielder.get();
+    // SAFETY: the yielder was set by the trampoline of this very thread,
+    // which is running (we are on its stack), so it is valid.
+    unsafe { (*y).suspend(why) };
+}
+
+/// Unparks a user thread (Table I signal). See the park word in `cb.rs`.
+pub(crate) fn unpark(cb: CbRef) {
+    // AcqRel: Release publishes the waker's writes to the parked thread
+    // (pairs with the Acquire in `park_current` or in the processor's
+    // PARKING->PARKED CAS); Acquire pairs with that CAS's Release.
+    // Other states: RUNNING leaves a token; PARKING: the processor will
+    // see NOTIFIED; NOTIFIED: already pending.
+    if cb.cb().state.swap(NOTIFIED, Ordering::AcqRel) == PARKED {
+        cb.cb().state.store(RUNNING, Ordering::Relaxed);
+        let hooks = cb.cb().hooks.get();
+        // SAFETY: a parked thread's hooks point at its runtime's `Shared`,
+        // alive while the thread exists.
+        unsafe { ((*hooks).ready)((*hooks).rt, cb) };
+    }
+}
+
+/// Configures and builds a [`Runtime`].
+#[derive(Debug, Clone)]
+pub struct Builder<S, P = DefaultProcessor> {
+    processors: usize,
+    pin: bool,
+    stack_size: usize,
+    idle_spins: u32,
+    queues: Option<usize>,
+    threshold: Option<usize>,
+    seed: u64,
+    warm: (usize, usize),
+    name: String,
+    _p: PhantomData<fn() -> (S, P)>,
+}
+
+/// Default stack size of a user thread: 256 KiB (plus a guard page).
+pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;
+
+impl<S: Strategy, P: Processor> Default for Builder<S, P> {
+    fn default() -> Self {
+        Builder {
+            processors: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            pin: false,
+            stack_size: DEFAULT_STACK_SIZE,
+            idle_spins: 2000,
+            queues: None,
+            threshold: None,
+            seed: 0x5EED,
+            warm: (0, 0),
+            name: "symmetry-proc".into(),
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<S: Strategy, P: Processor> Builder<S, P> {
+    /// Number of processors (worker OS threads); default: available CPUs.
+    pub fn processors(mut self, n: usize) -> Self {
+        self.processors = n;
+        self
+    }
+    /// Pin processor i to the i-th allowed CPU.
+    pub fn pin(mut self, pin: bool) -> Self {
+        self.pin = pin;
+        self
+    }
+    /// Usable stack bytes per user thread (a guard page is added).
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes;
+        self
+    }
+    /// Polls an idle processor makes before it parks in the kernel.
+    pub fn idle_spins(mut self, n: u32) -> Self {
+        self.idle_spins = n;
+        self
+    }
+    /// Ready queues of `local-readyq` (default: one per processor).
+    pub fn queues(mut self, n: usize) -> Self {
+        self.queues = Some(n);
+        self
+    }
+    /// Free-list threshold T of the local strategies (default: max(P, 2),
+    /// ALL89's T = P).
+    pub fn threshold(mut self, t: usize) -> Self {
+        self.threshold = Some(t);
+        self
+    }
+    /// Seed of random placement.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+    /// Preallocates control blocks and stacks (ALL89's "warm start").
+    pub fn warm(mut self, cbs: usize, stacks: usize) -> Self {
+        self.warm = (cbs, stacks);
+        self
+    }
+    /// Name prefix of the processors' OS threads.
+    pub fn name(mut self, prefix: impl Into<String>) -> Self {
+        self.name = prefix.into();
+        self
+    }
+
+    /// Starts the processors.
+    ///
+    /// Errors: zero processors or queues, or the OS refused a thread.
+    pub fn build(self) -> std::io::Result<Runtime<S, P>> {
+        let invalid =
+            |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidInput, m.to_string());
+        if self.processors == 0 {
+            return Err(invalid("a runtime needs at least one processor"));
+        }
+        if self.queues == Some(0) {
+            return Err(invalid("local-readyq needs at least one ready queue"));
+        }
+        crate::stack::install_overflow_handler();
+        let n = self.processors;
+        let env = Env {
+            processors: n,
+            queues: self.queues.unwrap_or(n),
+            threshold: self.threshold.unwrap_or(n.max(2)),
+            idle_spins: self.idle_spins,
+            seed: self.seed,
+            alloc: Arc::new(Allocator::new(self.stack_size)),
+            stats: (0..n)
+                .map(|_| CachePadded::new(ProcStats::default()))
+                .collect(),
+            shutdown: Arc::new(AtomicBool::new(false)),
+        };
+        let strategy = S::new(env.clone());
+        strategy.warm(self.warm.0, self.warm.1);
+        let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared<S, P>>| Shared {
+            strategy,
+            env,
+            hooks: RuntimeHooks {
+                ready: ready_hook::<S, P>,
+                rt: weak.as_ptr() as *const (),
+            },
+            sleepers: Sleepers::new(n),
+            processor: P::default(),
+            next_id: AtomicU64::new(1),
+            created_outside: AtomicU64::new(0),
+            stopped: Arc::new(AtomicBool::new(false)),
+            pin: self.pin,
+        });
+        let mut workers = Vec::with_capacity(n);
+        for i in 0..n {
+            let s = Arc::clone(&shared);
+            let w = std::thread::Builder::new()
+                .name(format!("{}-{i}", self.name))
+                .spawn(move || s.worker(i));
+            match w {
+                Ok(w) => workers.push(w),
+                Err(e) => {
+                    let rt = Runtime {
+                        shared,
+                        workers,
+                        report: None,
+                    };
+                    drop(rt);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Runtime {
+            shared,
+            workers,
+            report: None,
+        })
+    }
+}
+
+/// Counters of a runtime (see [`Runtime::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Processors.
+    pub processors: usize,
+    /// Threads created (on processors and from outside).
+    pub created: u64,
+    /// Threads finished.
+    pub finished: u64,
+    /// Dispatches from ready queues (starts and resumes).
+    pub dequeues: u64,
+    /// Ready queues examined by those dispatches.
+    pub queues_examined: u64,
+    /// Scans that found every queue empty.
+    pub empty_scans: u64,
+    /// Times an idle processor parked in the kernel.
+    pub parks: u64,
+    /// Control blocks allocated from the heap.
+    pub cbs_allocated: u64,
+    /// Stacks allocated by `mmap`.
+    pub stacks_allocated: u64,
+}
+
+/// What [`Runtime::shutdown`] found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Final counters.
+    pub stats: Stats,
+    /// Control blocks on the free lists after the processors exited.
+    pub cbs_free: u64,
+    /// Stacks on the free lists after the processors exited.
+    pub stacks_free: u64,
+    /// Threads still blocked (or never started) when the processors
+    /// stopped; they never ran to completion.
+    pub abandoned: u64,
+}
+
+impl ShutdownReport {
+    /// Whether every control block and stack is accounted for: on a free
+    /// list, or held by an abandoned thread.
+    pub fn nothing_leaked(&self) -> bool {
+        self.cbs_free + self.abandoned == self.stats.cbs_allocated
+            && self.stacks_free <= self.stats.stacks_allocated
+            && self.stats.stacks_allocated - self.stacks_free <= self.abandoned
+    }
+}
+
+/// A user-level threads runtime: `P` processors running user threads
+/// under thread-management strategy `S`. See the crate docs.
+pub struct Runtime<S: Strategy, P: Processor = DefaultProcessor> {
+    shared: Arc<Shared<S, P>>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+    report: Option<ShutdownReport>,
+}
+
+impl<S: Strategy, P: Processor> std::fmt::Debug for Runtime<S, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("strategy", &S::NAME)
+            .field("processors", &self.shared.env.processors)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Strategy> Runtime<S, DefaultProcessor> {
+    /// A runtime with `processors` processors and default settings.
+    pub fn new(processors: usize) -> std::io::Result<Self> {
+        Builder::default().processors(processors).build()
+    }
+}
+
+impl<S: Strategy, P: Processor> Runtime<S, P> {
+    /// A builder with default settings.
+    pub fn builder() -> Builder<S, P> {
+        Builder::default()
+    }
+
+    /// A cloneable handle for spawning (usable from any thread).
+    pub fn handle(&self) -> Handle<S, P> {
+        Handle {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Creates a thread that runs `f`; see [`Handle::spawn`].
+    pub fn spawn<T, F>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.handle().spawn(f)
+    }
+
+    /// Creates a thread without a join handle; see [`Handle::spawn_detached`].
+    pub fn spawn_detached<F: FnOnce() + Send + 'static>(&self, f: F) {
+        self.handle().spawn_detached(f)
+    }
+
+    /// Runs `f` as a user thread and waits (blocking this OS thread) for
+    /// its result. A panic in `f` comes back as `Err`.
+    pub fn block_on<T, F>(&self, f: F) -> Result<T, crate::JoinError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.spawn(f).join()
+    }
+
+    /// The processors' counters, summed.
+    pub fn stats(&self) -> Stats {
+        self.shared.stats()
+    }
+
+    /// Lets ready threads finish, stops the processors, and reports what
+    /// is left (see the module docs). Idempotent.
+    pub fn shutdown(&mut self) -> ShutdownReport {
+        if let Some(r) = self.report {
+            return r;
+        }
+        let sh = &self.shared;
+        // SeqCst: pairs with the idle processors' SeqCst fence and loads.
+        sh.env.shutdown.store(true, Ordering::SeqCst);
+        sh.sleepers.wake_all();
+        sh.strategy.wake_all();
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+        let (cbs_free, stacks_free) = sh.strategy.free_counts();
+        // Abandoned threads: anything that still has a coroutine or an
+        // unrun closure.
+        let mut abandoned = 0;
+        let arena: Vec<CbRef> = sh.env.alloc.arena_snapshot();
+        for cb in arena {
+            // SAFETY: the processors have exited; no thread runs, and no
+            // one else touches control blocks.
+            unsafe {
+                let coro = &mut *cb.cb().coro.get();
+                if let Some(mut c) = coro.take() {
+                    // Never unwind a suspended thread from here: its
+                    // destructors could call into a stopped runtime.
+                    c.force_reset();
+                    drop(c);
+                    abandoned += 1;
+                } else if cb.has_entry() {
+                    cb.drop_entry();
+                    abandoned += 1;
+                }
+            }
+        }
+        // Release: pairs with the Acquire load in `JoinHandle::join`.
+        sh.stopped.store(true, Ordering::Release);
+        let r = ShutdownReport {
+            stats: sh.stats(),
+            cbs_free,
+            stacks_free,
+            abandoned,
+        };
+        self.report = Some(r);
+        r
+    }
+}
+
+impl<S: Strategy, P: Processor> Drop for Runtime<S, P> {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl<S: Strategy, P: Processor> Shared<S, P> {
+    fn stats(&self) -> Stats {
+        let mut s = Stats {
+            processors: self.env.processors,
+            // Relaxed: statistics.
+            created: self.created_outside.load(Ordering::Relaxed),
+            cbs_allocated: self.env.alloc.cbs_allocated(),
+            stacks_allocated: self.env.alloc.stacks_allocated(),
+            ..Stats::default()
+        };
+        for p in self.env.stats.iter() {
+            let l = |c: &AtomicU64| c.load(Ordering::Relaxed);
+            s.created += l(&p.created);
+            s.finished += l(&p.finished);
+            s.dequeues += l(&p.dequeues);
+            s.queues_examined += l(&p.queues_examined);
+            s.empty_scans += l(&p.empty_scans);
+            s.parks += l(&p.parks);
+        }
+        s
+    }
+}
+
+/// A handle to a runtime: spawns threads from anywhere. Cloning is cheap.
+pub struct Handle<S: Strategy, P: Processor = DefaultProcessor> {
+    shared: Arc<Shared<S, P>>,
+}
+
+impl<S: Strategy, P: Processor> Clone for Handle<S, P> {
+    fn clone(&self) -> Self {
+        Handle {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<S: Strategy, P: Processor> std::fmt::Debug for Handle<S, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("strategy", &S::NAME)
+            .finish()
+    }
+}
+
+impl<S: Strategy, P: Processor> Handle<S, P> {
+    /// Creates and starts a thread running `f` (Table I create). No join
+    /// handle, no allocation beyond the free lists: ALL89's null thread.
+    #[inline]
+    pub fn spawn_detached<F: FnOnce() + Send + 'static>(&self, f: F) {
+        self.shared.create(f, None, 0);
+    }
+
+    /// Creates and starts a thread running `f`; its result (or panic)
+    /// comes back through the [`JoinHandle`].
+    pub fn spawn<T, F>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.builder().spawn(f)
+    }
+
+    /// A builder for a thread with a name or a priority.
+    pub fn builder(&self) -> ThreadBuilder<'_, S, P> {
+        ThreadBuilder {
+            handle: self,
+            name: None,
+            priority: 0,
+        }
+    }
+
+    /// PRESTO's create without start: allocates a control block and
+    /// stores `f` in it, without making it ready. Start it with
+    /// [`Unstarted::start`]; dropping it deletes the thread.
+    pub fn create<F: FnOnce() + Send + 'static>(&self, f: F) -> Unstarted<S, P> {
+        let sh = &*self.shared;
+        let cb = sh.with_local(|l| sh.strategy.alloc_cb(l));
+        // Relaxed: ids only need to be unique.
+        let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: a freshly allocated cb is ours.
+        unsafe { cb.init(f, id, None, 0, &sh.hooks) };
+        Unstarted {
+            handle: self.clone(),
+            cb: Some(cb),
+        }
+    }
+
+    /// The runtime's counters.
+    pub fn stats(&self) -> Stats {
+        self.shared.stats()
+    }
+
+    /// Whether the calling code runs on one of this runtime's processors.
+    pub fn is_current(&self) -> bool {
+        self.shared.local_ctx().is_some()
+    }
+}
+
+/// A created thread that has not been started (PRESTO §3.3).
+pub struct Unstarted<S: Strategy, P: Processor = DefaultProcessor> {
+    handle: Handle<S, P>,
+    cb: Option<CbRef>,
+}
+
+impl<S: Strategy, P: Processor> std::fmt::Debug for Unstarted<S, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unstarted").field("cb", &self.cb).finish()
+    }
+}
+
+impl<S: Strategy, P: Processor> Unstarted<S, P> {
+    /// Makes the thread ready (PRESTO's start).
+    pub fn start(mut self) {
+        if let Some(cb) = self.cb.take() {
+            self.handle.shared.make_ready(cb);
+        }
+    }
+}
+
+impl<S: Strategy, P: Processor> Drop for Unstarted<S, P> {
+    fn drop(&mut self) {
+        if let Some(cb) = self.cb.take() {
+            let sh = &*self.handle.shared;
+            // SAFETY: the cb never started; we own it.
+            unsafe {
+                cb.drop_entry();
+                cb.reset();
+            }
+            sh.with_local(|l| sh.strategy.release_cb(l, cb));
+        }
+    }
+}
+
+/// Builds a thread with a name and a priority.
+pub struct ThreadBuilder<'a, S: Strategy, P: Processor = DefaultProcessor> {
+    handle: &'a Handle<S, P>,
+    name: Option<Box<str>>,
+    priority: i64,
+}
+
+impl<S: Strategy, P: Processor> std::fmt::Debug for ThreadBuilder<'_, S, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadBuilder")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl<S: Strategy, P: Processor> ThreadBuilder<'_, S, P> {
+    /// Names the thread (shown in panics at join and stack-overflow
+    /// reports).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into().into_boxed_str());
+        self
+    }
+
+    /// Sets the priority a custom [`crate::ReadyPool`] may use.
+    pub fn priority(mut self, p: i64) -> Self {
+        self.priority = p;
+        self
+    }
+
+    /// Spawns without a join handle.
+    pub fn spawn_detached<F: FnOnce() + Send + 'static>(self, f: F) {
+        self.handle.shared.create(f, self.name, self.priority);
+    }
+
+    /// Spawns with a join handle.
+    pub fn spawn<T, F>(self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let name: Option<Arc<str>> = self.name.as_deref().map(Arc::from);
+        let packet = Arc::new(Packet::new());
+        let p2 = Arc::clone(&packet);
+        self.handle.shared.create(
+            move || {
+                let r = catch_unwind(AssertUnwindSafe(f));
+                p2.complete(r);
+            },
+            self.name,
+            self.priority,
+        );
+        JoinHandle::new(packet, name, Arc::clone(&self.handle.shared.stopped))
+    }
+}
