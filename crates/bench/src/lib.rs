@@ -7,5 +7,7 @@ pub mod experiments;
 pub mod kernels;
 pub mod locks_table;
 pub mod machine;
+pub mod peers_threads;
 pub mod plot;
 pub mod report;
+pub mod threads_table;

@@ -1,0 +1,30 @@
+//! `presto-create-start-delete` — placeholder, being implemented.
+
+use super::{Ctx, Experiment};
+use crate::data::Row;
+use crate::machine::Machine;
+use crate::plot::Figure;
+use crate::report::Section;
+
+/// Catalogue entry.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "presto-create-start-delete",
+    title: "(being implemented)",
+    source: "ALL89",
+    uses_locks: false,
+    run,
+    figure: draw,
+    assess,
+};
+
+fn run(_ctx: &Ctx) -> Result<Vec<Row>, String> {
+    Err("not implemented yet".into())
+}
+
+fn draw(_rows: &[Row], _m: &Machine) -> Figure {
+    super::figure("presto-create-start-delete", _m, vec![])
+}
+
+fn assess(_rows: &[Row], _m: &Machine) -> Section {
+    unimplemented!()
+}
