@@ -11,3 +11,4 @@ pub mod peers_threads;
 pub mod plot;
 pub mod report;
 pub mod threads_table;
+pub mod tm_kernels;

@@ -71,7 +71,7 @@ pub use cb::{CbList, CbRef, INLINE_ARGS, Stack};
 pub use join::{JoinError, JoinHandle};
 pub use runtime::{
     Builder, DEFAULT_STACK_SIZE, DefaultProcessor, Handle, Processor, Runtime, ShutdownReport,
-    Stats, ThreadBuilder, Unstarted,
+    Stats, ThreadBuilder, Unstarted, spawn_detached_here,
 };
 pub use strategy::{
     Fifo, IdleQueue, LocalFreelist, LocalReadyq, MultiLock, ReadyPool, SingleLock, Strategy,

@@ -68,6 +68,8 @@ impl Processor for DefaultProcessor {}
 pub(crate) struct ProcHeader {
     /// The runtime (`*const Shared<S, P>`), for identity checks.
     rt: *const (),
+    /// `TypeId` of that `Shared<S, P>`, for typed access by type alone.
+    rt_type: std::any::TypeId,
     /// Processor index.
     pub(crate) index: usize,
     /// The user thread running on this processor, if any.
@@ -294,6 +296,7 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
         let ctx = Box::new(ProcCtx::<S> {
             header: ProcHeader {
                 rt: Arc::as_ptr(&self) as *const (),
+                rt_type: std::any::TypeId::of::<Shared<S, P>>(),
                 index,
                 current: Cell::new(None),
             },
@@ -474,6 +477,27 @@ fn pin_to(index: usize) {
         libc::CPU_SET(cpus[index % cpus.len()], &mut one);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
     }
+}
+
+/// Spawns a detached thread on the runtime of the calling processor,
+/// whose strategy must be `S` (and processor `P`): no handle to clone.
+#[inline]
+pub fn spawn_detached_here<S: Strategy, P: Processor, F: FnOnce() + Send + 'static>(
+    f: F,
+) -> Result<(), crate::NotInRuntime> {
+    let h = proc_header();
+    // SAFETY: a non-null PROC points at a live processor context whose
+    // `rt` is a `Shared` of type `rt_type`; we cast only if it is ours.
+    let shared = unsafe {
+        if h.is_null() || (*h).rt_type != std::any::TypeId::of::<Shared<S, P>>() {
+            return Err(crate::NotInRuntime {
+                op: "spawn_detached_here",
+            });
+        }
+        &*((*h).rt as *const Shared<S, P>)
+    };
+    shared.create(f, None, 0);
+    Ok(())
 }
 
 /// Park: blocks the current user thread until [`Thread::unpark`] (see the
