@@ -13,28 +13,15 @@
 //! wake-up of a recycled thread be harmless (it is a spurious wake-up, which
 //! every blocking primitive tolerates).
 //!
-//! # The park word
-//!
-//! `state` implements the block/signal pair of Table I with a wake-up token,
-//! so the "signal before block" race needs no lock:
-//!
-//! ```text
-//! RUNNING --park()--> PARKING --(after the switch) CAS--> PARKED --unpark--> RUNNING (made ready)
-//!    |                   |                                   
-//!    |                   +--unpark--> NOTIFIED --(after the switch, CAS fails)--> RUNNING (made ready)
-//!    +--unpark--> NOTIFIED --park()--> RUNNING (returns at once, token consumed)
-//! ```
-//!
-//! Only the processor that switched away from the thread moves
-//! `PARKING -> PARKED`, and only after the switch is complete, so a waker
-//! that sees `PARKED` may hand the thread to any processor at once.
+//! The park word (block/signal) is in [`crate::park_word`].
 
 use std::cell::{Cell, UnsafeCell};
 use std::mem::{MaybeUninit, align_of, size_of};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 use corosensei::Coroutine;
+
+use crate::park_word::ParkWord;
 use corosensei::stack::DefaultStack;
 
 /// The stack type of user threads: an `mmap`ed region with a guard page
@@ -51,12 +38,6 @@ pub(crate) enum Switch {
 }
 
 pub(crate) type Coro = Coroutine<(), Switch, (), Stack>;
-
-/// Park-word states (see the module docs).
-pub(crate) const RUNNING: u8 = 0;
-pub(crate) const PARKING: u8 = 1;
-pub(crate) const PARKED: u8 = 2;
-pub(crate) const NOTIFIED: u8 = 3;
 
 /// Bytes of closure stored inline in a control block; larger closures are
 /// boxed (one allocation) and the box pointer is stored instead.
@@ -83,8 +64,8 @@ pub(crate) struct Cb {
     /// Intrusive link for whichever list (ready pool, free list, wait
     /// queue) holds the cb. Owned by the holder of that list's lock.
     next: Cell<Option<CbRef>>,
-    /// Park word: `RUNNING`, `PARKING`, `PARKED` or `NOTIFIED`.
-    pub(crate) state: AtomicU8,
+    /// Block/signal state (see [`crate::park_word`]).
+    pub(crate) state: ParkWord,
     /// Runs (`.0`) or drops unrun (`.1`) the closure stored in `args`;
     /// `None` while the cb is free or its closure has been taken.
     entry: Cell<Option<EntryFns>>,
@@ -139,7 +120,7 @@ impl Cb {
     pub(crate) fn new() -> Self {
         Cb {
             next: Cell::new(None),
-            state: AtomicU8::new(RUNNING),
+            state: ParkWord::new(),
             entry: Cell::new(None),
             args: UnsafeCell::new(Args([MaybeUninit::uninit(); INLINE_ARGS])),
             coro: UnsafeCell::new(None),
@@ -251,7 +232,7 @@ impl CbRef {
     ) {
         let cb = self.cb();
         cb.next.set(None);
-        cb.state.store(RUNNING, Ordering::Relaxed);
+        cb.state.reset();
         cb.id.set(id);
         cb.priority.set(priority);
         cb.hooks.set(hooks);

@@ -60,23 +60,37 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+#[doc(hidden)]
+pub mod park_word;
+
+#[cfg(not(loom))]
 mod cb;
+#[cfg(not(loom))]
 mod join;
+#[cfg(not(loom))]
 mod runtime;
+#[cfg(not(loom))]
 pub mod stack;
+#[cfg(not(loom))]
 pub mod strategy;
+#[cfg(not(loom))]
 pub mod sync;
 
+#[cfg(not(loom))]
 pub use cb::{CbList, CbRef, INLINE_ARGS, Stack};
+#[cfg(not(loom))]
 pub use join::{JoinError, JoinHandle};
+#[cfg(not(loom))]
 pub use runtime::{
     Builder, DEFAULT_STACK_SIZE, DefaultProcessor, Handle, Processor, Runtime, ShutdownReport,
     Stats, ThreadBuilder, Unstarted, spawn_detached_here,
 };
+#[cfg(not(loom))]
 pub use strategy::{
     Fifo, IdleQueue, LocalFreelist, LocalReadyq, MultiLock, ReadyPool, SingleLock, Strategy,
 };
 
+#[cfg(not(loom))]
 /// A blocking operation was called where no user thread runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotInRuntime {
@@ -84,6 +98,7 @@ pub struct NotInRuntime {
     pub op: &'static str,
 }
 
+#[cfg(not(loom))]
 impl std::fmt::Display for NotInRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let t = std::thread::current();
@@ -98,12 +113,15 @@ impl std::fmt::Display for NotInRuntime {
     }
 }
 
+#[cfg(not(loom))]
 impl std::error::Error for NotInRuntime {}
 
+#[cfg(not(loom))]
 /// A user thread, for waking it ([`Thread::unpark`]) or naming it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Thread(CbRef);
 
+#[cfg(not(loom))]
 impl Thread {
     /// Makes a pending or future [`park`] of this thread return (Table I
     /// signal). Safe to call from any thread, any number of times.
@@ -127,16 +145,19 @@ impl Thread {
     }
 }
 
+#[cfg(not(loom))]
 /// The calling user thread, or `None` outside the runtime.
 pub fn current() -> Option<Thread> {
     runtime::current_cb().map(Thread)
 }
 
+#[cfg(not(loom))]
 /// Whether the caller runs as a user thread.
 pub fn in_user_thread() -> bool {
     runtime::current_cb().is_some()
 }
 
+#[cfg(not(loom))]
 /// Blocks the calling user thread until [`Thread::unpark`] (Table I block);
 /// may return spuriously, so call it in a loop around a condition.
 ///
@@ -151,6 +172,7 @@ pub fn try_park() -> Result<(), NotInRuntime> {
     }
 }
 
+#[cfg(not(loom))]
 /// [`try_park`], panicking with a clear message outside a user thread.
 pub fn park() {
     if let Err(e) = try_park() {
@@ -158,6 +180,7 @@ pub fn park() {
     }
 }
 
+#[cfg(not(loom))]
 /// Puts the calling user thread back on the ready pool and runs another.
 /// Outside a user thread it yields the OS thread instead.
 pub fn yield_now() {

@@ -38,7 +38,7 @@ use std::sync::{Arc, OnceLock};
 use corosensei::CoroutineResult;
 use crossbeam_utils::CachePadded;
 
-use crate::cb::{CbRef, Coro, NOTIFIED, PARKED, PARKING, RUNNING, RuntimeHooks, Switch};
+use crate::cb::{CbRef, Coro, RuntimeHooks, Switch};
 use crate::join::{JoinHandle, Packet};
 use crate::stack::{AltStack, guard_of, set_running};
 use crate::strategy::{Allocator, Dispatch, Env, Finished, Idle, ProcStats, Strategy};
@@ -414,14 +414,10 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
                 // may hand the thread to any processor. AcqRel: Release
                 // pairs with the waker's swap; Acquire (on failure) pairs
                 // with the waker's Release swap of NOTIFIED.
-                if cb
-                    .cb()
-                    .state
-                    .compare_exchange(PARKING, PARKED, Ordering::AcqRel, Ordering::Acquire)
-                    .is_err()
-                {
+                // The switch is complete: publish PARKED so that a waker
+                // may hand the thread to any processor.
+                if !cb.cb().state.commit_park() {
                     // Unparked before we got here: resume it.
-                    cb.cb().state.store(RUNNING, Ordering::Relaxed);
                     self.make_ready(cb);
                 }
                 None
@@ -503,18 +499,9 @@ pub fn spawn_detached_here<S: Strategy, P: Processor, F: FnOnce() + Send + 'stat
 /// Park: blocks the current user thread until [`Thread::unpark`] (see the
 /// park word in `cb.rs`). Returns at once if a token is pending.
 pub(crate) fn park_current(cb: CbRef) {
-    let st = &cb.cb().state;
-    // Acquire (success): consumes a token; pairs with the Release swap in
-    // `unpark`, so the waker's writes are visible.
-    if st
-        .compare_exchange(RUNNING, PARKING, Ordering::Acquire, Ordering::Acquire)
-        .is_err()
-    {
-        // NOTIFIED: consume the token and return.
-        st.store(RUNNING, Ordering::Relaxed);
-        return;
+    if cb.cb().state.begin_park() {
+        suspend(cb, Switch::Park);
     }
-    suspend(cb, Switch::Park);
 }
 
 #[inline(always)]
@@ -527,13 +514,9 @@ pub(crate) fn suspend(cb: CbRef, why: Switch) {
 
 /// Unparks a user thread (Table I signal). See the park word in `cb.rs`.
 pub(crate) fn unpark(cb: CbRef) {
-    // AcqRel: Release publishes the waker's writes to the parked thread
-    // (pairs with the Acquire in `park_current` or in the processor's
-    // PARKING->PARKED CAS); Acquire pairs with that CAS's Release.
-    // Other states: RUNNING leaves a token; PARKING: the processor will
-    // see NOTIFIED; NOTIFIED: already pending.
-    if cb.cb().state.swap(NOTIFIED, Ordering::AcqRel) == PARKED {
-        cb.cb().state.store(RUNNING, Ordering::Relaxed);
+    // Orderings: see `ParkWord::unpark`. A readied thread is published to
+    // the processor that will run it through the strategy's locked queue.
+    if cb.cb().state.unpark() {
         let hooks = cb.cb().hooks.get();
         // SAFETY: a parked thread's hooks point at its runtime's `Shared`,
         // alive while the thread exists.
