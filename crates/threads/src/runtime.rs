@@ -261,29 +261,46 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
     /// Table I create, from anywhere.
     #[inline(always)]
     fn create<F: FnOnce() + Send + 'static>(&self, f: F, name: Option<Box<str>>, prio: i64) {
-        // Relaxed: ids only need to be unique.
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let hooks = &self.hooks as *const RuntimeHooks;
-        let init = move |cb: CbRef| {
-            // SAFETY: the strategy hands `init` a free cb it owns.
-            unsafe { cb.init(f, id, name, prio, hooks) }
-        };
         match self.local_ctx() {
             Some(ctx) => {
+                let st = &self.env.stats[ctx.header.index];
+                let id = proc_thread_id(ctx.header.index, &st.created);
+                let init = move |cb: CbRef| {
+                    // SAFETY: the strategy hands `init` a free cb it owns.
+                    unsafe { cb.init(f, id, name, prio, hooks) }
+                };
                 // SAFETY: as in `with_local`.
                 let l = unsafe { &mut *ctx.local.get() };
                 self.strategy.create(Some(l), init);
-                ProcStats::bump(&self.env.stats[ctx.header.index].created, 1);
+                ProcStats::bump(&st.created, 1);
+                // A lone processor that creates a thread is awake and will
+                // find it: there is nobody else to wake.
+                if !S::OWN_IDLE && self.env.processors > 1 {
+                    self.sleepers.notify_one();
+                }
             }
             None => {
+                let id = self.outside_thread_id();
+                let init = move |cb: CbRef| {
+                    // SAFETY: the strategy hands `init` a free cb it owns.
+                    unsafe { cb.init(f, id, name, prio, hooks) }
+                };
                 self.strategy.create(None, init);
                 // Relaxed: a statistic.
                 self.created_outside.fetch_add(1, Ordering::Relaxed);
+                if !S::OWN_IDLE {
+                    self.sleepers.notify_one();
+                }
             }
         }
-        if !S::OWN_IDLE {
-            self.sleepers.notify_one();
-        }
+    }
+
+    /// A thread id for a thread created outside the processors.
+    #[cold]
+    fn outside_thread_id(&self) -> u64 {
+        // Relaxed: ids only need to be unique. Low bits 0 = "outside".
+        self.next_id.fetch_add(1, Ordering::Relaxed) << ID_PROC_BITS
     }
 
     /// A processor's main loop.
@@ -435,6 +452,17 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
             }
         }
     }
+}
+
+/// Bits of a thread id that name the creating processor (plus one; zero
+/// means "created outside the runtime"). The rest is that processor's
+/// creation count, so ids are unique without a shared counter.
+const ID_PROC_BITS: u32 = 20;
+
+#[inline(always)]
+fn proc_thread_id(index: usize, created: &AtomicU64) -> u64 {
+    // Relaxed: only this processor writes its `created` counter.
+    (created.load(Ordering::Relaxed) << ID_PROC_BITS) | (index as u64 + 1)
 }
 
 /// The first frame of every user thread.
@@ -921,8 +949,7 @@ impl<S: Strategy, P: Processor> Handle<S, P> {
     pub fn create<F: FnOnce() + Send + 'static>(&self, f: F) -> Unstarted<S, P> {
         let sh = &*self.shared;
         let cb = sh.with_local(|l| sh.strategy.alloc_cb(l));
-        // Relaxed: ids only need to be unique.
-        let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = sh.outside_thread_id();
         // SAFETY: a freshly allocated cb is ours.
         unsafe { cb.init(f, id, None, 0, &sh.hooks) };
         Unstarted {

@@ -39,11 +39,19 @@ pub(crate) fn set_running(cb: *const Cb) {
     RUNNING_CB.with(|c| c.set(cb));
 }
 
-/// The system page size.
+/// The system page size (asked once).
 pub(crate) fn page_size() -> usize {
+    static PAGE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    // Relaxed: an idempotent cache of a constant.
+    let p = PAGE.load(std::sync::atomic::Ordering::Relaxed);
+    if p != 0 {
+        return p;
+    }
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 { p as usize } else { 4096 }
+    let p = if p > 0 { p as usize } else { 4096 };
+    PAGE.store(p, std::sync::atomic::Ordering::Relaxed);
+    p
 }
 
 /// The guard area `[lo, hi)` of a stack: the guard page plus
