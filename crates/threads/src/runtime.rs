@@ -982,10 +982,19 @@ impl<S: Strategy, P: Processor> std::fmt::Debug for Unstarted<S, P> {
 }
 
 impl<S: Strategy, P: Processor> Unstarted<S, P> {
-    /// Makes the thread ready (PRESTO's start).
+    /// Makes the thread ready (PRESTO's start). It counts as created in
+    /// [`Stats`] from here on (a thread deleted unstarted never runs).
     pub fn start(mut self) {
         if let Some(cb) = self.cb.take() {
-            self.handle.shared.make_ready(cb);
+            let sh = &*self.handle.shared;
+            match sh.local_ctx() {
+                Some(ctx) => ProcStats::bump(&sh.env.stats[ctx.header.index].created, 1),
+                // Relaxed: a statistic.
+                None => {
+                    sh.created_outside.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            sh.make_ready(cb);
         }
     }
 }

@@ -55,11 +55,13 @@ pub(crate) fn page_size() -> usize {
 }
 
 /// The guard area `[lo, hi)` of a stack: the guard page plus
-/// [`GUARD_SLACK`] below it.
+/// [`GUARD_SLACK`] below it. corosensei's `limit()` is the lowest address
+/// of the mapping, guard page included, so the guard page is
+/// `[limit, limit + page)`.
 pub(crate) fn guard_of(stack: &Stack) -> (usize, usize) {
     let limit = stack.limit().get();
-    let hi = limit;
-    let lo = limit.saturating_sub(page_size() + GUARD_SLACK);
+    let hi = limit + page_size();
+    let lo = limit.saturating_sub(GUARD_SLACK);
     (lo, hi)
 }
 
