@@ -118,7 +118,13 @@ macro_rules! node_pool {
         }
 
         /// A node owned by the calling thread, not in any queue.
-        #[inline]
+        ///
+        /// Not inlined: a user-level thread (symmetry-threads) can move
+        /// to another OS thread between two lock operations, and an
+        /// inlined TLS access lets the compiler reuse the thread-local
+        /// base computed before the move, so two OS threads would share
+        /// one pool. A call recomputes it every time.
+        #[inline(never)]
         fn take_node() -> core::ptr::NonNull<$node> {
             match POOL.try_with(|p| p.pop()) {
                 Ok(Some(node)) => node,
@@ -127,7 +133,8 @@ macro_rules! node_pool {
         }
 
         /// Returns a node that no queue protocol will write any more.
-        #[inline]
+        /// Not inlined, for the reason given at `take_node`.
+        #[inline(never)]
         fn give_node(node: core::ptr::NonNull<$node>) {
             if POOL.try_with(|p| p.push(node)).is_err() {
                 RECYCLE.give(core::iter::once(node));

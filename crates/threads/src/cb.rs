@@ -59,6 +59,11 @@ pub(crate) struct RuntimeHooks {
     pub(crate) rt: *const (),
 }
 
+// SAFETY: `rt` points at a runtime's `Shared`, which is Sync, or is null
+// (the no-op hooks of abandoned threads); it is only passed back to
+// `ready`.
+unsafe impl Sync for RuntimeHooks {}
+
 /// A thread control block. See the module docs.
 pub(crate) struct Cb {
     /// Intrusive link for whichever list (ready pool, free list, wait

@@ -22,7 +22,7 @@
 //! it fits [`INLINE_ARGS`] bytes), a stack is bound only when the thread
 //! starts, and finished control blocks and stacks go to free lists. Stacks
 //! are `mmap`ed with a guard page; overflowing one is reported with the
-//! thread's name (see [`stack`](crate::stack) docs) instead of a bare
+//! thread's name (see [`stack`] docs) instead of a bare
 //! `SIGSEGV`.
 //!
 //! Presto's object model (Faust & Levy 1990) maps to traits chosen at

@@ -24,7 +24,7 @@
 //! [`Runtime::shutdown`] (and `Drop`) lets every ready thread run to
 //! completion or until it blocks, then stops the processors. Threads still
 //! blocked at that point can never run again: they are *abandoned* — their
-//! stacks are released without unwinding (values they own are leaked, as
+//! stacks and control blocks are leaked, not freed (values they own leak, as
 //! at process exit) and the [`ShutdownReport`] counts them. A
 //! [`JoinHandle`](crate::JoinHandle) of an abandoned thread returns
 //! [`JoinError::Abandoned`](crate::JoinError::Abandoned).
@@ -465,6 +465,14 @@ fn proc_thread_id(index: usize, created: &AtomicU64) -> u64 {
     (created.load(Ordering::Relaxed) << ID_PROC_BITS) | (index as u64 + 1)
 }
 
+/// Hooks of an abandoned thread: waking it does nothing.
+static NOOP_HOOKS: RuntimeHooks = RuntimeHooks {
+    ready: noop_ready,
+    rt: std::ptr::null(),
+};
+
+unsafe fn noop_ready(_rt: *const (), _t: CbRef) {}
+
 /// The first frame of every user thread.
 fn trampoline(cb: CbRef, y: &corosensei::Yielder<(), Switch>) {
     cb.cb().yielder.set(y);
@@ -835,17 +843,24 @@ impl<S: Strategy, P: Processor> Runtime<S, P> {
         // Abandoned threads: anything that still has a coroutine or an
         // unrun closure.
         let mut abandoned = 0;
+        let mut forgotten = Vec::new();
         let arena: Vec<CbRef> = sh.env.alloc.arena_snapshot();
         for cb in arena {
             // SAFETY: the processors have exited; no thread runs, and no
             // one else touches control blocks.
             unsafe {
                 let coro = &mut *cb.cb().coro.get();
-                if let Some(mut c) = coro.take() {
+                if let Some(c) = coro.take() {
                     // Never unwind a suspended thread from here: its
-                    // destructors could call into a stopped runtime.
-                    c.force_reset();
-                    drop(c);
+                    // destructors could call into a stopped runtime. Its
+                    // stack is leaked, not unmapped, and its control
+                    // block outlives the runtime: a wait node on that
+                    // stack may still sit in a sync object's queue, and a
+                    // later wake-up through it must find valid memory (the
+                    // no-op hooks make that wake-up do nothing).
+                    std::mem::forget(c);
+                    cb.cb().hooks.set(&NOOP_HOOKS);
+                    forgotten.push(cb);
                     abandoned += 1;
                 } else if cb.has_entry() {
                     cb.drop_entry();
@@ -853,6 +868,7 @@ impl<S: Strategy, P: Processor> Runtime<S, P> {
                 }
             }
         }
+        sh.env.alloc.forget_cbs(&forgotten);
         // Release: pairs with the Acquire load in `JoinHandle::join`.
         sh.stopped.store(true, Ordering::Release);
         let r = ShutdownReport {

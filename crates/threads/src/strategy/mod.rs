@@ -216,6 +216,17 @@ impl Allocator {
         self.arena.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Removes `cbs` from the arena: they are never freed (an abandoned
+    /// thread's control block, which stray wake-ups may still reach).
+    pub(crate) fn forget_cbs(&self, cbs: &[CbRef]) {
+        if cbs.is_empty() {
+            return;
+        }
+        let gone: std::collections::HashSet<CbRef> = cbs.iter().copied().collect();
+        let mut a = self.arena.lock().unwrap_or_else(|e| e.into_inner());
+        a.retain(|c| !gone.contains(c));
+    }
+
     /// Takes the arena (at runtime teardown).
     pub(crate) fn take_arena(&self) -> Vec<CbRef> {
         std::mem::take(&mut *self.arena.lock().unwrap_or_else(|e| e.into_inner()))

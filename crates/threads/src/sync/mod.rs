@@ -29,8 +29,10 @@
 //!
 //! A thread still blocked on one of these objects when its runtime shuts
 //! down is abandoned (see [`Runtime::shutdown`](crate::Runtime::shutdown)):
-//! its wait-queue node stays on the object's list, so do not use such an
-//! object to wake anyone after the shutdown.
+//! its wait-queue node stays on the object's list, but its stack and
+//! control block are never freed and waking it does nothing, so using the
+//! object after the shutdown is memory-safe (the abandoned thread simply
+//! never runs).
 
 mod barrier;
 mod condvar;
