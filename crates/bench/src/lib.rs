@@ -12,3 +12,4 @@ pub mod plot;
 pub mod report;
 pub mod threads_table;
 pub mod tm_kernels;
+pub mod user_scheduler;
