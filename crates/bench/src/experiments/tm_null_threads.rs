@@ -536,27 +536,3 @@ mod tests {
         assert_eq!(draw(&rows, &machine(2)).panels.len(), 2);
     }
 }
-#[cfg(test)]
-mod tmp_probe {
-    use super::*;
-    fn cpu() -> f64 {
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-        ru.ru_utime.tv_sec as f64 + ru.ru_utime.tv_usec as f64 * 1e-6 + ru.ru_stime.tv_sec as f64 + ru.ru_stime.tv_usec as f64 * 1e-6
-    }
-    #[test]
-    #[ignore]
-    fn pin_probe() {
-        for pin in [true, false] {
-            for p in [1usize, 2, 3] {
-                for name in ["single-lock", "local-readyq"] {
-                    let cfg = ChainCfg { processors: p, total: 1_000_000, work_iters: 0, budget: std::time::Duration::from_secs(5), pin };
-                    let c0 = cpu();
-                    let out = crate::with_strategy!(name, null_chain(&cfg)).unwrap();
-                    let c = cpu() - c0;
-                    eprintln!("pin={pin} p={p} {name}: {:.1} ns/thread, cpu/wall {:.2}, parks {}", out.ns_per_thread(), c / out.elapsed.as_secs_f64(), out.report.stats.parks);
-                }
-            }
-        }
-    }
-}
