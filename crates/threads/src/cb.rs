@@ -6,9 +6,11 @@
 //! priority for user schedulers, and, once started, its coroutine (the
 //! stack plus saved registers).
 //!
-//! Control blocks are *type-stable*: a runtime allocates each one once,
-//! records it in its arena, and frees it only when the runtime itself is
-//! dropped. Between lives a cb sits on a free list. This is what lets wait
+//! Control blocks are *type-stable*: a runtime allocates each one once and
+//! records it in its arena; it is never freed, not even when the runtime
+//! is dropped (its wake hooks then become no-ops), so a `Thread` handle
+//! that outlives its runtime stays memory-safe. Between lives a cb sits on
+//! a free list. This is what lets wait
 //! queues and ready queues hold plain pointers ([`CbRef`]) and lets a stray
 //! wake-up of a recycled thread be harmless (it is a spurious wake-up, which
 //! every blocking primitive tolerates).
@@ -88,7 +90,7 @@ pub(crate) struct Cb {
 }
 
 /// A pointer to a control block. Control blocks are type-stable (see the
-/// module docs), so a `CbRef` never dangles while its runtime lives.
+/// module docs), so a `CbRef` never dangles.
 ///
 /// Ready pools ([`crate::ReadyPool`]) store `CbRef`s; they may use the
 /// intrusive link ([`CbRef::next`], [`CbRef::set_next`]) while they own the
@@ -145,16 +147,6 @@ impl CbRef {
         CbRef(NonNull::from(Box::leak(Box::new(Cb::new()))))
     }
 
-    /// Frees a control block.
-    ///
-    /// # Safety
-    /// `self` came from [`CbRef::alloc`], is not referenced anywhere else,
-    /// and is not used again.
-    pub(crate) unsafe fn free(self) {
-        // SAFETY: per the contract, the box is uniquely ours.
-        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
-    }
-
     /// The `CbRef` at an address obtained from [`CbRef::as_ptr`].
     ///
     /// # Safety
@@ -171,8 +163,8 @@ impl CbRef {
 
     #[inline(always)]
     pub(crate) fn cb(&self) -> &Cb {
-        // SAFETY: control blocks are type-stable: never freed while the
-        // runtime (and hence any `CbRef` of it) is alive.
+        // SAFETY: control blocks are type-stable: allocated once and never
+        // freed (see the module docs), so a `CbRef` never dangles.
         unsafe { self.0.as_ref() }
     }
 

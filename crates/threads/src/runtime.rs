@@ -201,14 +201,19 @@ unsafe impl<S: Strategy, P: Processor> Sync for Shared<S, P> {}
 impl<S: Strategy, P: Processor> Drop for Shared<S, P> {
     fn drop(&mut self) {
         for cb in self.env.alloc.take_arena() {
+            // Control blocks are never freed: a `Thread` handle (Copy,
+            // 'static) may outlive the runtime, and must then still point
+            // at valid memory. Their wake hooks become no-ops, so a stale
+            // `unpark` does nothing. This leaks the runtime's few free
+            // control blocks (a few per processor plus the threshold).
             // SAFETY: the last reference to the runtime is going away; the
             // processors have exited and abandoned threads were cleaned up
-            // by `shutdown`, so no one can touch these control blocks.
+            // by `shutdown`, so no thread runs on these control blocks.
             unsafe {
                 drop((*cb.cb().coro.get()).take());
                 cb.drop_entry();
-                cb.free();
             }
+            cb.cb().hooks.set(&NOOP_HOOKS);
         }
     }
 }
