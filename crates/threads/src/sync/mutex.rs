@@ -374,6 +374,16 @@ impl<T: ?Sized, P: SpinPolicy> Mutex<T, P> {
     /// The caller holds the mutex (and gives up its guard).
     #[inline]
     pub(super) unsafe fn unlock(&self) {
+        // SAFETY: the caller's contract.
+        unsafe { self.release(false) }
+    }
+
+    /// The shared fast path of `unlock` and `unlock_fair`.
+    ///
+    /// # Safety
+    /// As [`Mutex::unlock`].
+    #[inline(always)]
+    unsafe fn release(&self, fair: bool) {
         // Release: publishes the critical section to the next holder's
         // Acquire CAS. Fails exactly when `QUEUED` is set.
         if self
@@ -382,7 +392,7 @@ impl<T: ?Sized, P: SpinPolicy> Mutex<T, P> {
             .is_err()
         {
             // SAFETY: we hold the mutex (the caller's contract).
-            unsafe { self.unlock_slow(false) };
+            unsafe { self.unlock_slow(fair) };
         }
     }
 
@@ -392,15 +402,8 @@ impl<T: ?Sized, P: SpinPolicy> Mutex<T, P> {
     /// As [`Mutex::unlock`].
     #[inline]
     unsafe fn unlock_fair(&self) {
-        // Release: as in `unlock`.
-        if self
-            .state
-            .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
-            .is_err()
-        {
-            // SAFETY: we hold the mutex (the caller's contract).
-            unsafe { self.unlock_slow(true) };
-        }
+        // SAFETY: the caller's contract.
+        unsafe { self.release(true) }
     }
 
     /// The unlock path with waiters: wake one, or hand it the mutex
