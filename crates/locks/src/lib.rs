@@ -62,6 +62,7 @@ pub mod graunke_thakkar;
 pub mod mcs;
 mod node_pool;
 pub mod registry;
+pub mod spin_then_block;
 pub mod tas;
 pub mod ticket;
 pub mod ttas;

@@ -7,6 +7,7 @@
 //! | [`Condvar`] | condition variable for [`Mutex`], Mesa semantics |
 //! | [`Barrier`] | `n`-party barrier, reusable across generations |
 //! | [`SpinMutex`] | *non-relinquishing* lock: any `symmetry-locks` spin lock, keeps the processor |
+//! | [`UserBlocker`] | the blocker that makes `symmetry_locks`' KLMO91 spin-then-block locks block user threads ([`UserSpinThenBlock`]) |
 //! | [`AtomicInt`] | PRESTO's `AtomicInt`: an integer updated under a spin lock |
 //!
 //! # Blocking
@@ -39,6 +40,7 @@ mod condvar;
 mod mutex;
 mod spin_mutex;
 mod spin_policy;
+mod user_blocker;
 mod wait_queue;
 
 pub use barrier::{Barrier, BarrierWaitResult};
@@ -46,6 +48,7 @@ pub use condvar::Condvar;
 pub use mutex::{Mutex, MutexGuard};
 pub use spin_mutex::{SpinMutex, SpinMutexGuard};
 pub use spin_policy::{DEFAULT_SPINS, FixedSpin, NoSpin, SpinPolicy};
+pub use user_blocker::{UserBlocker, UserQueue, UserSpinThenBlock};
 
 /// PRESTO's `AtomicInt` (re-exported from `symmetry-locks`): an integer
 /// whose every operation runs under a spin lock `R`, inlined; see
