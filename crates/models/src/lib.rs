@@ -11,10 +11,15 @@
 //!   simulating the placement of threads and the idle processor's scan, a
 //!   third check that needs no algebra at all.
 //!
-//! The MVA model (ALL89 §V) and the competitive analysis of KLMO91 land
-//! here with their issues.
+//! * [`competitive`]: KLMO91's competitive analysis: the cost of every
+//!   spin-then-block policy on a recorded lock-waiting-time profile against
+//!   the optimal off-line algorithm (Tables 1-2).
+//!
+//! The MVA model (ALL89 §V) lands here with its issue.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
+
+pub mod competitive;
 
 /// E(r, q) by ALL89 equation (3.1), term by term as printed:
 /// `(q + Σ_{j=1..r} Σ_{i=1..q-1} i (q-i)^{j-1} (q-i+1)^{r-j}) / q^r`.
