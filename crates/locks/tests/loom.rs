@@ -517,3 +517,92 @@ mod tas_family {
         backoff_persistent => symmetry_locks::BackoffPersistent;
     }
 }
+
+/// KLMO91's spin-then-block lock ([`SpinThenBlock`](symmetry_locks::spin_then_block::SpinThenBlock))
+/// with a blocker that really blocks: a futex modelled by a loom mutex and
+/// condition variable (the word is checked under the mutex, as the kernel
+/// checks it under its hash-bucket lock). Loom checks mutual exclusion,
+/// the happens-before edges of the critical sections, and that no
+/// wake-up is lost (a lost wake-up leaves a thread blocked forever, which
+/// loom reports as a deadlock). Policies: block at once, and spin one or
+/// two polls first (so both the spin-phase CAS and the block-phase swap
+/// race the releaser).
+mod spin_then_block {
+    use crate::*;
+    use loom::sync::{Condvar, Mutex};
+    use symmetry_locks::spin_then_block::policy::{AlwaysBlock, Fixed};
+    use symmetry_locks::spin_then_block::{Blocker, SpinThenBlock};
+
+    struct LoomFutex;
+
+    struct Queue {
+        m: Mutex<()>,
+        cv: Condvar,
+    }
+
+    // SAFETY: `wait` checks the word under `m` and sleeps on `cv` without
+    // releasing `m` in between; `wake_one` notifies under `m`; so a wake
+    // after a word change either precedes the check (which then sees the
+    // change) or finds the sleeper.
+    unsafe impl Blocker for LoomFutex {
+        const NAME: &'static str = "loom-futex";
+        type Queue = Queue;
+
+        fn new_queue() -> Queue {
+            Queue {
+                m: Mutex::new(()),
+                cv: Condvar::new(),
+            }
+        }
+
+        fn wait(q: &Queue, word: &loom::sync::atomic::AtomicU32, expected: u32) {
+            let g = q.m.lock().unwrap();
+            if word.load(Ordering::SeqCst) == expected {
+                drop(q.cv.wait(g).unwrap());
+            }
+        }
+
+        fn wake_one(q: &Queue, _word: &loom::sync::atomic::AtomicU32) {
+            let _g = q.m.lock().unwrap();
+            q.cv.notify_one();
+        }
+
+        fn c_spins() -> u32 {
+            4
+        }
+    }
+
+    type Block = SpinThenBlock<AlwaysBlock, LoomFutex>;
+    type Spin1 = SpinThenBlock<Fixed<1>, LoomFutex>;
+    type Spin2 = SpinThenBlock<Fixed<2>, LoomFutex>;
+
+    #[test]
+    fn always_block_two_threads_two_each() {
+        contend(|| Block::named("loom"), 2, 0, 2, 3);
+    }
+
+    #[test]
+    fn always_block_three_threads() {
+        contend(|| Block::named("loom"), 3, 0, 1, 2);
+    }
+
+    #[test]
+    fn spin_one_then_block_two_threads_two_each() {
+        contend(|| Spin1::named("loom"), 2, 0, 2, 3);
+    }
+
+    #[test]
+    fn spin_two_then_block_three_threads() {
+        contend(|| Spin2::named("loom"), 3, 0, 1, 2);
+    }
+
+    #[test]
+    fn with_try_locker() {
+        contend(|| Spin1::named("loom"), 2, 1, 1, 2);
+    }
+
+    #[test]
+    fn try_lock_while_held() {
+        crate::try_lock_while_held(|| Block::named("loom"), 4);
+    }
+}
