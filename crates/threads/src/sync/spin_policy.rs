@@ -15,6 +15,14 @@
 //! path: [`SpinPolicy::spin_limit`] before an acquisition starts polling,
 //! [`SpinPolicy::record`] once it has the lock. The built-in policy is
 //! [`FixedSpin<N>`]: always `N` polls, no state, compiled to a constant.
+//!
+//! KLMO91's eight policies (always-block ... random-walk), with C measured
+//! for user threads, the waiting-time profiler and `opt-known` tables,
+//! live in `symmetry_locks::spin_then_block`; use them on user threads as
+//! [`UserSpinThenBlock<P>`](super::UserSpinThenBlock) (a `lock_api` raw
+//! mutex whose waiters block through [`UserBlocker`](super::UserBlocker)).
+//! This trait stays the hook of [`Mutex`](super::Mutex), whose FIFO wait
+//! queue and fair unlock the KLMO91 lock does not have.
 
 /// Default number of polls of [`FixedSpin`], chosen by KLMO91's rule:
 /// spin for about as long as blocking costs. On the 2-core development
