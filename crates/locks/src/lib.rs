@@ -33,6 +33,16 @@
 //! interface cost. [`for_each_lock!`] names every lock exactly once; tests
 //! and the `symmetry` harness instantiate themselves for each entry.
 //!
+//! ## Spin-then-block
+//!
+//! [`spin_then_block`] holds KLMO91's blocking lock
+//! [`SpinThenBlock<P, B>`](spin_then_block::SpinThenBlock), generic over
+//! a spin policy `P` (the eight policies of KLMO91, listed by
+//! [`for_each_spin_policy!`]) and a blocker `B` (futex for OS threads; the
+//! user-thread blocker lives in `symmetry-threads`), with C measured by
+//! [`spin_then_block::calibration`] and every contended wait recorded by
+//! the [`spin_then_block::profiler`].
+//!
 //! ## Queue locks behind `RawMutex`
 //!
 //! The list-based locks (MCS, CLH, Graunke-Thakkar) need a queue node per

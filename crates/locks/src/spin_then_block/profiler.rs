@@ -21,7 +21,7 @@
 //! leaked (1.5 KiB each, one per distinct name and blocker), so a lock's
 //! entry outlives it.
 //!
-//! Output. [`snapshot`] returns a [`Profile`]; [`write`] saves it to a
+//! Output. [`snapshot`] returns a [`Profile`]; [`write`](fn@write) saves it to a
 //! file; [`dump_at_exit`] (or the environment variable
 //! `SYMMETRY_LOCK_PROFILE=PATH`, read at the first registration) saves it
 //! when the process exits. The file is CSV with `#` header lines: the
