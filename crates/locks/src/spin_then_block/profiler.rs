@@ -4,7 +4,10 @@
 //! acquisition's waiting time (in spins, see the lock's docs) in a
 //! histogram of its lock: 16-spin buckets `(0,16]`, `(16,32]`, ...,
 //! `(992,1008]` (a zero wait goes in the first), and an overflow bucket for
-//! longer waits, blocked ones included, as KLMO91 did. Unlike KLMO91, each
+//! longer waits, blocked ones included, as KLMO91 did. A zero wait (the
+//! first poll found the lock already released) shares the first bucket:
+//! its spin cost is exact through the bucket's sum, but a threshold of 0
+//! is priced as if it had to block. Unlike KLMO91, each
 //! bucket also keeps the sum of its waits and how many of them blocked, so
 //! the analysis can charge waits their true length and knows the mean of
 //! the overflow bucket.
@@ -263,19 +266,19 @@ impl LockRecord {
     /// Adds one wait (for building profiles by hand or from a trace).
     pub fn add(&mut self, waited: u64, blocked: bool) {
         let j = bucket_of(waited);
-        self.counts[j] += 1;
-        self.sums[j] += waited;
-        self.blocked[j] += u64::from(blocked);
+        self.counts[j] = self.counts[j].saturating_add(1);
+        self.sums[j] = self.sums[j].saturating_add(waited);
+        self.blocked[j] = self.blocked[j].saturating_add(u64::from(blocked));
     }
 
-    /// Contended acquisitions recorded.
+    /// Contended acquisitions recorded (saturating).
     pub fn contended(&self) -> u64 {
-        self.counts.iter().sum()
+        self.counts.iter().fold(0u64, |a, &b| a.saturating_add(b))
     }
 
-    /// Acquisitions that blocked.
+    /// Acquisitions that blocked (saturating).
     pub fn blocked_total(&self) -> u64 {
-        self.blocked.iter().sum()
+        self.blocked.iter().fold(0u64, |a, &b| a.saturating_add(b))
     }
 
     /// The histogram as [`Bucket`]s.
@@ -483,9 +486,9 @@ impl Profile {
                 locks.len() - 1
             });
             let l = &mut locks[at];
-            l.counts[j] += count;
-            l.sums[j] += sum;
-            l.blocked[j] += blocked;
+            l.counts[j] = l.counts[j].saturating_add(count);
+            l.sums[j] = l.sums[j].saturating_add(sum);
+            l.blocked[j] = l.blocked[j].saturating_add(blocked);
         }
         if !header_seen {
             return Err(err(0, format!("no header line `{HEADER}`")));

@@ -90,12 +90,13 @@ pub struct Bucket {
 /// `upper`. Returns `(k, expected cost per wait)`, or `None` if the
 /// distribution is empty. Ties go to the smaller threshold.
 pub fn optimal_threshold(buckets: &[Bucket], c: u64) -> Option<(u64, f64)> {
-    let total: u64 = buckets.iter().map(|b| b.count).sum();
-    if total == 0 {
+    // f64 throughout: counts from a parsed file may be arbitrarily large.
+    let total: f64 = buckets.iter().map(|b| b.count as f64).sum();
+    if total == 0.0 {
         return None;
     }
     // k = 0: every wait blocks at once.
-    let mut best = (0u64, c as f64 * total as f64);
+    let mut best = (0u64, c as f64 * total);
     let mut spun = 0f64; // sum of waits <= k
     let mut left = total; // waits > k
     for b in buckets {
@@ -103,13 +104,13 @@ pub fn optimal_threshold(buckets: &[Bucket], c: u64) -> Option<(u64, f64)> {
             break;
         }
         spun += b.sum as f64;
-        left -= b.count;
-        let cost = spun + (b.upper as f64 + c as f64) * left as f64;
+        left -= b.count as f64;
+        let cost = spun + (b.upper as f64 + c as f64) * left;
         if cost < best.1 {
             best = (b.upper, cost);
         }
     }
-    Some((best.0, best.1 / total as f64))
+    Some((best.0, best.1 / total))
 }
 
 /// Rounds a wait up to a multiple of `unit` spins, capped: the bucket index
