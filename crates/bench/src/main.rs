@@ -64,6 +64,18 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Price every KLMO91 spin policy on a recorded lock-wait profile (Tables 1-2) and recommend a spin
+    /// threshold per lock. Record one with SYMMETRY_LOCK_PROFILE=FILE (or the profiler API).
+    Analyze {
+        /// The profile file (`# symmetry lock-wait profile, version 1`).
+        profile: PathBuf,
+        /// C in spins for every lock, instead of the C each lock recorded.
+        #[arg(long, value_parser = parse_c)]
+        c: Option<u32>,
+        /// How many locks to list.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+    },
     /// Rebuild OUT/REPORT.md and OUT/REPORT.html from the CSV files already in OUT.
     Report {
         /// Directory holding the CSV files and machine.json.
@@ -114,6 +126,17 @@ fn parse_threads(s: &str) -> Result<ThreadList, String> {
     Ok(ThreadList(out))
 }
 
+/// Parses `--c`: a positive number of spins.
+fn parse_c(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(0) => Err("C must be at least 1 spin".into()),
+        Ok(c) => Ok(c),
+        Err(_) => Err(format!(
+            "`{s}` is not a number of spins (expected a positive integer, e.g. 400)"
+        )),
+    }
+}
+
 fn ctx(common: &Common, threads: Option<Vec<usize>>, locks: Option<Vec<String>>) -> Ctx {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     Ctx {
@@ -122,6 +145,7 @@ fn ctx(common: &Common, threads: Option<Vec<usize>>, locks: Option<Vec<String>>)
         locks,
         cores,
         progress: !common.no_progress,
+        out: Some(common.out.clone()),
     }
 }
 
@@ -303,6 +327,9 @@ fn main() -> ExitCode {
             let e = experiments::find("calibrate").expect("calibrate is in the catalogue");
             run_many(&[e], &ctx(&common, None, None), &common.out).and_then(|_| {
                 let rows = data::read_csv(&common.out.join("calibrate.csv"))?;
+                let cal = experiments::cs_calibrate::calibration_from(|m| {
+                    rows.iter().find(|r| r.metric == m).map(|r| r.value)
+                });
                 for r in rows {
                     println!(
                         "{:<18} {:>12.2} {:<6} {}",
@@ -312,8 +339,31 @@ fn main() -> ExitCode {
                         experiments::calibrate::describe(&r.metric)
                     );
                 }
-                Ok(())
+                match cal {
+                    Some(cal) => {
+                        println!(
+                            "# spin-then-block constants (KLMO91's C); set them for any program using the locks:"
+                        );
+                        println!("{}", experiments::cs_calibrate::export_line(&cal));
+                        Ok(())
+                    }
+                    None => Err("the spin length was not measured; no constants to export".into()),
+                }
             })
+        }
+        Command::Analyze { profile, c, top } => {
+            symmetry_locks::spin_then_block::profiler::Profile::read(&profile)
+                .map_err(|e| format!("{}: {e}", profile.display()))
+                .map(|p| {
+                    let label = profile.file_name().map_or_else(
+                        || profile.display().to_string(),
+                        |f| f.to_string_lossy().into_owned(),
+                    );
+                    print!(
+                        "{}",
+                        experiments::cs_analytic::analyze_text(&p, &label, c, top)
+                    );
+                })
         }
         Command::Report { out } => build_report(&out),
     };

@@ -2,6 +2,7 @@
 //! rows, draws its figure from rows and judges the paper's claim from rows,
 //! so the report can be rebuilt from the CSV files alone.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -14,6 +15,9 @@ use crate::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
 use crate::report::Section;
 
 pub mod calibrate;
+pub mod cs_analytic;
+pub mod cs_calibrate;
+pub mod cs_elapsed;
 pub mod peer_locks;
 pub mod peer_threads;
 pub mod presto_atomic_int;
@@ -41,6 +45,10 @@ pub struct Ctx {
     pub cores: usize,
     /// Show progress bars.
     pub progress: bool,
+    /// The output directory (`--out`), for experiments whose results
+    /// include files besides the CSV (e.g. `cs-analytic`'s recorded lock
+    /// profiles); `None`: such files are not written.
+    pub out: Option<PathBuf>,
 }
 
 impl Ctx {
@@ -136,6 +144,9 @@ pub const ALL: &[Experiment] = &[
     presto_atomic_int::EXPERIMENT,
     presto_create_delete::EXPERIMENT,
     presto_create_start_delete::EXPERIMENT,
+    cs_calibrate::EXPERIMENT,
+    cs_analytic::EXPERIMENT,
+    cs_elapsed::EXPERIMENT,
     peer_locks::EXPERIMENT,
     peer_threads::EXPERIMENT,
 ];
@@ -153,9 +164,6 @@ pub const PENDING: &[&str] = &[
     "am-stress",
     "am-bulk",
     "am-apps",
-    "cs-calibrate",
-    "cs-analytic",
-    "cs-elapsed",
     "pq-multiprogramming",
     "pq-processors",
     "pq-breakdown",
