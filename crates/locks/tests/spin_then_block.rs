@@ -123,7 +123,8 @@ fn names() {
     assert!(key.contains("spin_then_block.rs:"), "{key}");
     let named = SpinThenBlock::<AlwaysBlock, Futex>::named("x.y");
     assert_eq!(named.name().key(), "x.y");
-    assert_eq!(<SpinThenBlock<AlwaysBlock, Futex> as RawMutex>::INIT.name(), LockName::Anonymous);
+    let anon: SpinThenBlock<AlwaysBlock, Futex> = RawMutex::INIT;
+    assert_eq!(anon.name(), LockName::Anonymous);
 }
 
 /// Two threads: one holds the lock for `hold`, the other contends once.
@@ -167,7 +168,11 @@ fn profiler_records_contended_waits_by_name() {
     // counts as blocked.
     one_contended_wait(&lock, Duration::from_millis(20));
     let p = profiler::snapshot();
-    let rec = p.locks.iter().find(|l| l.name == "test.profiled").expect("recorded");
+    let rec = p
+        .locks
+        .iter()
+        .find(|l| l.name == "test.profiled")
+        .expect("recorded");
     assert_eq!(rec.blocker, "os");
     assert_eq!(rec.contended(), 1);
     assert_eq!(rec.counts[profiler::BUCKETS - 1], 1, "{rec:?}");
@@ -184,7 +189,11 @@ fn profiler_records_contended_waits_by_name() {
     one_contended_wait(&lock, Duration::from_millis(2));
     profiler::set_enabled(true);
     let again = profiler::snapshot();
-    let rec2 = again.locks.iter().find(|l| l.name == "test.profiled").expect("still there");
+    let rec2 = again
+        .locks
+        .iter()
+        .find(|l| l.name == "test.profiled")
+        .expect("still there");
     assert_eq!(rec2.contended(), 1);
 }
 
@@ -196,7 +205,11 @@ fn profile_file_written_and_read() {
     let path = std::env::temp_dir().join(format!("symmetry-profile-{}.csv", std::process::id()));
     profiler::write(&path).expect("written");
     let p = profiler::Profile::read(&path).expect("read back");
-    let rec = p.locks.iter().find(|l| l.name == "test.file").expect("recorded");
+    let rec = p
+        .locks
+        .iter()
+        .find(|l| l.name == "test.file")
+        .expect("recorded");
     assert_eq!(rec.blocked_total(), 0, "always-spin never blocks");
     let _ = std::fs::remove_file(&path);
     let err = profiler::Profile::read(std::path::Path::new("/nonexistent/x.csv")).unwrap_err();
@@ -266,7 +279,10 @@ fn optimal_threshold_formula() {
     // All waits 5 spins, C = 100: spin to 5, cost 5.
     assert_eq!(optimal_threshold(&[b(5, 10, 50)], 100), Some((5, 5.0)));
     // All waits overflow: block at once, cost C.
-    assert_eq!(optimal_threshold(&[b(u64::MAX, 3, 0)], 100), Some((0, 100.0)));
+    assert_eq!(
+        optimal_threshold(&[b(u64::MAX, 3, 0)], 100),
+        Some((0, 100.0))
+    );
 }
 
 #[test]
@@ -277,7 +293,11 @@ fn opt_known_reads_the_installed_table() {
     let p = OptKnown::INIT;
     assert_eq!(p.threshold(500, &n), 77);
     let other = OptKnown::INIT;
-    assert_eq!(other.threshold(500, &LockName::Named("test.unknown")), 500, "falls back to C");
+    assert_eq!(
+        other.threshold(500, &LockName::Named("test.unknown")),
+        500,
+        "falls back to C"
+    );
     assert_eq!(OptKnown::with_threshold(9).threshold(500, &n), 9);
     // From a profile: the lock's optimal threshold.
     let mut rec = profiler::LockRecord::new("test.fromprofile", "os", 300);

@@ -142,7 +142,10 @@ impl ParkWord {
                 }
                 // RUNNING or PARKING: leave a token. Release: pairs with
                 // the thread's Acquire consumption.
-                _ => match self.0.compare_exchange(s, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed) {
+                _ => match self
+                    .0
+                    .compare_exchange(s, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
+                {
                     Ok(_) => return false,
                     Err(now) => s = now,
                 },

@@ -100,7 +100,9 @@ fn blocked_waits_are_profiled_as_user() {
 #[test]
 fn os_threads_may_use_a_user_lock() {
     // Callers outside the runtime poll (and yield) instead of blocking.
-    let m = Arc::new(lock_api::Mutex::<UserSpinThenBlock<AlwaysBlock>, u64>::new(0));
+    let m = Arc::new(lock_api::Mutex::<UserSpinThenBlock<AlwaysBlock>, u64>::new(
+        0,
+    ));
     let hs: Vec<_> = (0..4)
         .map(|_| {
             let m = Arc::clone(&m);

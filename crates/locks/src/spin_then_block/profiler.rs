@@ -164,7 +164,8 @@ pub fn entry(name: &LockName, blocker: &'static str, c_spins: fn() -> u32) -> &'
     if let Some(e) = r.by_key.get(&(key.clone(), blocker)) {
         return e;
     }
-    let e: &'static LockProfile = Box::leak(Box::new(LockProfile::new(key.clone(), blocker, c_spins)));
+    let e: &'static LockProfile =
+        Box::leak(Box::new(LockProfile::new(key.clone(), blocker, c_spins)));
     r.by_key.insert((key, blocker), e);
     r.order.push(e);
     e
@@ -437,7 +438,9 @@ impl Profile {
             }
             if let Some(meta) = line.strip_prefix('#') {
                 for kv in meta.split_whitespace() {
-                    let Some((k, v)) = kv.split_once('=') else { continue };
+                    let Some((k, v)) = kv.split_once('=') else {
+                        continue;
+                    };
                     match k {
                         "ns_per_spin" => {
                             ns_per_spin = Some(v.parse::<f64>().map_err(|_| {
@@ -445,10 +448,16 @@ impl Profile {
                             })?);
                         }
                         "unit_spins" if v != UNIT.to_string() => {
-                            return Err(err(n, format!("unit_spins={v}, this version reads {UNIT}")));
+                            return Err(err(
+                                n,
+                                format!("unit_spins={v}, this version reads {UNIT}"),
+                            ));
                         }
                         "buckets" if v != BUCKETS.to_string() => {
-                            return Err(err(n, format!("buckets={v}, this version reads {BUCKETS}")));
+                            return Err(err(
+                                n,
+                                format!("buckets={v}, this version reads {BUCKETS}"),
+                            ));
                         }
                         _ => {}
                     }
@@ -467,22 +476,30 @@ impl Profile {
                 return Err(err(n, format!("expected 9 fields, found {}", f.len())));
             }
             let num = |k: usize, what: &str| -> Result<u64, ProfileError> {
-                f[k].trim()
-                    .parse::<u64>()
-                    .map_err(|_| err(n, format!("{what} `{}` is not a non-negative integer", f[k])))
+                f[k].trim().parse::<u64>().map_err(|_| {
+                    err(
+                        n,
+                        format!("{what} `{}` is not a non-negative integer", f[k]),
+                    )
+                })
             };
             let c = num(2, "c_spins")?;
             let j = num(3, "bucket")? as usize;
             if j >= BUCKETS {
                 return Err(err(n, format!("bucket {j} out of range 0..{BUCKETS}")));
             }
-            let (count, sum, blocked) = (num(6, "count")?, num(7, "sum_spins")?, num(8, "blocked")?);
+            let (count, sum, blocked) =
+                (num(6, "count")?, num(7, "sum_spins")?, num(8, "blocked")?);
             if blocked > count {
                 return Err(err(n, format!("blocked {blocked} exceeds count {count}")));
             }
             let key = (f[0].clone(), f[1].clone());
             let at = *index.entry(key).or_insert_with(|| {
-                locks.push(LockRecord::new(f[0].clone(), f[1].clone(), c.min(u64::from(u32::MAX)) as u32));
+                locks.push(LockRecord::new(
+                    f[0].clone(),
+                    f[1].clone(),
+                    c.min(u64::from(u32::MAX)) as u32,
+                ));
                 locks.len() - 1
             });
             let l = &mut locks[at];
@@ -493,7 +510,8 @@ impl Profile {
         if !header_seen {
             return Err(err(0, format!("no header line `{HEADER}`")));
         }
-        let ns_per_spin = ns_per_spin.ok_or_else(|| err(0, "no `# ... ns_per_spin=X` line".into()))?;
+        let ns_per_spin =
+            ns_per_spin.ok_or_else(|| err(0, "no `# ... ns_per_spin=X` line".into()))?;
         Ok(Profile { ns_per_spin, locks })
     }
 
@@ -547,7 +565,12 @@ mod tests {
 
     #[test]
     fn bad_files() {
-        assert!(Profile::parse("hello").unwrap_err().message.contains("not a symmetry"));
+        assert!(
+            Profile::parse("hello")
+                .unwrap_err()
+                .message
+                .contains("not a symmetry")
+        );
         let head = format!("{MAGIC}\n# ns_per_spin=1\n{HEADER}\n");
         let e = Profile::parse(&format!("{head}x,os,1,64,0,,1,1,0\n")).unwrap_err();
         assert!(e.message.contains("out of range"), "{e}");
