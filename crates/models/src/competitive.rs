@@ -108,6 +108,8 @@ use symmetry_locks::spin_then_block::policy::{
 };
 use symmetry_locks::spin_then_block::profiler::{BUCKETS, LockRecord, Profile};
 
+use crate::rng::SplitMix64;
+
 /// The strategies of KLMO91 Table 1, plus the optimal off-line baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Strategy {
@@ -582,7 +584,7 @@ fn replay_atoms(atoms: &[(u64, u64)], total: u128, c: u32, seed: u64) -> [f64; 3
     for (&(v, _), &n) in atoms.iter().zip(&counts) {
         waits.extend(std::iter::repeat_n(v, n as usize));
     }
-    let mut rng = Rng::new(seed);
+    let mut rng = SplitMix64(seed);
     for i in (1..waits.len()).rev() {
         let j = rng.below(i as u64 + 1) as usize;
         waits.swap(i, j);
@@ -648,7 +650,7 @@ pub fn bimodal(
     };
     // `as` saturates for floats out of range.
     let n_long = ((n as f64) * frac).round().min(n as f64) as u64;
-    let mut rng = Rng::new(seed);
+    let mut rng = SplitMix64(seed);
     let mut put = |w: u64| {
         let j = bucket_of(w);
         rec.counts[j] = rec.counts[j].saturating_add(1);
@@ -660,46 +662,6 @@ pub fn bimodal(
         put(rng.in_range(lo, hi));
     }
     rec
-}
-
-/// Deterministic generator: SplitMix64 (Steele, Lea, Flood 2014).
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`), unbiased (Lemire's multiply and
-    /// reject, 64-bit).
-    fn below(&mut self, n: u64) -> u64 {
-        debug_assert!(n > 0);
-        let mut m = u128::from(self.next_u64()) * u128::from(n);
-        if (m as u64) < n {
-            let threshold = n.wrapping_neg() % n;
-            while (m as u64) < threshold {
-                m = u128::from(self.next_u64()) * u128::from(n);
-            }
-        }
-        (m >> 64) as u64
-    }
-
-    /// Uniform in `lo..=hi` (`lo <= hi`).
-    fn in_range(&mut self, lo: u64, hi: u64) -> u64 {
-        match (hi - lo).checked_add(1) {
-            Some(span) => lo + self.below(span),
-            None => self.next_u64(), // the whole u64 range
-        }
-    }
 }
 
 /// FNV-1a, to derive a per-lock seed from its name.

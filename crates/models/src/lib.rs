@@ -20,6 +20,9 @@
 #![warn(missing_docs)]
 
 pub mod competitive;
+mod rng;
+
+use rng::SplitMix64;
 
 /// E(r, q) by ALL89 equation (3.1), term by term as printed:
 /// `(q + Σ_{j=1..r} Σ_{i=1..q-1} i (q-i)^{j-1} (q-i+1)^{r-j}) / q^r`.
@@ -87,7 +90,7 @@ pub fn expected_queues_examined_monte_carlo(r: u32, q: u32, trials: u64, seed: u
     for _ in 0..trials {
         let mut lowest = q; // 0-based queue index of the lowest non-empty queue
         for _ in 0..r {
-            lowest = lowest.min(rng.below(q));
+            lowest = lowest.min(rng.below(u64::from(q)) as u32);
             if lowest == 0 {
                 // Queue 1 is non-empty: the scan stops there whatever the
                 // remaining threads do, so their draws cannot change the
@@ -98,36 +101,6 @@ pub fn expected_queues_examined_monte_carlo(r: u32, q: u32, trials: u64, seed: u
         total += u64::from(lowest) + 1;
     }
     Some(total as f64 / trials as f64)
-}
-
-/// SplitMix64 (Steele, Lea, Flood 2014): a tiny, fast generator whose
-/// output passes BigCrush, plenty for a Monte Carlo check.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform integer in `0..n` (`n > 0`), unbiased: Lemire, "Fast Random
-    /// Integer Generation in an Interval" (2019), multiply and reject.
-    fn below(&mut self, n: u32) -> u32 {
-        debug_assert!(n > 0);
-        let n64 = u64::from(n);
-        let mut m = u64::from(self.next_u64() as u32) * n64;
-        if (m as u32) < n {
-            // 2^32 mod n: low words below it belong to an incomplete band.
-            let threshold = n.wrapping_neg() % n;
-            while (m as u32) < threshold {
-                m = u64::from(self.next_u64() as u32) * n64;
-            }
-        }
-        (m >> 32) as u32
-    }
 }
 
 #[cfg(test)]

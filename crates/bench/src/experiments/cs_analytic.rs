@@ -28,7 +28,7 @@
 use symmetry_locks::spin_then_block::profiler::{LockRecord, Profile};
 use symmetry_models::competitive::{self, Analysis, Strategy};
 
-use super::cs_elapsed::{ADAPTIVE, COMPETITIVE, ExecKind, FIXED, Point, Workload, record_profile};
+use super::cs_elapsed::{COMPETITIVE, ExecKind, FIXED, Point, Workload, family, record_profile};
 use super::{Ctx, Experiment, figure};
 use crate::data::Row;
 use crate::machine::Machine;
@@ -240,16 +240,6 @@ fn get(rows: &[Row], input: &str, series: &str, metric: &str) -> Option<f64> {
     rows.iter()
         .find(|r| r.series == series && r.metric == metric && r.get_param("input") == Some(input))
         .map(|r| r.value)
-}
-
-fn family(name: &str) -> &'static str {
-    if ADAPTIVE.contains(&name) {
-        "adaptive"
-    } else if FIXED.contains(&name) {
-        "fixed"
-    } else {
-        "non-competitive"
-    }
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {

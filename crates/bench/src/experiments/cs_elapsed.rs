@@ -533,7 +533,8 @@ fn capped(rows: &[Row], series: &str, w: &str, e: &str, t: u32) -> bool {
     })
 }
 
-fn family(name: &str) -> &'static str {
+/// `adaptive`, `fixed` or `non-competitive`: the family of a policy.
+pub(crate) fn family(name: &str) -> &'static str {
     if ADAPTIVE.contains(&name) {
         "adaptive"
     } else if FIXED.contains(&name) {
