@@ -15,7 +15,8 @@
 use symmetry_locks::registry::LockKind;
 
 use super::cs_elapsed::{
-    ADAPTIVE, ExecKind, Point, Runner, Workload, install_opt_known, median_runs, policy, run_point,
+    ADAPTIVE, ExecKind, Point, RunOut, Runner, Workload, install_opt_known, median_runs, policy,
+    run_point,
 };
 use super::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
 use crate::data::Row;
@@ -131,6 +132,18 @@ const WORKLOAD_REPEATS: usize = 3;
 
 /// Regsim and Hanoi at 4x cores on OS threads: the adaptive policies
 /// against the peers (module docs).
+/// Runner name of random-walk with the profiler off (a control, not a
+/// series of the report's tables).
+const UNPROFILED: &str = "random-walk-unprofiled";
+
+/// random-walk on OS threads with the lock-waiting-time profiler off.
+fn random_walk_unprofiled(pt: &Point) -> Result<RunOut, String> {
+    symmetry_locks::spin_then_block::profiler::set_enabled(false);
+    let out = (policy("random-walk").expect("random-walk").os)(pt);
+    symmetry_locks::spin_then_block::profiler::set_enabled(true);
+    out
+}
+
 fn workload_rows(ctx: &Ctx) -> Result<Vec<Row>, String> {
     super::cs_calibrate::ensure(ctx.quick);
     let t = 4 * ctx.cores;
@@ -138,6 +151,7 @@ fn workload_rows(ctx: &Ctx) -> Result<Vec<Row>, String> {
         .iter()
         .map(|n| (*n, policy(n).expect("an adaptive policy").os))
         .chain(WORKLOAD_PEERS)
+        .chain([(UNPROFILED, random_walk_unprofiled as Runner)])
         .collect();
     let bar = ctx.bar(
         "peer-locks workloads",
@@ -182,6 +196,13 @@ fn workload_rows(ctx: &Ctx) -> Result<Vec<Row>, String> {
             .filter(|r| ADAPTIVE.contains(&r.0))
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .map(|r| (r.0, r.1));
+        // The profiler is on for every symmetry lock above (the peers have
+        // none); its cost is random-walk's time over the same policy's
+        // time with recording off.
+        let ms_of = |n: &str| res.iter().find(|r| r.0 == n).map(|r| r.1);
+        if let (Some(on), Some(off)) = (ms_of("random-walk"), ms_of(UNPROFILED)) {
+            rows.push(row("random-walk", "profiler_on_vs_off", on / off, "ratio"));
+        }
         if let Some((bn, bms)) = best {
             for (peer, _) in WORKLOAD_PEERS {
                 if let Some((_, pms, _)) = res.iter().find(|r| r.0 == peer) {
@@ -338,6 +359,16 @@ fn workload_text(rows: &[Row]) -> String {
             "\n- KLMO91 {w} on {t} OS threads (oversubscribed): {times}. Best adaptive (`{best}`) elapsed / peer \
              elapsed: {ratios}."
         ));
+        if let Some(r) = rows
+            .iter()
+            .find(|r| r.metric == "profiler_on_vs_off" && r.get_param("workload") == Some(&w))
+        {
+            out.push_str(&format!(
+                " The symmetry locks ran with the lock-waiting-time profiler on; `random-walk` with it on / off: {} \
+                 (1.00x = free; within this VM's run-to-run noise of a few percent it is left on).",
+                ratio(r.value)
+            ));
+        }
     }
     out
 }
