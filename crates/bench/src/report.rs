@@ -45,6 +45,24 @@ impl Verdict {
         Verdict::NotMeasurable,
     ];
 
+    /// The verdict of an experiment from its claims, each held (`true`),
+    /// failed (`false`) or not measurable here (`None`): holds if every
+    /// measurable claim held, differs if none did, partly holds otherwise,
+    /// and not measurable if no claim was.
+    pub fn of_claims(claims: impl IntoIterator<Item = Option<bool>>) -> Verdict {
+        let (mut held, mut known) = (0, 0);
+        for c in claims.into_iter().flatten() {
+            known += 1;
+            held += usize::from(c);
+        }
+        match held {
+            _ if known == 0 => Verdict::NotMeasurable,
+            h if h == known => Verdict::Holds,
+            0 => Verdict::Differs,
+            _ => Verdict::Partial,
+        }
+    }
+
     /// The words the report uses.
     pub fn label(&self) -> &'static str {
         match self {
@@ -1039,6 +1057,17 @@ mod tests {
         assert_eq!(markdown_to_html(""), "");
         assert_eq!(inline_html("a < b & `x`"), "a &lt; b &amp; <code>x</code>");
         assert_eq!(inline_html("`unclosed"), "`unclosed");
+    }
+
+    #[test]
+    fn verdict_of_claims() {
+        assert_eq!(Verdict::of_claims([Some(true), None]), Verdict::Holds);
+        assert_eq!(
+            Verdict::of_claims([Some(true), Some(false)]),
+            Verdict::Partial
+        );
+        assert_eq!(Verdict::of_claims([Some(false), None]), Verdict::Differs);
+        assert_eq!(Verdict::of_claims([None, None]), Verdict::NotMeasurable);
     }
 
     #[test]

@@ -780,17 +780,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Section {
             verdict_of(smaller, pairs.len()),
         ),
     ];
-    let held = claims.iter().filter(|c| c.1 == Some(true)).count();
-    let known = claims.iter().filter(|c| c.1.is_some()).count();
-    let verdict = if known == 0 {
-        Verdict::NotMeasurable
-    } else if held == known {
-        Verdict::Holds
-    } else if held == 0 {
-        Verdict::Differs
-    } else {
-        Verdict::Partial
-    };
+    let verdict = Verdict::of_claims(claims.iter().map(|c| c.1));
     let c_of = |e: &str| {
         rows.iter()
             .find(|r| r.get_param("exec") == Some(e))
