@@ -127,13 +127,21 @@ fn names() {
     assert_eq!(anon.name(), LockName::Anonymous);
 }
 
-/// Two threads: one holds the lock for `hold`, the other contends once.
+/// Two threads: one holds the lock, the other contends once. The holder
+/// keeps the lock for `hold` after the other thread announced that it is
+/// about to lock, so the acquisition is contended unless that thread is
+/// descheduled for longer than `hold` between the announcement and its
+/// first CAS (keep `hold` in milliseconds: CI runs tests beside builds).
 fn one_contended_wait<P: SpinPolicy, B: Blocker>(lock: &SpinThenBlock<P, B>, hold: Duration) {
     let held = AtomicBool::new(false);
+    let trying = AtomicBool::new(false);
     std::thread::scope(|s| {
         s.spawn(|| {
             let g = lock.lock();
             held.store(true, Ordering::Release);
+            while !trying.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
             let t = Instant::now();
             while t.elapsed() < hold {
                 std::hint::spin_loop();
@@ -144,6 +152,7 @@ fn one_contended_wait<P: SpinPolicy, B: Blocker>(lock: &SpinThenBlock<P, B>, hol
         while !held.load(Ordering::Acquire) {
             std::hint::spin_loop();
         }
+        trying.store(true, Ordering::Release);
         let g = lock.lock();
         // SAFETY: locked just above.
         unsafe { lock.unlock(g) };
@@ -201,7 +210,7 @@ fn profiler_records_contended_waits_by_name() {
 fn profile_file_written_and_read() {
     let _s = serial();
     let lock = SpinThenBlock::<AlwaysSpin, Futex>::named("test.file");
-    one_contended_wait(&lock, Duration::from_micros(200));
+    one_contended_wait(&lock, Duration::from_millis(5));
     let path = std::env::temp_dir().join(format!("symmetry-profile-{}.csv", std::process::id()));
     profiler::write(&path).expect("written");
     let p = profiler::Profile::read(&path).expect("read back");
