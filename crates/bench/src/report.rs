@@ -36,6 +36,23 @@ pub enum Verdict {
     Partial,
 }
 
+/// The "Measured" list of an experiment built from claims (see
+/// [`Verdict::of_claims`]): one line per claim with its outcome.
+pub fn claims_list<S: std::fmt::Display>(claims: &[(S, Option<bool>)]) -> String {
+    let mut out = String::new();
+    for (c, h) in claims {
+        out.push_str(&format!(
+            "- {c}: **{}**\n",
+            match h {
+                Some(true) => "holds",
+                Some(false) => "does not hold",
+                None => "not measured",
+            }
+        ));
+    }
+    out
+}
+
 impl Verdict {
     /// Every verdict, in the order the summary counts them.
     pub const ALL: [Verdict; 4] = [

@@ -522,17 +522,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Section {
         ),
     ];
     let verdict = Verdict::of_claims(claims.iter().map(|c| c.1));
-    let mut measured = String::new();
-    for (c, h) in &claims {
-        measured.push_str(&format!(
-            "- {c}: **{}**\n",
-            match h {
-                Some(true) => "holds",
-                Some(false) => "does not hold",
-                None => "not measured",
-            }
-        ));
-    }
+    let mut measured = crate::report::claims_list(&claims);
     let empty: Vec<&String> = all.iter().filter(|i| !priced.contains(i)).collect();
     if !empty.is_empty() {
         measured.push_str(&format!(

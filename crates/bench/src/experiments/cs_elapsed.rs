@@ -791,17 +791,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Section {
     let any_capped = rows
         .iter()
         .any(|r| r.metric == "elapsed_ms" && r.get_param("capped") == Some("true"));
-    let mut measured = String::new();
-    for (c, h) in &claims {
-        measured.push_str(&format!(
-            "- {c}: **{}**\n",
-            match h {
-                Some(true) => "holds",
-                Some(false) => "does not hold",
-                None => "not measured",
-            }
-        ));
-    }
+    let mut measured = crate::report::claims_list(&claims);
     measured.push_str("\nPer configuration:\n\n");
     for l in &lines {
         measured.push_str(&format!("- {l}\n"));
