@@ -1,0 +1,120 @@
+//! Claim algorithms: how concurrent senders take a packet (and a bulk
+//! block) of a destination queue (LC98 §3).
+//!
+//! Every algorithm implements [`Claim`], selected at compile time
+//! (`Endpoint<Stamp>`) or by name through [`for_each_claim!`]. The
+//! receiver's side (poll, free, recovery) is the same for all of them: it
+//! only reads the handshake words described in [`crate::layout`].
+//!
+//! | name | type | LC98 | claim |
+//! |---|---|---|---|
+//! | `tas` | [`TasClaim`] | §3.1 | Fig. 2 under a test-and-set lock |
+//! | `ttas` | [`TtasClaim`] | §3.1 | Fig. 2 under a test-and-test-and-set lock |
+//! | `ticket` | [`TicketClaim`] | §3.1 | Fig. 2 under a ticket lock |
+//! | `anderson` | [`AndersonClaim`] | §3.1 | Fig. 2 under Anderson's array lock |
+//! | `pthread` | [`PthreadClaim`] | §3.1 | Fig. 2 under a process-shared, robust pthread mutex |
+//! | `lock-free` | [`LockFree`] | §3.2, Fig. 3 | CAS the tail, then CAS the packet FREE -> CLAIMED |
+//! | `stamp` | [`Stamp`] | (modern) | one CAS on the tail, guarded by a per-slot lap stamp |
+
+use crate::error::AmError;
+use crate::layout::Queue;
+
+pub mod lock_free;
+#[cfg(not(loom))]
+pub mod locked;
+#[cfg(not(loom))]
+pub mod pthread;
+pub mod stamp;
+
+pub use lock_free::LockFree;
+#[cfg(not(loom))]
+pub use locked::{AndersonClaim, Locked, ShmLock, TasClaim, TicketClaim, TtasClaim};
+#[cfg(not(loom))]
+pub use pthread::{PthreadClaim, PthreadShm};
+pub use stamp::Stamp;
+
+/// What a successful claim owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claimed {
+    /// Index of the claimed packet in the ring.
+    pub slot: usize,
+    /// The packet's handshake word as claimed (state CLAIMED, the lap of the
+    /// slot, the claimer's pid).
+    pub word: u64,
+    /// Index and claimed word of the bulk block, for a bulk claim.
+    pub bulk: Option<(usize, u64)>,
+}
+
+/// A concurrent-access algorithm for claiming packets of a queue.
+///
+/// # Contract
+///
+/// `claim` returns only packets (and bulk blocks) whose handshake word it
+/// moved from FREE to CLAIMED (keeping the word's lap, writing `pid`), each
+/// to exactly one caller, and it observes the receiver's Release store that
+/// freed them (Acquire), so that the caller may overwrite the body. While
+/// it cannot claim (the queue is full), it calls `wait`, which backs off and
+/// polls the caller's own endpoint (LC98's deadlock avoidance) and returns
+/// an error when the receiver has died; `claim` passes that error on. A
+/// bulk claim takes the bulk block before the packet (LC98 §3.2).
+pub trait Claim: Sized + Send + Sync + 'static {
+    /// Registry name (`tas`, `lock-free`, ...).
+    const NAME: &'static str;
+    /// The senders' state of one queue, in shared memory: `#[repr(C)]`,
+    /// pointer-free, valid in every process that maps it.
+    type Tail: Send + Sync;
+
+    /// Initializes a tail in place.
+    ///
+    /// # Safety
+    ///
+    /// `tail` is valid for writes and aligned, and nobody uses it yet.
+    unsafe fn init(tail: *mut Self::Tail);
+
+    /// Claims a packet, and first a bulk block if `bulk`.
+    fn claim<W>(
+        q: &Queue<'_, Self::Tail>,
+        pid: u32,
+        bulk: bool,
+        wait: &mut W,
+    ) -> Result<Claimed, AmError>
+    where
+        W: FnMut() -> Result<(), AmError>;
+}
+
+/// Calls `$callback! { "name" => Type; ... }` with every claim algorithm, in
+/// LC98's table order, then `stamp`.
+///
+/// ```
+/// macro_rules! names {
+///     ($($name:literal => $ty:ty;)*) => { [$($name),*] };
+/// }
+/// let all = symmetry_am::for_each_claim!(names);
+/// assert_eq!(all[0], "tas");
+/// assert_eq!(all.len(), 7);
+/// ```
+#[macro_export]
+macro_rules! for_each_claim {
+    ($callback:ident) => {
+        $callback! {
+            "tas" => $crate::claim::TasClaim;
+            "ttas" => $crate::claim::TtasClaim;
+            "ticket" => $crate::claim::TicketClaim;
+            "anderson" => $crate::claim::AndersonClaim;
+            "pthread" => $crate::claim::PthreadClaim;
+            "lock-free" => $crate::claim::LockFree;
+            "stamp" => $crate::claim::Stamp;
+        }
+    };
+}
+
+/// The registry names, in [`for_each_claim!`] order.
+pub const NAMES: &[&str] = &[
+    "tas",
+    "ttas",
+    "ticket",
+    "anderson",
+    "pthread",
+    "lock-free",
+    "stamp",
+];

@@ -1,0 +1,849 @@
+//! Endpoints: the Active Messages API over the queue blocks (LC98 §2-3).
+//!
+//! An [`Endpoint`] owns one segment (its request and reply queues, which
+//! only it receives from) and maps the segments of every other rank of its
+//! job (whose queues it sends to). Messages are short (up to eight words)
+//! or bulk (words plus up to one bulk block of data):
+//!
+//! * [`Endpoint::request`] / [`Endpoint::request_bulk`] claim a packet (and
+//!   first a bulk block) of the destination's request queue with the claim
+//!   algorithm `C`, fill it and mark it READY. While the queue is full they
+//!   back off and poll their own endpoint (LC98's deadlock avoidance), and
+//!   they return [`AmError::PeerDead`] / [`AmError::PeerClosed`] instead of
+//!   waiting forever for a receiver that is gone.
+//! * [`Endpoint::poll`] delivers READY messages from the head of both of its
+//!   queues to the handlers named by the packets, then frees the packets.
+//!   A request handler may [`Token::reply`] once, to the requester's reply
+//!   queue; while that queue is full it polls only its own reply queue, and
+//!   reply handlers cannot send, so cycles of full queues always drain.
+//! * A packet left CLAIMED by a sender that has died (its pid is in the
+//!   handshake word) is recovered by the receiver after it has stalled on
+//!   it for a while: the packet is freed and counted in [`Stats`].
+//!
+//! Handlers are plain functions registered by id, with typed access to the
+//! endpoint's state `S` (the Split-C/AM-II style: a handler updates the
+//! program's data). Ids `0..USER_HANDLERS` are the user's; the rest are
+//! used by [`Endpoint::barrier`] and [`Endpoint::allreduce`].
+
+use std::time::{Duration, Instant};
+
+use crate::claim::Claim;
+use crate::error::AmError;
+use crate::job::Job;
+use crate::layout::{
+    Body, CLAIMED, FREE, MAX_ARGS, Queue, READY, READY_BULK, lap_of, pid_of, state_of, word,
+};
+use crate::segment::{Config, Segment, pid_alive, segment_name};
+use crate::sync::Ordering;
+
+/// Most ranks in one job (Anderson's lock has one flag per possible sender).
+pub const MAX_RANKS: usize = 64;
+/// User handler ids are `0..USER_HANDLERS`.
+pub const USER_HANDLERS: u16 = 240;
+const HANDLERS: usize = 256;
+const H_BARRIER: u16 = 255;
+const H_REDUCE: u16 = 254;
+const H_RESULT: u16 = 253;
+
+const REQUESTS: usize = 0;
+const REPLIES: usize = 1;
+
+/// Empty polls on a CLAIMED head packet before its owner's pid is checked.
+const STALL_CHECK: u32 = 1 << 12;
+/// Full-queue waits between checks of the receiver's liveness.
+const PEER_CHECK: u32 = 1 << 8;
+
+/// A message handler: gets a token (reply, source, state) and the message.
+pub type Handler<C, S> = fn(&mut Token<'_, C, S>, &Msg<'_>) -> Result<(), AmError>;
+
+/// A delivered message.
+#[derive(Debug)]
+pub struct Msg<'a> {
+    /// Sender's rank.
+    pub src: u32,
+    /// Handler id it named.
+    pub handler: u16,
+    /// Its words.
+    pub args: &'a [u64],
+    /// Its bulk data (empty for a short message). Valid only during the
+    /// handler: the block is freed when the handler returns.
+    pub bulk: &'a [u8],
+}
+
+/// Operation of [`Endpoint::allreduce`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u64)]
+pub enum ReduceOp {
+    /// Wrapping sum.
+    Sum = 0,
+    /// Maximum.
+    Max = 1,
+    /// Minimum.
+    Min = 2,
+    /// Bitwise or.
+    Or = 3,
+}
+
+impl ReduceOp {
+    fn from_word(w: u64) -> Option<Self> {
+        Some(match w {
+            0 => ReduceOp::Sum,
+            1 => ReduceOp::Max,
+            2 => ReduceOp::Min,
+            3 => ReduceOp::Or,
+            _ => return None,
+        })
+    }
+    fn apply(self, a: u64, b: u64) -> u64 {
+        match self {
+            ReduceOp::Sum => a.wrapping_add(b),
+            ReduceOp::Max => a.max(b),
+            ReduceOp::Min => a.min(b),
+            ReduceOp::Or => a | b,
+        }
+    }
+}
+
+/// Counters of one endpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Messages sent (requests and replies).
+    pub sent: u64,
+    /// Messages delivered to handlers.
+    pub delivered: u64,
+    /// Times a send found the destination queue full and waited.
+    pub full_waits: u64,
+    /// CLAIMED packets of dead senders recovered by this receiver.
+    pub recovered_packets: u64,
+    /// Bulk blocks of dead senders recovered by this receiver.
+    pub recovered_bulk: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Stall {
+    pos: u64,
+    word: u64,
+    count: u32,
+}
+
+#[derive(Debug, Default)]
+struct Reduce {
+    /// Root: accumulated value and contributions, by epoch parity.
+    acc: [u64; 2],
+    count: [u32; 2],
+    /// Non-root: results received so far and the last one.
+    results: u64,
+    result: u64,
+}
+
+/// Where a full-queue wait polls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Both queues (a request from the program).
+    Both,
+    /// Only the reply queue (a reply from inside a request handler).
+    Replies,
+}
+
+/// Everything of an endpoint except the user state.
+#[derive(Debug)]
+pub struct Core<C: Claim, S> {
+    rank: u32,
+    size: u32,
+    pid: u32,
+    own: Segment,
+    /// Mappings of the other ranks' segments (`None` at our own rank).
+    peers: Vec<Option<Segment>>,
+    handlers: Vec<Option<Handler<C, S>>>,
+    stats: Stats,
+    stall: [Stall; 2],
+    barrier_epoch: u64,
+    barrier_arrivals: Vec<u64>,
+    reduce_epoch: u64,
+    reduce: Reduce,
+    unlinked: bool,
+}
+
+/// An Active Messages endpoint with claim algorithm `C` and handler state `S`.
+#[derive(Debug)]
+pub struct Endpoint<C: Claim, S = ()> {
+    core: Core<C, S>,
+    state: S,
+}
+
+/// What a handler can do: reply, see its source, use the endpoint's state.
+#[derive(Debug)]
+pub struct Token<'a, C: Claim, S> {
+    core: &'a mut Core<C, S>,
+    state: &'a mut S,
+    src: u32,
+    is_request: bool,
+    replied: bool,
+}
+
+impl<C: Claim, S> Token<'_, C, S> {
+    /// The rank that sent the message.
+    pub fn src(&self) -> u32 {
+        self.src
+    }
+
+    /// This endpoint's rank.
+    pub fn rank(&self) -> u32 {
+        self.core.rank
+    }
+
+    /// The endpoint's state.
+    pub fn state(&mut self) -> &mut S {
+        self.state
+    }
+
+    /// Replies to the request being handled with a short message.
+    pub fn reply(&mut self, handler: u16, args: &[u64]) -> Result<(), AmError> {
+        self.reply_inner(handler, args, None)
+    }
+
+    /// Replies with bulk data (at most one bulk block).
+    pub fn reply_bulk(&mut self, handler: u16, args: &[u64], data: &[u8]) -> Result<(), AmError> {
+        self.reply_inner(handler, args, Some(data))
+    }
+
+    fn reply_inner(
+        &mut self,
+        handler: u16,
+        args: &[u64],
+        data: Option<&[u8]>,
+    ) -> Result<(), AmError> {
+        if !self.is_request {
+            return Err(AmError::BadReply {
+                why: "reply handlers cannot send (only request handlers reply)",
+            });
+        }
+        if self.replied {
+            return Err(AmError::BadReply {
+                why: "a request handler replies at most once",
+            });
+        }
+        check_user(handler, args, data, self.core)?;
+        Core::send(
+            self.core,
+            self.state,
+            self.src,
+            REPLIES,
+            handler,
+            args,
+            data,
+            Scope::Replies,
+        )?;
+        self.replied = true;
+        Ok(())
+    }
+}
+
+fn check_user<C: Claim, S>(
+    handler: u16,
+    args: &[u64],
+    data: Option<&[u8]>,
+    core: &Core<C, S>,
+) -> Result<(), AmError> {
+    if handler >= USER_HANDLERS {
+        return Err(AmError::HandlerOutOfRange {
+            id: handler,
+            limit: USER_HANDLERS,
+        });
+    }
+    if args.len() > MAX_ARGS {
+        return Err(AmError::TooManyArgs { given: args.len() });
+    }
+    if let Some(d) = data {
+        let max = core.own.config().bulk_bytes as usize;
+        if d.len() > max {
+            return Err(AmError::BulkTooLarge {
+                given: d.len(),
+                max,
+            });
+        }
+    }
+    Ok(())
+}
+
+impl<C: Claim, S> Endpoint<C, S> {
+    /// Creates this rank's endpoint in `job` and maps every other rank's
+    /// (waiting up to `job.timeout` for them to appear).
+    pub fn join(job: &Job, cfg: &Config, state: S) -> Result<Self, AmError> {
+        if job.size == 0 || job.size as usize > MAX_RANKS || job.rank >= job.size {
+            return Err(AmError::Config {
+                detail: format!(
+                    "rank {} of {} ranks (accepted: 1..={MAX_RANKS} ranks, rank < size)",
+                    job.rank, job.size
+                ),
+            });
+        }
+        let own =
+            Segment::create::<C>(&segment_name(&job.name, job.rank), cfg, job.rank, job.size)?;
+        let mut core = Core {
+            rank: job.rank,
+            size: job.size,
+            pid: std::process::id(),
+            own,
+            peers: Vec::with_capacity(job.size as usize),
+            handlers: vec![None; HANDLERS],
+            stats: Stats::default(),
+            stall: [Stall::default(); 2],
+            barrier_epoch: 0,
+            barrier_arrivals: vec![0; 64],
+            reduce_epoch: 0,
+            reduce: Reduce::default(),
+            unlinked: false,
+        };
+        for r in 0..job.size {
+            if r == job.rank {
+                core.peers.push(None);
+            } else {
+                let seg = Segment::open::<C>(&segment_name(&job.name, r), job.timeout)?;
+                if seg.config() != *cfg {
+                    return Err(AmError::Config {
+                        detail: format!(
+                            "rank {r} has queue sizes {:?}, rank {} has {cfg:?} (all ranks must agree)",
+                            seg.config(),
+                            job.rank
+                        ),
+                    });
+                }
+                core.peers.push(Some(seg));
+            }
+        }
+        Ok(Self { core, state })
+    }
+
+    /// This endpoint's rank.
+    pub fn rank(&self) -> u32 {
+        self.core.rank
+    }
+
+    /// Number of ranks in the job.
+    pub fn size(&self) -> u32 {
+        self.core.size
+    }
+
+    /// The handler state.
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+
+    /// The handler state, mutably.
+    pub fn state_mut(&mut self) -> &mut S {
+        &mut self.state
+    }
+
+    /// Counters, including the recovered packets of dead senders.
+    pub fn stats(&self) -> Stats {
+        self.core.stats
+    }
+
+    /// The queue sizes.
+    pub fn config(&self) -> Config {
+        self.core.own.config()
+    }
+
+    /// Registers `handler` under `id` (replacing any previous one).
+    pub fn register(&mut self, id: u16, handler: Handler<C, S>) -> Result<(), AmError> {
+        if id >= USER_HANDLERS {
+            return Err(AmError::HandlerOutOfRange {
+                id,
+                limit: USER_HANDLERS,
+            });
+        }
+        self.core.handlers[id as usize] = Some(handler);
+        Ok(())
+    }
+
+    /// Sends a short request to `dest`'s handler `handler`.
+    #[inline]
+    pub fn request(&mut self, dest: u32, handler: u16, args: &[u64]) -> Result<(), AmError> {
+        check_user(handler, args, None, &self.core)?;
+        Core::send(
+            &mut self.core,
+            &mut self.state,
+            dest,
+            REQUESTS,
+            handler,
+            args,
+            None,
+            Scope::Both,
+        )
+    }
+
+    /// Sends a request with bulk data (at most one bulk block).
+    #[inline]
+    pub fn request_bulk(
+        &mut self,
+        dest: u32,
+        handler: u16,
+        args: &[u64],
+        data: &[u8],
+    ) -> Result<(), AmError> {
+        check_user(handler, args, Some(data), &self.core)?;
+        Core::send(
+            &mut self.core,
+            &mut self.state,
+            dest,
+            REQUESTS,
+            handler,
+            args,
+            Some(data),
+            Scope::Both,
+        )
+    }
+
+    /// Delivers the messages waiting in both queues; returns how many.
+    #[inline]
+    pub fn poll(&mut self) -> Result<usize, AmError> {
+        Core::poll_queues(&mut self.core, &mut self.state, Scope::Both)
+    }
+
+    /// Polls until `done(state)` holds, backing off (and yielding the CPU)
+    /// while nothing arrives; fails if a peer dies or closes meanwhile.
+    pub fn poll_until(&mut self, mut done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
+        Core::poll_until(&mut self.core, &mut self.state, |_, s| done(s))
+    }
+
+    /// A barrier over all ranks, built on Active Messages (dissemination:
+    /// ceil(log2 size) rounds of one request each).
+    pub fn barrier(&mut self) -> Result<(), AmError> {
+        let core = &mut self.core;
+        let epoch = core.barrier_epoch;
+        core.barrier_epoch += 1;
+        let (rank, size) = (core.rank, core.size);
+        let mut round = 0usize;
+        let mut dist = 1u32;
+        while dist < size {
+            let to = (rank + dist) % size;
+            Core::send(
+                core,
+                &mut self.state,
+                to,
+                REQUESTS,
+                H_BARRIER,
+                &[round as u64],
+                None,
+                Scope::Both,
+            )?;
+            Core::poll_until(core, &mut self.state, |c, _| {
+                c.barrier_arrivals[round] > epoch
+            })?;
+            round += 1;
+            dist *= 2;
+        }
+        Ok(())
+    }
+
+    /// Combines `value` of every rank with `op`; every rank gets the result.
+    pub fn allreduce(&mut self, value: u64, op: ReduceOp) -> Result<u64, AmError> {
+        let core = &mut self.core;
+        let epoch = core.reduce_epoch;
+        core.reduce_epoch += 1;
+        let parity = (epoch % 2) as usize;
+        if core.size == 1 {
+            return Ok(value);
+        }
+        if core.rank == 0 {
+            let need = core.size - 1;
+            Core::poll_until(core, &mut self.state, |c, _| c.reduce.count[parity] >= need)?;
+            let mut result = value;
+            if core.reduce.count[parity] > 0 {
+                result = op.apply(result, core.reduce.acc[parity]);
+            }
+            core.reduce.acc[parity] = 0;
+            core.reduce.count[parity] = 0;
+            for r in 1..core.size {
+                Core::send(
+                    core,
+                    &mut self.state,
+                    r,
+                    REQUESTS,
+                    H_RESULT,
+                    &[result],
+                    None,
+                    Scope::Both,
+                )?;
+            }
+            Ok(result)
+        } else {
+            Core::send(
+                core,
+                &mut self.state,
+                0,
+                REQUESTS,
+                H_REDUCE,
+                &[op as u64, value, epoch],
+                None,
+                Scope::Both,
+            )?;
+            Core::poll_until(core, &mut self.state, |c, _| c.reduce.results > epoch)?;
+            Ok(core.reduce.result)
+        }
+    }
+
+    /// Barrier, then close: the usual end of an SPMD program (no rank
+    /// leaves while another may still send to it).
+    pub fn finish(mut self) -> Result<Stats, AmError> {
+        self.barrier()?;
+        let stats = self.core.stats;
+        drop(self);
+        Ok(stats)
+    }
+
+    /// Checks that every peer is alive and open.
+    pub fn check_peers(&self) -> Result<(), AmError> {
+        self.core.check_all_peers()
+    }
+}
+
+impl<C: Claim, S> Drop for Core<C, S> {
+    fn drop(&mut self) {
+        self.own.mark_closed();
+        if !self.unlinked {
+            self.unlinked = true;
+            // Best effort: a launcher's cleanup removes it otherwise.
+            let _ = crate::segment::unlink(self.own.name());
+        }
+    }
+}
+
+impl<C: Claim, S> Core<C, S> {
+    /// View of queue `which` of `rank` (own segment for our rank).
+    ///
+    /// The view's lifetime is unbounded: it must not outlive `self` (the
+    /// mappings are only dropped with `self`).
+    #[inline(always)]
+    fn queue<'x>(&self, rank: u32, which: usize) -> Result<Queue<'x, C::Tail>, AmError> {
+        let seg = match self.peers.get(rank as usize) {
+            Some(Some(s)) => s,
+            Some(None) => &self.own,
+            None => {
+                return Err(AmError::NoSuchRank {
+                    rank,
+                    size: self.size,
+                });
+            }
+        };
+        // SAFETY: every segment was created or validated for `C`; the views
+        // are used only while `self` (which owns the mappings) is alive.
+        Ok(unsafe { seg.queue::<C>(which) })
+    }
+
+    fn segment(&self, rank: u32) -> &Segment {
+        match self.peers.get(rank as usize) {
+            Some(Some(s)) => s,
+            _ => &self.own,
+        }
+    }
+
+    fn check_peer(&self, rank: u32) -> Result<(), AmError> {
+        if rank == self.rank {
+            return Ok(());
+        }
+        let seg = self.segment(rank);
+        if seg.is_closed() {
+            return Err(AmError::PeerClosed { rank });
+        }
+        let pid = seg.owner_pid();
+        if pid != self.pid && !pid_alive(pid) {
+            return Err(AmError::PeerDead { rank, pid });
+        }
+        Ok(())
+    }
+
+    fn check_all_peers(&self) -> Result<(), AmError> {
+        (0..self.size).try_for_each(|r| self.check_peer(r))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn send(
+        core: &mut Self,
+        state: &mut S,
+        dest: u32,
+        which: usize,
+        handler: u16,
+        args: &[u64],
+        data: Option<&[u8]>,
+        scope: Scope,
+    ) -> Result<(), AmError> {
+        let q = core.queue(dest, which)?;
+        let mut waits = 0u32;
+        let mut wait = || Core::wait_full(core, state, dest, scope, &mut waits);
+        let c = C::claim(&q, std::process::id(), data.is_some(), &mut wait)?;
+        let mut body = Body {
+            handler,
+            nargs: args.len() as u8,
+            reserved: 0,
+            src: core.rank,
+            bulk_len: 0,
+            bulk_slot: 0,
+            args: [0; MAX_ARGS],
+        };
+        body.args[..args.len()].copy_from_slice(args);
+        q.publish(&c, body, data);
+        core.stats.sent += 1;
+        Ok(())
+    }
+
+    /// One wait of a sender facing a full queue: poll, back off, and now
+    /// and then make sure the receiver still exists.
+    #[cold]
+    #[inline(never)]
+    fn wait_full(
+        core: &mut Self,
+        state: &mut S,
+        dest: u32,
+        scope: Scope,
+        waits: &mut u32,
+    ) -> Result<(), AmError> {
+        if *waits == 0 {
+            core.stats.full_waits += 1;
+        }
+        *waits = waits.wrapping_add(1);
+        Core::poll_queues(core, state, scope)?;
+        backoff(*waits);
+        if (*waits).is_multiple_of(PEER_CHECK) {
+            core.check_peer(dest)?;
+        }
+        Ok(())
+    }
+
+    fn poll_until(
+        core: &mut Self,
+        state: &mut S,
+        mut done: impl FnMut(&Self, &S) -> bool,
+    ) -> Result<(), AmError> {
+        let mut idle = 0u32;
+        let mut last_check = Instant::now();
+        loop {
+            if done(core, state) {
+                return Ok(());
+            }
+            if Core::poll_queues(core, state, Scope::Both)? > 0 {
+                idle = 0;
+                continue;
+            }
+            idle = idle.saturating_add(1);
+            backoff(idle);
+            if idle.is_multiple_of(64) && last_check.elapsed() >= Duration::from_millis(20) {
+                last_check = Instant::now();
+                core.check_all_peers()?;
+            }
+        }
+    }
+
+    #[inline]
+    fn poll_queues(core: &mut Self, state: &mut S, scope: Scope) -> Result<usize, AmError> {
+        let mut n = Core::poll_queue(core, state, REPLIES)?;
+        if scope == Scope::Both {
+            n += Core::poll_queue(core, state, REQUESTS)?;
+        }
+        Ok(n)
+    }
+
+    #[inline]
+    fn poll_queue(core: &mut Self, state: &mut S, which: usize) -> Result<usize, AmError> {
+        let q = core.queue(core.rank, which)?;
+        let len = q.packets.len() as u64;
+        let mut delivered = 0usize;
+        // At most one ring's worth per call, so a flood cannot starve the
+        // caller.
+        for _ in 0..len {
+            let (pos, w) = q.head();
+            let st = state_of(w);
+            if st != READY && st != READY_BULK {
+                if st == CLAIMED {
+                    core.stalled(&q, which, pos, w);
+                }
+                break;
+            }
+            let body = q.take(pos);
+            let mut bulk: &[u8] = &[];
+            let mut bulk_slot = None;
+            if st == READY_BULK {
+                let b = body.bulk_slot as usize;
+                if b < q.bulk.len() && body.bulk_len as usize <= q.bulk_bytes {
+                    // SAFETY: the block is in bounds and was filled before
+                    // the READY store we acquired; it stays untouched until
+                    // we free it after the handler (whose borrow cannot
+                    // escape the call).
+                    bulk = unsafe {
+                        core::slice::from_raw_parts(q.bulk_ptr(b), body.bulk_len as usize)
+                    };
+                    bulk_slot = Some(b);
+                }
+            }
+            let nargs = (body.nargs as usize).min(MAX_ARGS);
+            let result = Core::dispatch(core, state, which, &body, &body.args[..nargs], bulk);
+            q.free(pos, w, bulk_slot);
+            core.stats.delivered += 1;
+            q.head.delivered.store(
+                q.head.delivered.load(Ordering::Relaxed) + 1,
+                Ordering::Relaxed,
+            );
+            delivered += 1;
+            result?;
+        }
+        Ok(delivered)
+    }
+
+    #[inline]
+    fn dispatch(
+        core: &mut Self,
+        state: &mut S,
+        which: usize,
+        body: &Body,
+        args: &[u64],
+        bulk: &[u8],
+    ) -> Result<(), AmError> {
+        if body.handler >= USER_HANDLERS {
+            return core.internal(body.handler, args);
+        }
+        let Some(h) = core.handlers[body.handler as usize] else {
+            return Err(AmError::NoHandler {
+                id: body.handler,
+                src: body.src,
+            });
+        };
+        let msg = Msg {
+            src: body.src,
+            handler: body.handler,
+            args,
+            bulk,
+        };
+        let mut token = Token {
+            core,
+            state,
+            src: body.src,
+            is_request: which == REQUESTS,
+            replied: false,
+        };
+        h(&mut token, &msg)
+    }
+
+    fn internal(&mut self, id: u16, args: &[u64]) -> Result<(), AmError> {
+        match (id, args) {
+            (H_BARRIER, [round]) if (*round as usize) < self.barrier_arrivals.len() => {
+                self.barrier_arrivals[*round as usize] += 1;
+            }
+            (H_REDUCE, [op, value, epoch]) => {
+                let op = ReduceOp::from_word(*op).ok_or(AmError::BadReply {
+                    why: "unknown reduce op",
+                })?;
+                let p = (*epoch % 2) as usize;
+                self.reduce.acc[p] = if self.reduce.count[p] == 0 {
+                    *value
+                } else {
+                    op.apply(self.reduce.acc[p], *value)
+                };
+                self.reduce.count[p] += 1;
+            }
+            (H_RESULT, [value]) => {
+                self.reduce.result = *value;
+                self.reduce.results += 1;
+            }
+            _ => {
+                return Err(AmError::HandlerOutOfRange {
+                    id,
+                    limit: USER_HANDLERS,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The head packet is CLAIMED: after a while, recover it if its owner
+    /// has died.
+    #[inline]
+    fn stalled(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
+        let s = &mut self.stall[which];
+        if s.pos != pos || s.word != w {
+            *s = Stall {
+                pos,
+                word: w,
+                count: 0,
+            };
+            return;
+        }
+        s.count += 1;
+        if s.count.is_multiple_of(STALL_CHECK) {
+            self.recover(q, pos, w);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn recover(&mut self, q: &Queue<'_, C::Tail>, pos: u64, w: u64) {
+        let pid = pid_of(w);
+        if pid == 0 || pid == self.pid & 0x00ff_ffff || pid_alive(pid) {
+            return;
+        }
+        let len = q.packets.len() as u64;
+        let packet = &q.packets[(pos % len) as usize];
+        // AcqRel: the owner is dead, so nobody else writes the word; the
+        // CAS guards against misreading a word that changed meanwhile.
+        if packet
+            .state
+            .compare_exchange(
+                w,
+                word(lap_of(w).wrapping_add(1), 0, FREE),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return;
+        }
+        q.head.pos.store(pos + 1, Ordering::Relaxed);
+        self.stats.recovered_packets += 1;
+        q.head.recovered.store(
+            q.head.recovered.load(Ordering::Relaxed) + 1,
+            Ordering::Relaxed,
+        );
+        // Bulk blocks the dead sender claimed and no READY packet refers to.
+        let mut referenced = vec![false; q.bulk.len()];
+        for p in q.packets {
+            if state_of(p.state.load(Ordering::Acquire)) == READY_BULK {
+                // SAFETY: READY packets are not written until freed by us.
+                let b = unsafe { p.body.read() }.bulk_slot as usize;
+                if b < referenced.len() {
+                    referenced[b] = true;
+                }
+            }
+        }
+        for (b, slot) in q.bulk.iter().enumerate() {
+            let bw = slot.load(Ordering::Acquire);
+            if state_of(bw) == CLAIMED && pid_of(bw) == pid && !referenced[b] {
+                let free = word(lap_of(bw).wrapping_add(1), 0, FREE);
+                if slot
+                    .compare_exchange(bw, free, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    self.stats.recovered_bulk += 1;
+                    q.head.recovered_bulk.store(
+                        q.head.recovered_bulk.load(Ordering::Relaxed) + 1,
+                        Ordering::Relaxed,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Backoff of the `n`-th consecutive unsuccessful wait: exponential spins
+/// up to 1024 pause instructions, then yield the processor too (waiting
+/// threads may outnumber cores).
+#[inline]
+fn backoff(n: u32) {
+    let spins = 1u32 << n.min(10);
+    for _ in 0..spins {
+        crate::sync::spin_hint();
+    }
+    if n > 10 {
+        std::thread::yield_now();
+    }
+}

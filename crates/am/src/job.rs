@@ -1,0 +1,318 @@
+//! SPMD jobs: N ranks that find each other's endpoints by name.
+//!
+//! A job has a name (`<launcher pid>-<nonce>`); rank `r`'s segment is
+//! `/symmetry-am.<job>.<r>`. Ranks are processes started by [`spawn`] (the
+//! launcher behind `symmetry am spawn -n N APP`, which re-executes a
+//! program with the rank in its environment) or threads of one process
+//! started by [`run_threads`] (for tests: the segments and the protocol are
+//! the same; only dead-process detection needs processes).
+//!
+//! No segment outlives its job: an endpoint unlinks its name when it is
+//! dropped, the launcher unlinks whatever a crashed rank left, children
+//! die with their launcher (`PR_SET_PDEATHSIG`), and [`cleanup_stale`]
+//! removes the segments of jobs whose launcher is gone.
+
+use std::ffi::OsString;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use crate::error::AmError;
+use crate::segment::pid_alive;
+
+/// Environment variable holding the job name.
+pub const ENV_JOB: &str = "SYMMETRY_AM_JOB";
+/// Environment variable holding the rank.
+pub const ENV_RANK: &str = "SYMMETRY_AM_RANK";
+/// Environment variable holding the number of ranks.
+pub const ENV_SIZE: &str = "SYMMETRY_AM_SIZE";
+
+const SHM_DIR: &str = "/dev/shm";
+const PREFIX: &str = "symmetry-am.";
+
+/// One rank's view of its job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    /// Job name (part of every segment name).
+    pub name: String,
+    /// This rank.
+    pub rank: u32,
+    /// Number of ranks.
+    pub size: u32,
+    /// How long to wait for the other ranks' segments to appear.
+    pub timeout: Duration,
+}
+
+impl Job {
+    /// A fresh job name owned by this process (`<pid>-<nonce>`).
+    pub fn new_name() -> String {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        format!("{}-{:x}{:x}", std::process::id(), nanos & 0xffff_ffff, n)
+    }
+
+    /// The job described by the environment, if this process is a rank.
+    pub fn from_env() -> Result<Option<Job>, AmError> {
+        let Some(name) = std::env::var_os(ENV_JOB) else {
+            return Ok(None);
+        };
+        let name = name.into_string().map_err(|_| AmError::Config {
+            detail: format!("{ENV_JOB} is not UTF-8"),
+        })?;
+        if name.is_empty() || name.contains(['/', '.']) {
+            return Err(AmError::Config {
+                detail: format!(
+                    "{ENV_JOB}={name:?} (accepted: a non-empty name without '/' or '.')"
+                ),
+            });
+        }
+        let num = |var: &str| -> Result<u32, AmError> {
+            let v = std::env::var(var).map_err(|_| AmError::Config {
+                detail: format!("{ENV_JOB} is set but {var} is not"),
+            })?;
+            v.parse().map_err(|_| AmError::Config {
+                detail: format!("{var}={v:?} is not a number"),
+            })
+        };
+        let rank = num(ENV_RANK)?;
+        let size = num(ENV_SIZE)?;
+        if size == 0 || rank >= size || size as usize > crate::MAX_RANKS {
+            return Err(AmError::Config {
+                detail: format!(
+                    "rank {rank} of {size} (accepted: rank < size <= {})",
+                    crate::MAX_RANKS
+                ),
+            });
+        }
+        Ok(Some(Job {
+            name,
+            rank,
+            size,
+            timeout: Duration::from_secs(30),
+        }))
+    }
+}
+
+/// Runs `f` on `n` threads, each a rank of a fresh job; returns the ranks'
+/// results in rank order. Segments left by a rank that panicked or failed
+/// are removed before returning.
+pub fn run_threads<R, F>(n: u32, f: F) -> Vec<R>
+where
+    R: Send,
+    F: Fn(Job) -> R + Sync,
+{
+    let name = Job::new_name();
+    let out = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|rank| {
+                let job = Job {
+                    name: name.clone(),
+                    rank,
+                    size: n,
+                    timeout: Duration::from_secs(30),
+                };
+                let f = &f;
+                s.spawn(move || f(job))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    cleanup_job(&name);
+    out
+}
+
+/// How each rank of a spawned job ended.
+#[derive(Debug)]
+pub struct SpawnOutcome {
+    /// The job name.
+    pub job: String,
+    /// Exit status per rank.
+    pub statuses: Vec<ExitStatus>,
+    /// Segments the launcher had to remove (left by crashed ranks).
+    pub cleaned: usize,
+}
+
+impl SpawnOutcome {
+    /// Whether every rank exited with status 0.
+    pub fn success(&self) -> bool {
+        self.statuses.iter().all(ExitStatus::success)
+    }
+
+    /// A one-line description of the failed ranks.
+    pub fn failures(&self) -> String {
+        self.statuses
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.success())
+            .map(|(r, s)| match (s.code(), s.signal()) {
+                (Some(c), _) => format!("rank {r} exited with status {c}"),
+                (None, Some(sig)) => format!("rank {r} was killed by signal {sig}"),
+                _ => format!("rank {r} failed"),
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Starts `n` processes running `program args`, each with [`ENV_JOB`],
+/// [`ENV_RANK`] and [`ENV_SIZE`] set, and waits for them. When a rank
+/// fails (non-zero exit or a signal), the others are killed: an SPMD
+/// program cannot finish without all its ranks. Then the job's segments
+/// are removed, whatever state the ranks left them in.
+pub fn spawn(n: u32, program: &Path, args: &[OsString]) -> Result<SpawnOutcome, AmError> {
+    if n == 0 || n as usize > crate::MAX_RANKS {
+        return Err(AmError::Config {
+            detail: format!("-n {n} (accepted: 1..={})", crate::MAX_RANKS),
+        });
+    }
+    cleanup_stale();
+    let job = Job::new_name();
+    let mut children: Vec<Option<Child>> = Vec::new();
+    for rank in 0..n {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env(ENV_JOB, &job)
+            .env(ENV_RANK, rank.to_string())
+            .env(ENV_SIZE, n.to_string());
+        // SAFETY: prctl is async-signal-safe; it only sets this child's
+        // parent-death signal, so a killed launcher takes its ranks along.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+                Ok(())
+            });
+        }
+        match cmd.spawn() {
+            Ok(c) => children.push(Some(c)),
+            Err(e) => {
+                kill_all(&mut children);
+                cleanup_job(&job);
+                return Err(AmError::Io {
+                    what: format!("starting rank {rank}: {}", program.display()),
+                    source: e,
+                });
+            }
+        }
+    }
+    let mut statuses: Vec<Option<ExitStatus>> = vec![None; n as usize];
+    let mut failed = false;
+    while statuses.iter().any(Option::is_none) {
+        let mut progressed = false;
+        for (r, slot) in children.iter_mut().enumerate() {
+            if let Some(child) = slot {
+                match child.try_wait() {
+                    Ok(Some(st)) => {
+                        statuses[r] = Some(st);
+                        *slot = None;
+                        progressed = true;
+                        failed |= !st.success();
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        kill_all(&mut children);
+                        cleanup_job(&job);
+                        return Err(AmError::Io {
+                            what: format!("waiting for rank {r}"),
+                            source: e,
+                        });
+                    }
+                }
+            }
+        }
+        if failed {
+            for (r, slot) in children.iter_mut().enumerate() {
+                if let Some(child) = slot.take() {
+                    let _ = child_kill(child).map(|st| statuses[r] = Some(st));
+                }
+            }
+        }
+        if !progressed {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    let cleaned = cleanup_job(&job);
+    Ok(SpawnOutcome {
+        job,
+        statuses: statuses
+            .into_iter()
+            .map(|s| s.unwrap_or_else(|| ExitStatus::from_raw(1)))
+            .collect(),
+        cleaned,
+    })
+}
+
+fn child_kill(mut child: Child) -> std::io::Result<ExitStatus> {
+    let _ = child.kill();
+    child.wait()
+}
+
+fn kill_all(children: &mut [Option<Child>]) {
+    for c in children.iter_mut().filter_map(Option::take) {
+        let _ = child_kill(c);
+    }
+}
+
+/// Names (without the leading `/`) of the segments in `/dev/shm` that
+/// belong to this library.
+fn list_segments() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(SHM_DIR) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(PREFIX))
+        .collect()
+}
+
+/// Removes every segment of `job`; returns how many there were.
+pub fn cleanup_job(job: &str) -> usize {
+    let prefix = format!("{PREFIX}{job}.");
+    list_segments()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .filter(|n| crate::segment::unlink(&format!("/{n}")).is_ok())
+        .count()
+}
+
+/// Removes the segments of jobs whose launcher process has exited (left
+/// by a launcher that was killed); returns how many.
+pub fn cleanup_stale() -> usize {
+    list_segments()
+        .into_iter()
+        .filter(|n| {
+            let job = &n[PREFIX.len()..];
+            let pid = job.split('-').next().and_then(|p| p.parse::<u32>().ok());
+            pid.is_some_and(|p| !pid_alive(p))
+        })
+        .filter(|n| crate::segment::unlink(&format!("/{n}")).is_ok())
+        .count()
+}
+
+/// Segments of `job` that exist now (for tests and diagnostics).
+pub fn job_segments(job: &str) -> Vec<String> {
+    let prefix = format!("{PREFIX}{job}.");
+    list_segments()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
+
+/// Waits up to `timeout` for `pid` to be gone.
+pub fn wait_dead(pid: u32, timeout: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if !pid_alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    !pid_alive(pid)
+}

@@ -1,0 +1,305 @@
+//! The queue block (LC98 Fig. 1): what lives in a shared segment, and the
+//! handshake word of every packet and bulk block.
+//!
+//! A segment holds one [`SegHeader`] and two queues (requests, replies).
+//! A queue is, in order:
+//!
+//! | part | owner | contents |
+//! |---|---|---|
+//! | tail | senders | the claim algorithm's state (`C::Tail`: lock, tail counters) |
+//! | head | the receiver | [`HeadInfo`]: next position to deliver, counters |
+//! | packet ring | both | `packets` x [`Packet`], one per 128-byte line |
+//! | bulk states | both | `bulk_blocks` x [`BulkSlot`] |
+//! | bulk data | both | `bulk_blocks` x `bulk_bytes`, 128-byte aligned |
+//!
+//! Tail and head are on separate lines (LC98: tail information is touched
+//! only by senders, head information only by the recipient); packets are
+//! 128 bytes so no two share the pair of lines that x86's adjacent-line
+//! prefetcher moves together (the same reason crossbeam's `CachePadded` is
+//! 128 bytes there).
+//!
+//! # The handshake word
+//!
+//! Every packet and bulk block has one 64-bit word:
+//!
+//! ```text
+//!  63            32 31              8 7        0
+//! +----------------+-----------------+----------+
+//! |      lap       |   owner pid     |  state   |
+//! +----------------+-----------------+----------+
+//! ```
+//!
+//! `state` is FREE -> CLAIMED -> READY (or READY_BULK) -> FREE (LC98 §3).
+//! Senders move FREE -> CLAIMED (the claim algorithm) and CLAIMED -> READY
+//! (after filling the packet, with a Release store); the receiver moves
+//! READY -> FREE after the handler returns (Release store) and bumps `lap`.
+//! `lap` counts how many times the receiver has freed the slot: the `stamp`
+//! algorithm uses it to tell "free for my lap" from "not yet consumed from
+//! the previous lap"; the LC98 algorithms ignore it. `owner pid` is written
+//! by the claim so that a receiver facing a CLAIMED slot whose owner has
+//! died can recover it.
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{AtomicU64, Cell, Ordering};
+
+/// Free: the slot may be claimed.
+pub const FREE: u64 = 0;
+/// Claimed: one sender owns it and is filling it.
+pub const CLAIMED: u64 = 1;
+/// Ready: a short message waits for delivery.
+pub const READY: u64 = 2;
+/// Ready: a message with a bulk block waits for delivery.
+pub const READY_BULK: u64 = 3;
+
+/// Builds a handshake word.
+#[inline(always)]
+pub const fn word(lap: u32, pid: u32, state: u64) -> u64 {
+    ((lap as u64) << 32) | (((pid as u64) & 0x00ff_ffff) << 8) | state
+}
+/// The state field of a handshake word.
+#[inline(always)]
+pub const fn state_of(w: u64) -> u64 {
+    w & 0xff
+}
+/// The lap field of a handshake word.
+#[inline(always)]
+pub const fn lap_of(w: u64) -> u32 {
+    (w >> 32) as u32
+}
+/// The owner pid field of a handshake word (24 bits: Linux `pid_max` is at
+/// most 2^22).
+#[inline(always)]
+pub const fn pid_of(w: u64) -> u32 {
+    ((w >> 8) & 0x00ff_ffff) as u32
+}
+
+/// Maximum words of a short message (LC98: up to eight).
+pub const MAX_ARGS: usize = 8;
+
+/// What a sender writes between CLAIMED and READY.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Body {
+    /// Handler id at the receiver.
+    pub handler: u16,
+    /// Number of valid words in `args`.
+    pub nargs: u8,
+    /// Reserved, zero.
+    pub reserved: u8,
+    /// Sender's rank (replies go to its reply queue).
+    pub src: u32,
+    /// Bulk data length in bytes (READY_BULK only).
+    pub bulk_len: u32,
+    /// Bulk block index (READY_BULK only): LC98's "bulk index".
+    pub bulk_slot: u32,
+    /// The words.
+    pub args: [u64; MAX_ARGS],
+}
+
+/// One packet: the handshake word and the body, alone on 128 bytes.
+#[repr(C, align(128))]
+#[derive(Debug)]
+pub struct Packet {
+    /// Handshake word (see the module docs).
+    pub(crate) state: AtomicU64,
+    /// Written by the owner of a CLAIMED packet, read by the receiver of a
+    /// READY one; the state word's Release/Acquire pairs order the two.
+    pub(crate) body: Cell<Body>,
+}
+
+impl Packet {
+    pub(crate) fn new() -> Self {
+        Self {
+            state: AtomicU64::new(word(0, 0, FREE)),
+            body: Cell::new(Body::default()),
+        }
+    }
+}
+
+/// The handshake word of one bulk block (LC98's "claimed flag").
+pub type BulkSlot = CachePadded<AtomicU64>;
+
+/// The receiver's side of a queue.
+#[repr(C)]
+#[derive(Debug)]
+pub struct HeadInfo {
+    /// Next position to deliver (slot = `pos % packets`). Written only by
+    /// the receiving endpoint (an atomic so that the segment holds no plain
+    /// shared data; Relaxed everywhere).
+    pub(crate) pos: AtomicU64,
+    /// Messages delivered from this queue.
+    pub(crate) delivered: AtomicU64,
+    /// CLAIMED packets of dead senders recovered by the receiver.
+    pub(crate) recovered: AtomicU64,
+    /// Bulk blocks of dead senders recovered by the receiver.
+    pub(crate) recovered_bulk: AtomicU64,
+}
+
+impl HeadInfo {
+    pub(crate) fn new() -> Self {
+        Self {
+            pos: AtomicU64::new(0),
+            delivered: AtomicU64::new(0),
+            recovered: AtomicU64::new(0),
+            recovered_bulk: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A view of one queue: borrowed parts of a segment (or, under loom, of
+/// heap allocations). `C` is the claim algorithm whose tail state it has.
+#[derive(Debug)]
+pub struct Queue<'a, T> {
+    /// Sender-side state of the claim algorithm.
+    pub tail: &'a T,
+    /// Receiver-side state.
+    pub head: &'a HeadInfo,
+    /// The packet ring.
+    pub packets: &'a [Packet],
+    /// The bulk blocks' handshake words.
+    pub bulk: &'a [BulkSlot],
+    /// Start of the bulk data (`bulk.len() * bulk_bytes` bytes).
+    pub bulk_data: *mut u8,
+    /// Bytes per bulk block.
+    pub bulk_bytes: usize,
+}
+
+impl<T> Clone for Queue<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Queue<'_, T> {}
+
+impl<T> Queue<'_, T> {
+    /// Number of packets in the ring.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+
+    /// Whether the ring has no packets (never, for a valid queue).
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    /// Pointer to bulk block `i`.
+    #[inline(always)]
+    pub(crate) fn bulk_ptr(&self, i: usize) -> *mut u8 {
+        debug_assert!(i < self.bulk.len());
+        self.bulk_data.wrapping_add(i * self.bulk_bytes)
+    }
+
+    /// Sender, after a claim: copies the bulk data into the claimed block,
+    /// writes the body and marks the packet READY (or READY_BULK).
+    ///
+    /// `data` must fit a block and be given exactly when `c` has a block.
+    #[inline(always)]
+    pub(crate) fn publish(&self, c: &crate::claim::Claimed, mut body: Body, data: Option<&[u8]>) {
+        let mut ready = READY;
+        if let (Some(d), Some((b, _))) = (data, c.bulk) {
+            assert!(d.len() <= self.bulk_bytes);
+            // SAFETY: the block is ours (CLAIMED by us) until the receiver
+            // frees it after delivery, and `d` fits in it.
+            unsafe { core::ptr::copy_nonoverlapping(d.as_ptr(), self.bulk_ptr(b), d.len()) };
+            body.bulk_len = d.len() as u32;
+            body.bulk_slot = b as u32;
+            ready = READY_BULK;
+        }
+        let packet = &self.packets[c.slot];
+        // SAFETY: the packet is CLAIMED by us: nobody else reads or writes
+        // its body until our READY store below.
+        unsafe { packet.body.write(body) };
+        // Release: pairs with the receiver's Acquire load in `head`,
+        // publishing the body and the bulk data.
+        packet
+            .state
+            .store(word(lap_of(c.word), 0, ready), Ordering::Release);
+    }
+
+    /// Receiver: the head position and its handshake word.
+    #[inline(always)]
+    pub(crate) fn head(&self) -> (u64, u64) {
+        // Relaxed: only the receiver writes its head.
+        let pos = self.head.pos.load(Ordering::Relaxed);
+        let packet = &self.packets[(pos % self.packets.len() as u64) as usize];
+        // Acquire: pairs with the sender's Release store of READY in
+        // `publish`.
+        (pos, packet.state.load(Ordering::Acquire))
+    }
+
+    /// Receiver: takes the READY packet at `pos` (word `w` from [`Queue::head`]):
+    /// reads its body and advances the head. The packet stays READY (its
+    /// bulk block untouched) until [`Queue::free`].
+    #[inline(always)]
+    pub(crate) fn take(&self, pos: u64) -> Body {
+        let packet = &self.packets[(pos % self.packets.len() as u64) as usize];
+        // SAFETY: the packet is READY (the caller saw it with Acquire): its
+        // owner finished writing and nobody writes it until `free`.
+        let body = unsafe { packet.body.read() };
+        self.head.pos.store(pos + 1, Ordering::Relaxed);
+        body
+    }
+
+    /// Receiver: frees the packet taken at `pos` (word `w`) and its bulk
+    /// block, for the next lap.
+    #[inline(always)]
+    pub(crate) fn free(&self, pos: u64, w: u64, bulk: Option<usize>) {
+        if let Some(b) = bulk {
+            let bw = self.bulk[b].load(Ordering::Relaxed);
+            // Release: pairs with the claimer's Acquire; our reads of the
+            // block happen before its next writes.
+            self.bulk[b].store(word(lap_of(bw).wrapping_add(1), 0, FREE), Ordering::Release);
+        }
+        let packet = &self.packets[(pos % self.packets.len() as u64) as usize];
+        // Release: as above, for the packet body.
+        packet
+            .state
+            .store(word(lap_of(w).wrapping_add(1), 0, FREE), Ordering::Release);
+    }
+}
+
+/// Rounds `x` up to a multiple of `a` (a power of two).
+pub(crate) const fn align_up(x: usize, a: usize) -> usize {
+    (x + a - 1) & !(a - 1)
+}
+
+/// Byte offsets of a queue's parts, relative to the queue's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueLayout {
+    /// Offset of the head info.
+    pub head: usize,
+    /// Offset of the packet ring.
+    pub packets: usize,
+    /// Offset of the bulk states.
+    pub bulk: usize,
+    /// Offset of the bulk data.
+    pub data: usize,
+    /// Total bytes of the queue (a multiple of 4096).
+    pub bytes: usize,
+}
+
+impl QueueLayout {
+    /// The layout for a tail of `tail_bytes` and the given ring sizes.
+    pub const fn new(
+        tail_bytes: usize,
+        packets: usize,
+        bulk_blocks: usize,
+        bulk_bytes: usize,
+    ) -> Self {
+        let head = align_up(tail_bytes, 128);
+        let packets_off = align_up(head + core::mem::size_of::<CachePadded<HeadInfo>>(), 128);
+        let bulk = packets_off + packets * core::mem::size_of::<Packet>();
+        let data = align_up(bulk + bulk_blocks * core::mem::size_of::<BulkSlot>(), 128);
+        let bytes = align_up(data + bulk_blocks * bulk_bytes, 4096);
+        Self {
+            head,
+            packets: packets_off,
+            bulk,
+            data,
+            bytes,
+        }
+    }
+}

@@ -1,0 +1,509 @@
+//! Named shared-memory segments holding one endpoint's queue block.
+//!
+//! A segment is a POSIX shared-memory object (`shm_open`, so it shows up
+//! in `/dev/shm` and can be found by name from any process) mapped
+//! `MAP_SHARED`. Its first 4 KiB hold a [`SegHeader`]; the request queue
+//! and the reply queue follow (layout in [`crate::layout`]).
+//!
+//! Creation writes everything, then publishes the segment by storing the
+//! magic number last (Release); an opener waits for the magic (Acquire)
+//! and then checks version, sizes and algorithm, so a half-built, foreign
+//! or truncated segment is a clear error and never undefined behaviour.
+
+use std::ffi::CString;
+use std::time::{Duration, Instant};
+
+use crate::claim::Claim;
+use crate::error::AmError;
+use crate::layout::{BulkSlot, FREE, HeadInfo, Packet, Queue, QueueLayout, word};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
+/// First word of every endpoint segment once it is fully initialized.
+pub const MAGIC: u64 = 0x5359_4d41_4d51_424b; // "SYMAMQBK"
+/// Layout version; bump on any change of the shared structures.
+pub const VERSION: u32 = 1;
+/// Bytes reserved for the header.
+pub const HEADER_BYTES: usize = 4096;
+
+/// Sizes of an endpoint's queues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// Packets per queue (at least 2).
+    pub packets: u32,
+    /// Bulk blocks per queue (at least 1).
+    pub bulk_blocks: u32,
+    /// Bytes per bulk block (a multiple of 128, at least 128).
+    pub bulk_bytes: u32,
+}
+
+impl Default for Config {
+    /// LC98's proportions: a packet ring much longer than the bulk ring,
+    /// 8 KB bulk blocks (about 330 KB per endpoint with both queues).
+    fn default() -> Self {
+        Self {
+            packets: 256,
+            bulk_blocks: 16,
+            bulk_bytes: 8192,
+        }
+    }
+}
+
+impl Config {
+    /// Checks the sizes.
+    pub fn validate(&self) -> Result<(), AmError> {
+        if self.packets < 2 || self.packets > (1 << 20) {
+            return Err(AmError::Config {
+                detail: format!("packets = {} (accepted: 2..=1048576)", self.packets),
+            });
+        }
+        if self.bulk_blocks < 1 || self.bulk_blocks > (1 << 16) {
+            return Err(AmError::Config {
+                detail: format!("bulk_blocks = {} (accepted: 1..=65536)", self.bulk_blocks),
+            });
+        }
+        if self.bulk_bytes < 128
+            || !self.bulk_bytes.is_multiple_of(128)
+            || self.bulk_bytes > (1 << 24)
+        {
+            return Err(AmError::Config {
+                detail: format!(
+                    "bulk_bytes = {} (accepted: a multiple of 128 in 128..=16777216)",
+                    self.bulk_bytes
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The queue layout for claim algorithm `C`.
+    pub fn queue_layout<C: Claim>(&self) -> QueueLayout {
+        QueueLayout::new(
+            core::mem::size_of::<C::Tail>(),
+            self.packets as usize,
+            self.bulk_blocks as usize,
+            self.bulk_bytes as usize,
+        )
+    }
+
+    /// Total segment bytes for claim algorithm `C`.
+    pub fn segment_bytes<C: Claim>(&self) -> usize {
+        HEADER_BYTES + 2 * self.queue_layout::<C>().bytes
+    }
+}
+
+/// The header of a segment.
+#[repr(C)]
+#[derive(Debug)]
+pub struct SegHeader {
+    /// [`MAGIC`] once initialized (stored last, Release).
+    pub(crate) magic: AtomicU64,
+    /// [`VERSION`].
+    pub(crate) version: u32,
+    /// [`HEADER_BYTES`].
+    pub(crate) header_bytes: u32,
+    /// Total bytes of the segment.
+    pub(crate) total_bytes: u64,
+    /// Claim algorithm name, NUL-padded.
+    pub(crate) algorithm: [u8; 16],
+    /// The queue sizes.
+    pub(crate) packets: u32,
+    pub(crate) bulk_blocks: u32,
+    pub(crate) bulk_bytes: u32,
+    /// `size_of::<Packet>()` and `size_of::<C::Tail>()` of the creator.
+    pub(crate) packet_bytes: u32,
+    pub(crate) tail_bytes: u32,
+    /// Rank and job size of the owner.
+    pub(crate) rank: u32,
+    pub(crate) size: u32,
+    /// Pid of the receiving process.
+    pub(crate) owner_pid: AtomicU32,
+    /// Non-zero once the owner closed the endpoint.
+    pub(crate) closed: AtomicU32,
+}
+
+/// A mapping of a segment.
+#[derive(Debug)]
+pub struct Segment {
+    name: String,
+    base: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; all shared fields inside are
+// atomics or cells whose access the handshake protocol orders.
+unsafe impl Send for Segment {}
+
+fn c_name(name: &str) -> Result<CString, AmError> {
+    CString::new(name).map_err(|_| AmError::Config {
+        detail: format!("segment name {name:?} contains a NUL byte"),
+    })
+}
+
+/// The segment name of `rank` in `job`.
+pub fn segment_name(job: &str, rank: u32) -> String {
+    format!("/symmetry-am.{job}.{rank}")
+}
+
+/// Removes a segment name (its memory stays while mapped).
+pub fn unlink(name: &str) -> Result<(), AmError> {
+    let c = c_name(name)?;
+    // SAFETY: `c` is a valid C string.
+    if unsafe { libc::shm_unlink(c.as_ptr()) } != 0 {
+        return Err(AmError::io(format!("shm_unlink {name}")));
+    }
+    Ok(())
+}
+
+impl Segment {
+    /// Creates and initializes the segment `name` for algorithm `C`.
+    pub fn create<C: Claim>(
+        name: &str,
+        cfg: &Config,
+        rank: u32,
+        size: u32,
+    ) -> Result<Self, AmError> {
+        cfg.validate()?;
+        let c = c_name(name)?;
+        let len = cfg.segment_bytes::<C>();
+        // SAFETY: valid C string; the flags create a new object or fail.
+        let fd = unsafe {
+            libc::shm_open(
+                c.as_ptr(),
+                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+                0o600,
+            )
+        };
+        if fd < 0 {
+            return Err(AmError::io(format!("shm_open (create) {name}")));
+        }
+        let fail = |what: String| {
+            let e = AmError::io(what);
+            // SAFETY: `fd` is ours; the name was created by us.
+            unsafe {
+                libc::close(fd);
+                libc::shm_unlink(c.as_ptr());
+            }
+            e
+        };
+        // SAFETY: `fd` is a valid descriptor.
+        if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
+            return Err(fail(format!("ftruncate {name} to {len} bytes")));
+        }
+        let base = match map(fd, len) {
+            Some(b) => b,
+            None => return Err(fail(format!("mmap {name} ({len} bytes)"))),
+        };
+        // SAFETY: the mapping holds its own reference to the object.
+        unsafe { libc::close(fd) };
+        let seg = Segment {
+            name: name.to_string(),
+            base,
+            len,
+        };
+        // SAFETY: the fresh mapping is `len` bytes, page-aligned, zeroed,
+        // and nobody else has seen the magic yet, so nobody uses it.
+        unsafe { seg.init::<C>(cfg, rank, size) };
+        Ok(seg)
+    }
+
+    /// # Safety
+    ///
+    /// Exclusive access to a fresh mapping of `cfg.segment_bytes::<C>()`.
+    unsafe fn init<C: Claim>(&self, cfg: &Config, rank: u32, size: u32) {
+        let ql = cfg.queue_layout::<C>();
+        let h = self.base.cast::<SegHeader>();
+        let mut algorithm = [0u8; 16];
+        algorithm[..C::NAME.len()].copy_from_slice(C::NAME.as_bytes());
+        // SAFETY: the header fits in the first page; we have exclusive
+        // access (caller).
+        unsafe {
+            h.write(SegHeader {
+                magic: AtomicU64::new(0),
+                version: VERSION,
+                header_bytes: HEADER_BYTES as u32,
+                total_bytes: self.len as u64,
+                algorithm,
+                packets: cfg.packets,
+                bulk_blocks: cfg.bulk_blocks,
+                bulk_bytes: cfg.bulk_bytes,
+                packet_bytes: core::mem::size_of::<Packet>() as u32,
+                tail_bytes: core::mem::size_of::<C::Tail>() as u32,
+                rank,
+                size,
+                owner_pid: AtomicU32::new(std::process::id()),
+                closed: AtomicU32::new(0),
+            });
+        }
+        for q in 0..2 {
+            let start = self.base.wrapping_add(HEADER_BYTES + q * ql.bytes);
+            // SAFETY: every part lies inside the mapping (QueueLayout sums
+            // to `ql.bytes`), is suitably aligned (128-byte offsets in a
+            // page-aligned mapping), and is exclusively ours.
+            unsafe {
+                C::init(start.cast::<C::Tail>());
+                start.add(ql.head).cast::<HeadInfo>().write(HeadInfo::new());
+                let packets = start.add(ql.packets).cast::<Packet>();
+                for i in 0..cfg.packets as usize {
+                    packets.add(i).write(Packet::new());
+                }
+                let bulk = start.add(ql.bulk).cast::<BulkSlot>();
+                for i in 0..cfg.bulk_blocks as usize {
+                    bulk.add(i)
+                        .write(BulkSlot::new(AtomicU64::new(word(0, 0, FREE))));
+                }
+            }
+        }
+        // Release: publishes all the writes above to openers, whose Acquire
+        // load of the magic pairs with it.
+        self.header().magic.store(MAGIC, Ordering::Release);
+    }
+
+    /// Opens the existing segment `name` for algorithm `C`, waiting up to
+    /// `timeout` for it to exist and be initialized.
+    pub fn open<C: Claim>(name: &str, timeout: Duration) -> Result<Self, AmError> {
+        let c = c_name(name)?;
+        let start = Instant::now();
+        let mut pause = Duration::from_micros(50);
+        let fd = loop {
+            // SAFETY: valid C string.
+            let fd = unsafe { libc::shm_open(c.as_ptr(), libc::O_RDWR, 0) };
+            if fd >= 0 {
+                break fd;
+            }
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::ENOENT) {
+                return Err(AmError::Io {
+                    what: format!("shm_open {name}"),
+                    source: err,
+                });
+            }
+            if start.elapsed() >= timeout {
+                return Err(AmError::Timeout {
+                    what: format!("segment {name} to be created"),
+                });
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(10));
+        };
+        let len = loop {
+            // SAFETY: `st` is written by fstat.
+            let mut st: libc::stat = unsafe { core::mem::zeroed() };
+            // SAFETY: valid descriptor and out-pointer.
+            if unsafe { libc::fstat(fd, &mut st) } != 0 {
+                let e = AmError::io(format!("fstat {name}"));
+                // SAFETY: our descriptor.
+                unsafe { libc::close(fd) };
+                return Err(e);
+            }
+            let len = st.st_size as usize;
+            if len >= HEADER_BYTES {
+                break len;
+            }
+            // A creator between shm_open and ftruncate, or a truncated file.
+            if start.elapsed() >= timeout {
+                // SAFETY: our descriptor.
+                unsafe { libc::close(fd) };
+                return Err(AmError::BadSize {
+                    name: name.to_string(),
+                    detail: format!(
+                        "{len} bytes, smaller than the {HEADER_BYTES}-byte header (truncated or foreign)"
+                    ),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let base = map(fd, len);
+        // SAFETY: our descriptor; the mapping keeps the object alive.
+        unsafe { libc::close(fd) };
+        let base = base.ok_or_else(|| AmError::io(format!("mmap {name}")))?;
+        let seg = Segment {
+            name: name.to_string(),
+            base,
+            len,
+        };
+        seg.validate::<C>(start, timeout)?;
+        Ok(seg)
+    }
+
+    fn validate<C: Claim>(&self, start: Instant, timeout: Duration) -> Result<(), AmError> {
+        let name = self.name.clone();
+        let h = self.header();
+        loop {
+            // Acquire: pairs with the Release store of the magic in `init`.
+            let m = h.magic.load(Ordering::Acquire);
+            if m == MAGIC {
+                break;
+            }
+            if m != 0 || start.elapsed() >= timeout {
+                return Err(AmError::BadMagic { name, found: m });
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if h.version != VERSION {
+            return Err(AmError::BadVersion {
+                name,
+                found: h.version,
+                expected: VERSION,
+            });
+        }
+        let alg_len = h.algorithm.iter().position(|&b| b == 0).unwrap_or(16);
+        let found = String::from_utf8_lossy(&h.algorithm[..alg_len]).into_owned();
+        if found != C::NAME {
+            return Err(AmError::WrongAlgorithm {
+                name,
+                found,
+                expected: C::NAME,
+            });
+        }
+        let bad = |detail: String| AmError::BadSize {
+            name: self.name.clone(),
+            detail,
+        };
+        if h.total_bytes != self.len as u64 {
+            return Err(bad(format!(
+                "the header says {} bytes but the segment has {} (truncated or foreign)",
+                h.total_bytes, self.len
+            )));
+        }
+        if h.header_bytes as usize != HEADER_BYTES
+            || h.packet_bytes as usize != core::mem::size_of::<Packet>()
+            || h.tail_bytes as usize != core::mem::size_of::<C::Tail>()
+        {
+            return Err(bad(format!(
+                "structure sizes header/packet/tail {}/{}/{} differ from this build's {}/{}/{}",
+                h.header_bytes,
+                h.packet_bytes,
+                h.tail_bytes,
+                HEADER_BYTES,
+                core::mem::size_of::<Packet>(),
+                core::mem::size_of::<C::Tail>()
+            )));
+        }
+        let cfg = self.config();
+        cfg.validate()
+            .map_err(|e| bad(format!("invalid queue sizes in the header: {e}")))?;
+        if cfg.segment_bytes::<C>() != self.len {
+            return Err(bad(format!(
+                "queue sizes {cfg:?} need {} bytes, the segment has {}",
+                cfg.segment_bytes::<C>(),
+                self.len
+            )));
+        }
+        Ok(())
+    }
+
+    /// The segment's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The header.
+    pub fn header(&self) -> &SegHeader {
+        // SAFETY: the mapping is at least HEADER_BYTES and page-aligned.
+        unsafe { &*self.base.cast::<SegHeader>() }
+    }
+
+    /// The queue sizes recorded in the header.
+    pub fn config(&self) -> Config {
+        let h = self.header();
+        Config {
+            packets: h.packets,
+            bulk_blocks: h.bulk_blocks,
+            bulk_bytes: h.bulk_bytes,
+        }
+    }
+
+    /// Pid of the owning (receiving) process.
+    pub fn owner_pid(&self) -> u32 {
+        self.header().owner_pid.load(Ordering::Relaxed)
+    }
+
+    /// Whether the owner has closed the endpoint.
+    pub fn is_closed(&self) -> bool {
+        // Acquire: pairs with the Release store in `mark_closed`.
+        self.header().closed.load(Ordering::Acquire) != 0
+    }
+
+    /// Marks the endpoint closed (its senders get `PeerClosed`).
+    pub fn mark_closed(&self) {
+        // Release: everything the owner did happens before a sender's
+        // observation of the closed flag.
+        self.header().closed.store(1, Ordering::Release);
+    }
+
+    /// Queue `which` (0 requests, 1 replies) of a segment validated for `C`.
+    ///
+    /// # Safety
+    ///
+    /// The segment was created or validated for `C`, and the returned view
+    /// must not outlive the mapping (`'a` is chosen by the caller).
+    pub unsafe fn queue<'a, C: Claim>(&self, which: usize) -> Queue<'a, C::Tail> {
+        let cfg = self.config();
+        let ql = cfg.queue_layout::<C>();
+        let start = self.base.wrapping_add(HEADER_BYTES + which * ql.bytes);
+        // SAFETY: validated layout: every part is in bounds, aligned and
+        // initialized; the mapping outlives the view (caller).
+        unsafe {
+            Queue {
+                tail: &*start.cast::<C::Tail>(),
+                head: &*start.add(ql.head).cast::<HeadInfo>(),
+                packets: core::slice::from_raw_parts(
+                    start.add(ql.packets).cast::<Packet>(),
+                    cfg.packets as usize,
+                ),
+                bulk: core::slice::from_raw_parts(
+                    start.add(ql.bulk).cast::<BulkSlot>(),
+                    cfg.bulk_blocks as usize,
+                ),
+                bulk_data: start.add(ql.data),
+                bulk_bytes: cfg.bulk_bytes as usize,
+            }
+        }
+    }
+}
+
+fn map(fd: i32, len: usize) -> Option<*mut u8> {
+    // SAFETY: a fresh shared mapping of a valid descriptor; no existing
+    // memory is affected.
+    let p = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    (p != libc::MAP_FAILED).then_some(p.cast::<u8>())
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: we mapped exactly this range; views into it do not outlive
+        // the segment (the `queue` contract).
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// Whether process `pid` is alive (exists and is not a zombie).
+pub fn pid_alive(pid: u32) -> bool {
+    if pid == 0 {
+        return true;
+    }
+    // SAFETY: signal 0 only checks for existence and permission.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    if rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        return false;
+    }
+    // A killed child that its parent has not reaped yet still exists.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !matches!(
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next()),
+            Some("Z" | "X")
+        ),
+        Err(_) => rc == 0,
+    }
+}
