@@ -493,6 +493,19 @@ impl<C: Claim, S> Endpoint<C, S> {
         Ok(stats)
     }
 
+    /// Test hook: claims a request packet (and a bulk block if `bulk`) at
+    /// `dest` and leaves it CLAIMED, as a sender killed between its claim
+    /// and its READY store would. Crash tests call it in a child process
+    /// and then kill the child.
+    #[doc(hidden)]
+    pub fn debug_abandon_claim(&mut self, dest: u32, bulk: bool) -> Result<(), AmError> {
+        let q = self.core.queue(dest, REQUESTS)?;
+        let (core, state) = (&mut self.core, &mut self.state);
+        let mut waits = 0u32;
+        let mut wait = || Core::wait_full(core, state, dest, Scope::Both, &mut waits);
+        C::claim(&q, std::process::id(), bulk, &mut wait).map(|_| ())
+    }
+
     /// Checks that every peer is alive and open.
     pub fn check_peers(&self) -> Result<(), AmError> {
         self.core.check_all_peers()

@@ -13,6 +13,7 @@
 //! and `opt-known` see the workload's lock names) and over where its
 //! threads run ([`Exec`]: [`OsThreads`] or [`UserThreads`]).
 
+pub mod am_apps;
 pub mod exec;
 pub mod hanoi;
 pub mod regsim;
