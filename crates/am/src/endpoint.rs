@@ -645,6 +645,10 @@ impl<C: Claim, S> Core<C, S> {
             if idle.is_multiple_of(64) && last_check.elapsed() >= Duration::from_millis(20) {
                 last_check = Instant::now();
                 core.check_all_peers()?;
+                for which in [REQUESTS, REPLIES] {
+                    let q = core.queue(core.rank, which)?;
+                    core.sweep_dead_bulk(&q);
+                }
             }
         }
     }
@@ -817,7 +821,27 @@ impl<C: Claim, S> Core<C, S> {
             q.head.recovered.load(Ordering::Relaxed) + 1,
             Ordering::Relaxed,
         );
-        // Bulk blocks the dead sender claimed and no READY packet refers to.
+        self.sweep_dead_bulk(q);
+    }
+
+    /// Frees the bulk blocks that dead senders claimed and that no READY
+    /// packet refers to. A dead process never makes anything READY again,
+    /// so such a block can only be one it claimed before (or without)
+    /// claiming its packet; without this sweep, a sender killed between
+    /// its bulk claim and its packet claim would leak the block.
+    #[cold]
+    #[inline(never)]
+    fn sweep_dead_bulk(&mut self, q: &Queue<'_, C::Tail>) {
+        let own = self.pid & 0x00ff_ffff;
+        let claimed_by_dead =
+            |bw: u64| state_of(bw) == CLAIMED && pid_of(bw) != own && !pid_alive(pid_of(bw));
+        if !q
+            .bulk
+            .iter()
+            .any(|b| claimed_by_dead(b.load(Ordering::Relaxed)))
+        {
+            return;
+        }
         let mut referenced = vec![false; q.bulk.len()];
         for p in q.packets {
             if state_of(p.state.load(Ordering::Acquire)) == READY_BULK {
@@ -830,7 +854,7 @@ impl<C: Claim, S> Core<C, S> {
         }
         for (b, slot) in q.bulk.iter().enumerate() {
             let bw = slot.load(Ordering::Acquire);
-            if state_of(bw) == CLAIMED && pid_of(bw) == pid && !referenced[b] {
+            if !referenced[b] && claimed_by_dead(bw) {
                 let free = word(lap_of(bw).wrapping_add(1), 0, FREE);
                 if slot
                     .compare_exchange(bw, free, Ordering::AcqRel, Ordering::Relaxed)
