@@ -2,6 +2,7 @@
 //! and the report. The binary (`src/main.rs`) is a thin CLI over it.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod am_kernels;
 pub mod data;
 pub mod experiments;
 pub mod kernels;
