@@ -154,6 +154,12 @@ pub struct Core<C: Claim, S> {
     own: Segment,
     /// Mappings of the other ranks' segments (`None` at our own rank).
     peers: Vec<Option<Segment>>,
+    /// Views of every rank's two queues (own segment at our rank), made
+    /// once at join. They borrow the mappings in `own` and `peers`, which
+    /// live exactly as long as `self` and are never replaced, so the
+    /// `'static` is never observable outside `Core` (`queue` hands out
+    /// copies only to code that holds `&self` or `&mut self`).
+    views: Vec<[Queue<'static, C::Tail>; 2]>,
     handlers: Vec<Option<Handler<C, S>>>,
     stats: Stats,
     stall: [Stall; 2],
@@ -286,6 +292,7 @@ impl<C: Claim, S> Endpoint<C, S> {
             pid: std::process::id(),
             own,
             peers: Vec::with_capacity(job.size as usize),
+            views: Vec::with_capacity(job.size as usize),
             handlers: vec![None; HANDLERS],
             stats: Stats::default(),
             stall: [Stall::default(); 2],
@@ -311,6 +318,13 @@ impl<C: Claim, S> Endpoint<C, S> {
                 }
                 core.peers.push(Some(seg));
             }
+        }
+        for r in 0..job.size {
+            let seg = core.segment(r);
+            // SAFETY: every segment was created or validated for `C`; the
+            // views live in `core` with the mappings (see `views`).
+            let v = unsafe { [seg.queue::<C>(REQUESTS), seg.queue::<C>(REPLIES)] };
+            core.views.push(v);
         }
         Ok(Self { core, state })
     }
@@ -530,19 +544,13 @@ impl<C: Claim, S> Core<C, S> {
     /// mappings are only dropped with `self`).
     #[inline(always)]
     fn queue<'x>(&self, rank: u32, which: usize) -> Result<Queue<'x, C::Tail>, AmError> {
-        let seg = match self.peers.get(rank as usize) {
-            Some(Some(s)) => s,
-            Some(None) => &self.own,
-            None => {
-                return Err(AmError::NoSuchRank {
-                    rank,
-                    size: self.size,
-                });
-            }
-        };
-        // SAFETY: every segment was created or validated for `C`; the views
-        // are used only while `self` (which owns the mappings) is alive.
-        Ok(unsafe { seg.queue::<C>(which) })
+        match self.views.get(rank as usize) {
+            Some(v) => Ok(v[which]),
+            None => Err(AmError::NoSuchRank {
+                rank,
+                size: self.size,
+            }),
+        }
     }
 
     fn segment(&self, rank: u32) -> &Segment {
@@ -585,8 +593,9 @@ impl<C: Claim, S> Core<C, S> {
     ) -> Result<(), AmError> {
         let q = core.queue(dest, which)?;
         let mut waits = 0u32;
+        let pid = core.pid;
         let mut wait = || Core::wait_full(core, state, dest, scope, &mut waits);
-        let c = C::claim(&q, std::process::id(), data.is_some(), &mut wait)?;
+        let c = C::claim(&q, pid, data.is_some(), &mut wait)?;
         let mut body = Body {
             handler,
             nargs: args.len() as u8,

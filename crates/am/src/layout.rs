@@ -165,6 +165,14 @@ pub struct Queue<'a, T> {
     pub bulk_bytes: usize,
 }
 
+// SAFETY: a queue view only reaches shared memory through atomics, cells
+// whose accesses the handshake words order, and the bulk pointer, whose
+// blocks are owned by whoever holds them CLAIMED (or by the receiver while
+// READY); none of that depends on which thread holds the view.
+unsafe impl<T: Sync> Send for Queue<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for Queue<'_, T> {}
+
 impl<T> Clone for Queue<'_, T> {
     fn clone(&self) -> Self {
         *self

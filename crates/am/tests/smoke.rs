@@ -54,3 +54,10 @@ fn all_algorithms() {
     }
     symmetry_am::for_each_claim!(each);
 }
+
+#[test]
+fn endpoints_are_send() {
+    fn send<T: Send>() {}
+    send::<Endpoint<symmetry_am::claim::Stamp, St>>();
+    send::<Endpoint<symmetry_am::claim::PthreadClaim, St>>();
+}

@@ -30,7 +30,7 @@ use crate::sync::{AtomicU64, Ordering};
 /// `lock`/`unlock` must provide mutual exclusion across processes mapping
 /// the same memory, with Acquire semantics on `lock` and Release on
 /// `unlock`.
-pub unsafe trait ShmLock: Send + Sync + 'static {
+pub unsafe trait ShmLock: Send + Sync + core::fmt::Debug + 'static {
     /// Registry name of the claim algorithm built on it.
     const NAME: &'static str;
     /// What `lock` hands to `unlock`.

@@ -62,7 +62,7 @@ pub trait Claim: Sized + Send + Sync + 'static {
     const NAME: &'static str;
     /// The senders' state of one queue, in shared memory: `#[repr(C)]`,
     /// pointer-free, valid in every process that maps it.
-    type Tail: Send + Sync;
+    type Tail: Send + Sync + core::fmt::Debug;
 
     /// Initializes a tail in place.
     ///
