@@ -9,7 +9,7 @@
 //! * [`job`]: SPMD jobs of processes ([`job::spawn`]) or threads
 //!   ([`job::run_threads`]).
 //!
-//! ```no_run
+//! ```
 //! use symmetry_am::{Config, Endpoint, Job, Msg, Token, claim::Stamp, job};
 //!
 //! fn ping(t: &mut Token<'_, Stamp, u64>, m: &Msg<'_>) -> Result<(), symmetry_am::AmError> {
@@ -43,6 +43,9 @@ pub mod error;
 #[cfg(not(loom))]
 pub mod job;
 pub mod layout;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod model;
 #[cfg(not(loom))]
 pub mod segment;
 mod sync;
