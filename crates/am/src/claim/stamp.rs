@@ -89,9 +89,14 @@ where
             match tail.compare_exchange_weak(p, p + 1, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => {
                     let c = word(lap, pid, CLAIMED);
-                    // Relaxed: only the owner writes the slot until READY;
-                    // the pid is for the receiver's dead-sender recovery.
-                    state.store(c, Ordering::Relaxed);
+                    // Release: pairs with the Acquire load above in a
+                    // sender that still holds the old tail `p`: once it
+                    // sees CLAIMED, our tail CAS happens before its next
+                    // tail load, which therefore returns at least `p + 1`.
+                    // With Relaxed, the C11 model lets that sender re-read
+                    // the stale `p` forever (loom finds the livelock).
+                    // The pid is for the receiver's dead-sender recovery.
+                    state.store(c, Ordering::Release);
                     return Ok((slot, c));
                 }
                 Err(now) => p = now,
@@ -101,7 +106,9 @@ where
             full(wait)?;
             p = tail.load(Ordering::Relaxed);
         } else {
-            // Another sender took `p`.
+            // Another sender took `p`: the tail is past it, and this load
+            // sees that (the Release store of CLAIMED, or the later Release
+            // stores of READY and FREE, orders the tail CAS before it).
             p = tail.load(Ordering::Relaxed);
         }
     }

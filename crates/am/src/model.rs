@@ -1,0 +1,245 @@
+//! Heap-allocated queues for the loom model checks (`cfg(loom)` only).
+//!
+//! Under loom there are no segments: a [`ModelQueue`] holds the parts of one
+//! queue (LC98 Fig. 1) in ordinary allocations (the claim algorithm's tail,
+//! built by `C::init`; the [`HeadInfo`]; the packet ring; the bulk
+//! handshake words and the bulk data) and hands out the same
+//! [`Queue`] view that an endpoint gets from its segment. [`send`] and
+//! [`recv`] are the endpoint's protocol, step for step, on that view:
+//!
+//! * `send` = `C::claim` (bulk block first, then packet; `wait` while full),
+//!   then [`Queue::publish`] (copy the bulk data, write the body, Release
+//!   store of READY / READY_BULK): what `Endpoint::request` does;
+//! * `recv` = [`Queue::head`] (Acquire load of the head packet's word), a
+//!   READY / READY_BULK check, [`Queue::take`] (read the body, advance the
+//!   head), the handler with the bulk block's bytes, then [`Queue::free`]
+//!   (Release stores of FREE for the next lap): one iteration of the
+//!   endpoint's `poll_queue`.
+//!
+//! Nothing of the protocol is written twice: these functions only call the
+//! `pub(crate)` methods of [`crate::layout`] and the claim algorithm that
+//! the endpoint calls.
+//!
+//! The packet bodies live in the crate's `sync::Cell`, which under loom is
+//! a `loom::cell::UnsafeCell`, so loom reports any body access that the
+//! handshake does not order. The bulk data is raw bytes that loom cannot
+//! see; to check its hand-over too, every bulk block has a *shadow* loom
+//! cell that [`send`] writes where `publish` copies the data (after the
+//! claim, before the READY store) and [`recv`] reads where the handler
+//! reads the data (after `take`, before `free`). The shadow holds a
+//! checksum of the bytes, which `recv` compares with what it read.
+
+use core::cell::UnsafeCell;
+use core::mem::MaybeUninit;
+
+use crate::claim::{Claim, Claimed};
+use crate::error::AmError;
+use crate::layout::{
+    Body, BulkSlot, FREE, HeadInfo, Packet, Queue, READY, READY_BULK, state_of, word,
+};
+use crate::sync::{AtomicU64, Ordering};
+
+/// One queue on the heap, for claim algorithm `C`.
+pub struct ModelQueue<C: Claim> {
+    /// The senders' state, initialized in place by `C::init` (as in a
+    /// segment) and dropped with the queue.
+    tail: Box<MaybeUninit<C::Tail>>,
+    head: HeadInfo,
+    packets: Vec<Packet>,
+    bulk: Vec<BulkSlot>,
+    /// `bulk.len() * bulk_bytes` bytes of bulk data, written through the
+    /// view's raw pointer (hence the `UnsafeCell`s).
+    data: Box<[UnsafeCell<u8>]>,
+    bulk_bytes: usize,
+    /// One loom-checked cell per bulk block (module docs).
+    shadow: Vec<loom::cell::UnsafeCell<u64>>,
+}
+
+// SAFETY: the tail, head, packets and bulk words are `Sync` (atomics and
+// loom cells); the bulk bytes are only touched through `Queue` views by
+// whoever owns the block under the handshake protocol, and the shadow
+// cells at the same points (loom checks those accesses).
+unsafe impl<C: Claim> Sync for ModelQueue<C> {}
+// SAFETY: nothing in it is tied to a thread.
+unsafe impl<C: Claim> Send for ModelQueue<C> {}
+
+impl<C: Claim> core::fmt::Debug for ModelQueue<C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ModelQueue")
+            .field("algorithm", &C::NAME)
+            .field("packets", &self.packets.len())
+            .field("bulk_blocks", &self.bulk.len())
+            .field("bulk_bytes", &self.bulk_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Claim> ModelQueue<C> {
+    /// A fresh queue of `packets` packets and `bulk_blocks` blocks of
+    /// `bulk_bytes` bytes, every handshake word FREE for lap 0. Sizes the
+    /// endpoint's `Config` would reject (one packet, tiny blocks) are fine
+    /// here: the protocol does not depend on them. Call it inside a loom
+    /// model (the atomics and cells are loom's).
+    pub fn new(packets: usize, bulk_blocks: usize, bulk_bytes: usize) -> Self {
+        assert!(packets >= 1, "a queue needs a packet");
+        let mut tail = Box::new(MaybeUninit::<C::Tail>::uninit());
+        // SAFETY: a fresh, aligned allocation that nobody else uses.
+        unsafe { C::init(tail.as_mut_ptr()) };
+        Self {
+            tail,
+            head: HeadInfo::new(),
+            packets: (0..packets).map(|_| Packet::new()).collect(),
+            bulk: (0..bulk_blocks)
+                .map(|_| BulkSlot::new(AtomicU64::new(word(0, 0, FREE))))
+                .collect(),
+            data: (0..bulk_blocks * bulk_bytes)
+                .map(|_| UnsafeCell::new(0))
+                .collect(),
+            bulk_bytes,
+            shadow: (0..bulk_blocks)
+                .map(|_| loom::cell::UnsafeCell::new(0))
+                .collect(),
+        }
+    }
+
+    /// The view that [`send`], [`recv`] and the claim algorithms work on.
+    pub fn queue(&self) -> Queue<'_, C::Tail> {
+        Queue {
+            // SAFETY: initialized by `C::init` in `new`.
+            tail: unsafe { self.tail.assume_init_ref() },
+            head: &self.head,
+            packets: &self.packets,
+            bulk: &self.bulk,
+            // The cells make the bytes writable through a pointer derived
+            // from a shared reference.
+            bulk_data: UnsafeCell::raw_get(self.data.as_ptr()),
+            bulk_bytes: self.bulk_bytes,
+        }
+    }
+
+    /// Position of the next message to deliver (messages delivered so far).
+    pub fn delivered(&self) -> u64 {
+        self.head.pos.load(Ordering::Relaxed)
+    }
+
+    /// Whether every packet and bulk block is FREE (nothing claimed or
+    /// waiting). Meaningful once every sender has been joined.
+    pub fn is_quiescent(&self) -> bool {
+        // Acquire: pairs with the last Release store of each word (the
+        // joined senders' are ordered by the join anyway).
+        self.packets
+            .iter()
+            .map(|p| &p.state)
+            .chain(self.bulk.iter().map(|b| &**b))
+            .all(|w| state_of(w.load(Ordering::Acquire)) == FREE)
+    }
+
+    /// Sends one message (with bulk `data` if given) from sender `pid`:
+    /// the endpoint's send, plus the shadow write of the bulk block.
+    pub fn send<W>(
+        &self,
+        pid: u32,
+        body: Body,
+        data: Option<&[u8]>,
+        wait: &mut W,
+    ) -> Result<Claimed, AmError>
+    where
+        W: FnMut() -> Result<(), AmError>,
+    {
+        send::<C, W>(&self.queue(), pid, body, data, wait, |c| {
+            if let (Some(d), Some((b, _))) = (data, c.bulk) {
+                // The block is ours from the claim until the receiver frees
+                // it: loom checks that no other access races this one.
+                self.shadow[b].with_mut(|p| {
+                    // SAFETY: loom's cell hands out the pointer for this
+                    // access only.
+                    unsafe { *p = checksum(d) }
+                });
+            }
+        })
+    }
+
+    /// Delivers the head message, if READY, to `handler` (body and bulk
+    /// bytes), then frees it; `None` when the head is not READY. Panics if
+    /// the bulk bytes differ from what the sender wrote.
+    pub fn recv<R>(&self, handler: impl FnOnce(&Body, &[u8]) -> R) -> Option<R> {
+        recv(&self.queue(), |body, bulk, slot| {
+            if let Some(b) = slot {
+                // After `take`, before `free`: where the handler reads the
+                // block.
+                // SAFETY: loom's cell hands out the pointer for this access
+                // only.
+                let sum = self.shadow[b].with(|p| unsafe { *p });
+                assert_eq!(sum, checksum(bulk), "bulk block {b} arrived damaged");
+            }
+            handler(body, bulk)
+        })
+    }
+}
+
+impl<C: Claim> Drop for ModelQueue<C> {
+    fn drop(&mut self) {
+        // SAFETY: initialized in `new`, dropped once.
+        unsafe { self.tail.assume_init_drop() };
+    }
+}
+
+/// FNV-1a of the bytes, with the length.
+fn checksum(d: &[u8]) -> u64 {
+    d.iter()
+        .fold(0xcbf2_9ce4_8422_2325 ^ d.len() as u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
+/// The endpoint's send on `q`: `C::claim` (calling `wait` while the queue
+/// is full), `before_publish` (a hook for instrumentation, at the point
+/// where the claim is owned but nothing is written yet), then
+/// [`Queue::publish`].
+pub fn send<C: Claim, W>(
+    q: &Queue<'_, C::Tail>,
+    pid: u32,
+    body: Body,
+    data: Option<&[u8]>,
+    wait: &mut W,
+    before_publish: impl FnOnce(&Claimed),
+) -> Result<Claimed, AmError>
+where
+    W: FnMut() -> Result<(), AmError>,
+{
+    let c = C::claim(q, pid, data.is_some(), wait)?;
+    before_publish(&c);
+    q.publish(&c, body, data);
+    Ok(c)
+}
+
+/// One step of the endpoint's poll on `q`: if the head packet is READY (or
+/// READY_BULK), take it, run `handler` with its body, its bulk bytes and
+/// its bulk block index, free packet and block, and return the handler's
+/// result; otherwise `None`.
+pub fn recv<T, R>(
+    q: &Queue<'_, T>,
+    handler: impl FnOnce(&Body, &[u8], Option<usize>) -> R,
+) -> Option<R> {
+    let (pos, w) = q.head();
+    let st = state_of(w);
+    if st != READY && st != READY_BULK {
+        return None;
+    }
+    let body = q.take(pos);
+    let mut bulk: &[u8] = &[];
+    let mut bulk_slot = None;
+    if st == READY_BULK {
+        let b = body.bulk_slot as usize;
+        if b < q.bulk.len() && body.bulk_len as usize <= q.bulk_bytes {
+            // SAFETY: as in the endpoint's poll: the block is in bounds and
+            // was filled before the READY store we acquired; it stays
+            // untouched until we free it below.
+            bulk = unsafe { core::slice::from_raw_parts(q.bulk_ptr(b), body.bulk_len as usize) };
+            bulk_slot = Some(b);
+        }
+    }
+    let r = handler(&body, bulk, bulk_slot);
+    q.free(pos, w, bulk_slot);
+    Some(r)
+}
