@@ -6,11 +6,13 @@
 #[cfg(not(loom))]
 pub(crate) use core::sync::atomic::{AtomicU32, AtomicU64};
 #[cfg(loom)]
+#[allow(unused_imports)] // AtomicU32 is used by the segment header only
 pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64};
 
 pub(crate) use core::sync::atomic::Ordering;
 
 /// One iteration of a busy-wait loop (a model-checker yield under loom).
+#[cfg_attr(loom, allow(dead_code))] // used by the endpoint's backoff only
 #[inline(always)]
 pub(crate) fn spin_hint() {
     #[cfg(not(loom))]

@@ -1,0 +1,496 @@
+//! Process tests of `symmetry-am` (SPEC §2.3, "Beyond LC98"; §4 "a dead
+//! peer"): ranks are real processes running the `am-selftest` binary.
+//!
+//! * every claim algorithm under the SPMD launcher: an all-to-all exchange
+//!   on tiny queues, every message checked and counted once, with and
+//!   without bulk data, and no segment left behind;
+//! * a sender killed while holding a CLAIMED packet (and bulk block) does
+//!   not wedge the receiver: the receiver recovers the slot, counts it,
+//!   and delivers everything sent after it;
+//! * a receiver that died (or closed its endpoint) turns into
+//!   `PeerDead` / `PeerClosed` at its senders instead of a hang;
+//! * a rank crashing under the launcher fails the job, the other ranks
+//!   are killed and the job's segments removed;
+//! * `cleanup_stale` removes the segments of dead launchers only.
+//!
+//! The tests synchronize with the children through lines on their stdout
+//! and stdin (`claimed`, `joined`, `go`, `done`), never through sleeps; the
+//! deadlines below are hang guards only.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use symmetry_am::{AmError, Claim, Config, Endpoint, Job, Msg, Token, claim::NAMES, job};
+
+const SELFTEST: &str = env!("CARGO_BIN_EXE_am-selftest");
+
+/// The queue sizes of `am-selftest` (a test that is a rank must agree).
+const CFG: Config = Config {
+    packets: 4,
+    bulk_blocks: 2,
+    bulk_bytes: 1024,
+};
+
+/// Hang guard for anything that waits on another process.
+const GUARD: Duration = Duration::from_secs(60);
+
+/// Requests per source and destination in the launcher exchange.
+const EXCHANGE_N: &str = "600";
+
+/// Requests the surviving sender sends after a sender died holding a claim
+/// (several times the ring, so that it has to wait for the recovery).
+const K: u64 = 24;
+
+/// A child rank running `am-selftest`, killed if the test fails.
+struct Kid {
+    what: String,
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl Kid {
+    fn start(job: &Job, rank: u32, args: &[&str]) -> Kid {
+        let mut cmd = Command::new(SELFTEST);
+        cmd.args(args)
+            .env(job::ENV_JOB, &job.name)
+            .env(job::ENV_RANK, rank.to_string())
+            .env(job::ENV_SIZE, job.size.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        // SAFETY: prctl is async-signal-safe and only sets the child's
+        // parent-death signal, so a test killed midway takes its ranks along.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+                Ok(())
+            });
+        }
+        let what = format!("rank {rank} (am-selftest {})", args.join(" "));
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {what}: {e}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stdin = child.stdin.take();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Kid {
+            what,
+            child: Some(child),
+            stdin,
+            lines,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running child").id()
+    }
+
+    /// Waits for the child to print `want` (hang guard: [`GUARD`]).
+    fn expect(&mut self, want: &str) {
+        loop {
+            match self.lines.recv_timeout(GUARD) {
+                Ok(line) if line == want => return,
+                Ok(_) => continue,
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("{}: no {want:?} line within {GUARD:?}", self.what)
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let st = self.child.take().map(|mut c| c.wait());
+                    panic!(
+                        "{} closed its stdout before printing {want:?} (status {st:?})",
+                        self.what
+                    )
+                }
+            }
+        }
+    }
+
+    fn say(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("piped stdin");
+        writeln!(stdin, "{line}")
+            .and_then(|()| stdin.flush())
+            .unwrap_or_else(|e| panic!("writing to {}: {e}", self.what));
+    }
+
+    /// SIGKILLs the child and reaps it.
+    fn kill(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("running child");
+        child.kill().expect("kill");
+        child.wait().expect("wait")
+    }
+
+    /// Waits for the child to exit by itself (hang guard: [`GUARD`]).
+    fn wait(&mut self) -> ExitStatus {
+        let child = self.child.as_mut().expect("running child");
+        let start = Instant::now();
+        loop {
+            if let Some(st) = child.try_wait().expect("try_wait") {
+                self.child = None;
+                return st;
+            }
+            if start.elapsed() > GUARD {
+                let _ = child.kill();
+                panic!("{} did not exit within {GUARD:?}", self.what);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Kid {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A job in which this test process is rank 0.
+fn own_job(size: u32) -> Job {
+    Job {
+        name: Job::new_name(),
+        rank: 0,
+        size,
+        timeout: GUARD,
+    }
+}
+
+/// Removes what the killed ranks left and checks that nothing remains.
+fn assert_cleaned(job: &str) {
+    job::cleanup_job(job);
+    let left = job::job_segments(job);
+    assert!(left.is_empty(), "segments left: {left:?}");
+}
+
+// ---------------------------------------------------------------------------
+// a. every algorithm under the launcher
+
+fn exchange(bulk: bool) {
+    for &alg in NAMES {
+        let mut args = vec!["exchange".into(), alg.into(), EXCHANGE_N.into()];
+        if bulk {
+            args.push("--bulk".into());
+        }
+        let start = Instant::now();
+        let out = job::spawn(3, Path::new(SELFTEST), &args).expect("spawn");
+        eprintln!(
+            "exchange {alg}{}: {:?}",
+            if bulk { " --bulk" } else { "" },
+            start.elapsed()
+        );
+        assert!(
+            out.success(),
+            "exchange {alg} (bulk: {bulk}) failed: {}",
+            out.failures()
+        );
+        assert_eq!(out.cleaned, 0, "{alg}: a clean run leaves no segment");
+        let left = job::job_segments(&out.job);
+        assert!(left.is_empty(), "{alg}: segments left: {left:?}");
+    }
+}
+
+#[test]
+fn exchange_every_algorithm() {
+    exchange(false);
+}
+
+#[test]
+fn exchange_every_algorithm_bulk() {
+    exchange(true);
+}
+
+// ---------------------------------------------------------------------------
+// b. a sender dies holding a CLAIMED packet
+
+#[derive(Debug)]
+struct Count {
+    bulk: bool,
+    got: u64,
+    seen: Vec<bool>,
+    errors: Vec<String>,
+}
+
+fn count<C: Claim>(t: &mut Token<'_, C, Count>, m: &Msg<'_>) -> Result<(), AmError> {
+    let st = t.state();
+    let seq = m.args.first().copied().unwrap_or(u64::MAX);
+    if m.src != 2 || m.args.len() != 1 || seq >= K {
+        st.errors
+            .push(format!("unexpected message {m:?} (only rank 2 sends)"));
+        return Ok(());
+    }
+    let bulk_ok = if st.bulk {
+        (1..=CFG.bulk_bytes as usize).contains(&m.bulk.len())
+    } else {
+        m.bulk.is_empty()
+    };
+    if !bulk_ok {
+        st.errors
+            .push(format!("#{seq}: {} bulk bytes", m.bulk.len()));
+    }
+    if std::mem::replace(&mut st.seen[seq as usize], true) {
+        st.errors.push(format!("#{seq} delivered twice"));
+    }
+    st.got += 1;
+    Ok(())
+}
+
+fn dead_sender<C: Claim>(bulk: bool) {
+    eprintln!("dead sender: {} (bulk: {bulk})", C::NAME);
+    let job = own_job(3);
+    let flag = |v: &mut Vec<&str>| {
+        if bulk {
+            v.push("--bulk");
+        }
+    };
+    let mut a = vec!["hold-claim", C::NAME, "0"];
+    flag(&mut a);
+    let mut holder = Kid::start(&job, 1, &a);
+    let k = K.to_string();
+    let mut a = vec!["send", C::NAME, "0", k.as_str(), "--go"];
+    flag(&mut a);
+    let mut sender = Kid::start(&job, 2, &a);
+    let state = Count {
+        bulk,
+        got: 0,
+        seen: vec![false; K as usize],
+        errors: Vec::new(),
+    };
+    let mut ep = Endpoint::<C, Count>::join(&job, &CFG, state).expect("join");
+    ep.register(0, count::<C>).unwrap();
+
+    // Rank 1 holds the packet at the head of our request queue; kill it.
+    holder.expect("claimed");
+    sender.expect("joined");
+    let st = holder.kill();
+    assert_eq!(st.signal(), Some(libc::SIGKILL), "holder: {st:?}");
+
+    // Rank 2's K messages queue up behind the dead claim (and wait for it
+    // on the full ring): all of them arrive once it is recovered.
+    sender.say("go");
+    let start = Instant::now();
+    while ep.state().got < K {
+        // The recovery needs a few thousand polls that find the dead
+        // claim at the head: poll in bursts, yield between them.
+        for _ in 0..256 {
+            ep.poll().expect("poll");
+        }
+        assert!(
+            start.elapsed() < GUARD,
+            "{}: {} of {K} delivered in {GUARD:?}; stats {:?}",
+            C::NAME,
+            ep.state().got,
+            ep.stats()
+        );
+        std::thread::yield_now();
+    }
+    sender.expect("done");
+    let st = sender.wait();
+    assert!(st.success(), "sender: {st:?}");
+
+    let stats = ep.stats();
+    assert_eq!(stats.recovered_packets, 1, "{}: {stats:?}", C::NAME);
+    assert_eq!(
+        stats.recovered_bulk,
+        u64::from(bulk),
+        "{}: {stats:?}",
+        C::NAME
+    );
+    assert_eq!(stats.delivered, K, "{}: {stats:?}", C::NAME);
+    let s = ep.state();
+    assert!(s.errors.is_empty(), "{}: {:?}", C::NAME, s.errors);
+    assert!(s.seen.iter().all(|&x| x), "{}", C::NAME);
+    drop(ep);
+    assert_cleaned(&job.name);
+}
+
+#[test]
+fn dead_sender_holding_a_claim_is_recovered() {
+    macro_rules! each {
+        ($($name:literal => $ty:ty;)*) => {$( dead_sender::<$ty>(false); )*};
+    }
+    symmetry_am::for_each_claim!(each);
+}
+
+#[test]
+fn dead_sender_holding_a_bulk_claim_is_recovered() {
+    macro_rules! each {
+        ($($name:literal => $ty:ty;)*) => {$( dead_sender::<$ty>(true); )*};
+    }
+    symmetry_am::for_each_claim!(each);
+}
+
+// ---------------------------------------------------------------------------
+// c. a dead or closed receiver
+
+#[derive(Debug, Default)]
+struct Replies {
+    replies: u64,
+}
+
+/// Sends short requests to `dest` until one fails; returns how many
+/// succeeded and the error. A receiver that never polls takes exactly one
+/// ring of them.
+fn send_until_error<C: Claim>(ep: &mut Endpoint<C, Replies>, dest: u32) -> (u64, AmError) {
+    let limit = u64::from(CFG.packets) + 8;
+    for i in 0..=limit {
+        if let Err(e) = ep.request(dest, 0, &[i]) {
+            return (i, e);
+        }
+    }
+    panic!(
+        "{}: {} requests to a receiver that is gone all succeeded",
+        C::NAME,
+        limit + 1
+    );
+}
+
+fn dead_receiver<C: Claim>() {
+    eprintln!("dead receiver: {}", C::NAME);
+    let job = own_job(2);
+    let mut kid = Kid::start(&job, 1, &["idle", C::NAME]);
+    let mut ep = Endpoint::<C, Replies>::join(&job, &CFG, Replies::default()).expect("join");
+    kid.expect("joined");
+    let pid = kid.pid();
+    let st = kid.kill();
+    assert_eq!(st.signal(), Some(libc::SIGKILL));
+
+    let is_dead = |e: &AmError| matches!(e, AmError::PeerDead { rank: 1, pid: p } if *p == pid);
+    let (ok, err) = send_until_error(&mut ep, 1);
+    assert!(is_dead(&err), "{}: {err:?}", C::NAME);
+    assert_eq!(
+        ok,
+        u64::from(CFG.packets),
+        "{}: one ring of requests fits, then PeerDead",
+        C::NAME
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.contains("rank 1") && msg.contains(&pid.to_string()),
+        "{msg}"
+    );
+    let err = ep.request_bulk(1, 0, &[1], &[7; 100]).unwrap_err();
+    assert!(is_dead(&err), "{}: bulk: {err:?}", C::NAME);
+    // Waiting for a reply that cannot come.
+    let err = ep.poll_until(|s| s.replies > 0).unwrap_err();
+    assert!(is_dead(&err), "{}: poll_until: {err:?}", C::NAME);
+    let err = ep.check_peers().unwrap_err();
+    assert!(is_dead(&err), "{}: check_peers: {err:?}", C::NAME);
+    drop(ep);
+    assert_cleaned(&job.name);
+}
+
+#[test]
+fn dead_receiver_is_an_error_at_the_sender() {
+    macro_rules! each {
+        ($($name:literal => $ty:ty;)*) => {$( dead_receiver::<$ty>(); )*};
+    }
+    symmetry_am::for_each_claim!(each);
+}
+
+fn closed_receiver<C: Claim>() {
+    let phase = std::sync::Barrier::new(2);
+    let out = job::run_threads(2, |job| {
+        let mut ep = Endpoint::<C, Replies>::join(&job, &CFG, Replies::default()).expect("join");
+        phase.wait(); // both joined
+        if job.rank == 1 {
+            drop(ep);
+            phase.wait(); // closed
+            return None;
+        }
+        phase.wait();
+        let (ok, err) = send_until_error(&mut ep, 1);
+        assert!(
+            matches!(err, AmError::PeerClosed { rank: 1 }),
+            "{}: {err:?}",
+            C::NAME
+        );
+        assert_eq!(ok, u64::from(CFG.packets), "{}", C::NAME);
+        let err2 = ep.poll_until(|s| s.replies > 0).unwrap_err();
+        assert!(
+            matches!(err2, AmError::PeerClosed { rank: 1 }),
+            "{}: {err2:?}",
+            C::NAME
+        );
+        Some(err.to_string())
+    });
+    let msg = out[0].as_deref().unwrap();
+    assert!(msg.contains("rank 1") && msg.contains("closed"), "{msg}");
+}
+
+#[test]
+fn closed_receiver_is_an_error_at_the_sender() {
+    macro_rules! each {
+        ($($name:literal => $ty:ty;)*) => {$( closed_receiver::<$ty>(); )*};
+    }
+    symmetry_am::for_each_claim!(each);
+}
+
+// ---------------------------------------------------------------------------
+// d. a crash under the launcher
+
+#[test]
+fn crash_under_the_launcher_fails_the_job() {
+    for alg in ["stamp", "lock-free", "pthread"] {
+        let args = ["abort-after-join".into(), alg.into()];
+        let out = job::spawn(3, Path::new(SELFTEST), &args).expect("spawn");
+        assert!(!out.success(), "{alg}: {out:?}");
+        let f = out.failures();
+        assert!(
+            f.contains(&format!("rank 1 was killed by signal {}", libc::SIGABRT)),
+            "{alg}: {f}"
+        );
+        assert_eq!(out.statuses[1].signal(), Some(libc::SIGABRT), "{alg}");
+        // Ranks 0 and 2 sleep forever after joining: only the launcher
+        // can have ended them.
+        for r in [0, 2] {
+            assert_eq!(
+                out.statuses[r].signal(),
+                Some(libc::SIGKILL),
+                "{alg}: rank {r}: {:?}",
+                out.statuses[r]
+            );
+        }
+        let left = job::job_segments(&out.job);
+        assert!(left.is_empty(), "{alg}: segments left: {left:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// e. stale segments
+
+#[test]
+fn cleanup_stale_removes_only_dead_jobs() {
+    let mut c = Command::new("true").spawn().expect("spawn true");
+    let dead_pid = c.id();
+    c.wait().expect("wait");
+    assert!(!Path::new(&format!("/proc/{dead_pid}")).exists());
+    let dead = format!("/dev/shm/symmetry-am.{dead_pid}-x.0");
+    let live = format!(
+        "/dev/shm/symmetry-am.{}-stale{:x}.0",
+        std::process::id(),
+        dead_pid
+    );
+    std::fs::write(&dead, b"left by a killed launcher").unwrap();
+    std::fs::write(&live, b"a live job").unwrap();
+    job::cleanup_stale();
+    let dead_left = Path::new(&dead).exists();
+    let live_left = Path::new(&live).exists();
+    let _ = std::fs::remove_file(&dead);
+    let _ = std::fs::remove_file(&live);
+    assert!(!dead_left, "{dead} of dead pid {dead_pid} was not removed");
+    assert!(live_left, "{live} of a live job was removed");
+}
