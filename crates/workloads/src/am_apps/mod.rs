@@ -1,12 +1,32 @@
 //! LC98 §4.3's Split-C applications on symmetry-am: bulk-synchronous
 //! phases separated by barriers built on Active Messages.
 //!
-//! TODO(helper): fill in; the API below is fixed (the bench and the CLI
-//! call it).
+//! Every rank of a job calls [`run_rank`] with the same application and
+//! size; it builds its part of the input (from a seed, so every rank and
+//! every verifier agree without communicating), joins an endpoint with
+//! [`symmetry_am::Config::default`], runs the timed phases, verifies its
+//! part of the result (untimed) and closes with `finish`.
+//!
+//! | app | module | LC98 | communication |
+//! |---|---|---|---|
+//! | [`App::Fft`] | [`fft`] | 3-D FFT, 256^3 | bulk transposes, all-to-all as P-1 one-to-one phases |
+//! | [`App::ConComm`] | [`con`] | CON, 3-D lattice, 25% edges | fine-grained label updates, many rounds |
+//! | [`App::ConComp`] | [`con`] | CON, 2-D lattice, 40% edges | few cut edges, mostly local union-find |
+//! | [`App::Sample`] | [`sample`] | SAMPLE, 32-bit keys | fine-grained all-to-all key scatter |
+//!
+//! Inputs at [`Size::Full`] are LC98 Table 3's, scaled to about 1-4 s per
+//! application at two ranks on a 2-core machine; each run reports its
+//! parameters in [`AppOut::params`]. Each module's docs give the
+//! algorithm, the input and the checks.
 
 use std::time::Duration;
 
 use symmetry_am::{AmError, Claim, Job};
+
+mod common;
+pub mod con;
+pub mod fft;
+pub mod sample;
 
 /// The applications of LC98 Table 3/4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +89,15 @@ pub struct AppOut {
 }
 
 /// Runs `app` as rank `job.rank` of `job` with claim algorithm `C`.
+///
+/// Errors: a job size the input cannot be divided by (the FFT needs `P`
+/// to divide `n`), and any failure of the message layer (a dead or
+/// closed peer, a malformed message).
 pub fn run_rank<C: Claim>(app: App, size: Size, job: &Job) -> Result<AppOut, AmError> {
-    let _ = (app, size, job);
-    todo!("helper")
+    match app {
+        App::Fft => fft::run::<C>(&fft::FftCfg::of(size), job),
+        App::ConComm => con::run::<C>(&con::ConCfg::comm(size), job),
+        App::ConComp => con::run::<C>(&con::ConCfg::comp(size), job),
+        App::Sample => sample::run::<C>(&sample::SampleCfg::of(size), job),
+    }
 }
