@@ -76,6 +76,10 @@ enum Command {
         #[arg(long, default_value_t = 10)]
         top: usize,
     },
+    /// Shared-memory Active Messages jobs: `am spawn -n N APP` starts N processes that run one of
+    /// LC98's applications; `am list`, `am clean`.
+    #[command(subcommand)]
+    Am(symmetry_bench::am_cli::AmCommand),
     /// Rebuild OUT/REPORT.md and OUT/REPORT.html from the CSV files already in OUT.
     Report {
         /// Directory holding the CSV files and machine.json.
@@ -253,6 +257,8 @@ fn build_report(out: &Path) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // `am-apps` may re-execute this binary as `symmetry am rank ...`.
+    symmetry_bench::am_cli::mark_harness_binary();
     // Record the process's CPU set before any measurement pins a thread.
     let _ = symmetry_bench::kernels::allowed_cpus();
     let result = match cli.command {
@@ -366,6 +372,7 @@ fn main() -> ExitCode {
                 })
         }
         Command::Report { out } => build_report(&out),
+        Command::Am(cmd) => return symmetry_bench::am_cli::main(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

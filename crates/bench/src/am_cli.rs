@@ -1,0 +1,607 @@
+//! `symmetry am ...`: the SPMD launcher of the shared-memory Active
+//! Messages applications (SPEC §2.3; LC98 §4.3).
+//!
+//! - `symmetry am spawn -n N APP [--algo NAME] [--size quick|full]` starts
+//!   N processes (re-executions of this binary as `symmetry am rank APP
+//!   ...`, the rank in their environment, see [`symmetry_am::job::spawn`])
+//!   that find each other's endpoints by the job name, run one of the
+//!   Split-C applications of `symmetry_workloads::am_apps` with the chosen
+//!   claim algorithm, and report. Each rank prints one line; the launcher,
+//!   which sees every rank's result and exit status, prints the summary
+//!   (elapsed time, whether every rank's part verified, the parameters) and
+//!   exits non-zero if a rank failed or did not verify. Rank 0 alone could
+//!   not say "verified on all ranks" without more messages after the
+//!   measured run.
+//! - `symmetry am list`: the applications and the claim algorithms.
+//! - `symmetry am clean`: removes the segments of jobs whose launcher is
+//!   gone ([`symmetry_am::job::cleanup_stale`]).
+//! - `symmetry am rank APP ...` (hidden): the body of one rank; refuses to
+//!   run outside a job started by `am spawn`.
+//!
+//! Ranks hand their results to the launcher through a private directory
+//! (`--result-dir`): one small JSON file per rank (see [`encode`]). The
+//! `am-apps` experiment uses the same path ([`spawn_app`]), so its numbers
+//! come from separate processes, as LC98's did.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+use symmetry_am::{Job, MAX_RANKS, claim, job};
+use symmetry_workloads::am_apps::{self, App, AppOut, Size};
+
+/// Exit status of `am rank` and `am spawn` for argument and environment
+/// errors (clap's own convention).
+const EXIT_USAGE: u8 = 2;
+/// Exit status of `am rank` when its result did not verify and no launcher
+/// collects the result.
+const EXIT_NOT_VERIFIED: u8 = 3;
+
+/// The `symmetry am` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum AmCommand {
+    /// Start an SPMD job: N processes (re-executions of this binary) that find each other's endpoints
+    /// and run one application with one claim algorithm.
+    Spawn(SpawnArgs),
+    /// List the applications and the claim algorithms.
+    List,
+    /// Remove the shared-memory segments of jobs whose launcher is gone.
+    Clean,
+    /// One rank of a job started by `symmetry am spawn` (internal).
+    #[command(hide = true)]
+    Rank(RankArgs),
+}
+
+/// The application and how to run it (shared by `spawn` and `rank`).
+#[derive(Args, Debug, Clone)]
+pub struct AppArgs {
+    /// The application: fft, con-comm, con-comp or sample (LC98 Table 3).
+    #[arg(value_parser = parse_app)]
+    pub app: App,
+    /// Claim algorithm (see `symmetry am list`).
+    #[arg(long, default_value = "lock-free", value_parser = parse_algo)]
+    pub algo: &'static str,
+    /// Problem size: quick (tests, `--quick`) or full.
+    #[arg(long, default_value = "full", value_parser = parse_size)]
+    pub size: Size,
+}
+
+/// `symmetry am spawn`.
+#[derive(Args, Debug, Clone)]
+pub struct SpawnArgs {
+    /// Number of processes (ranks), 1..=64 (default: the cores, 2 to 8).
+    #[arg(short = 'n', long = "ranks", value_parser = parse_ranks, default_value_t = default_ranks())]
+    pub ranks: u32,
+    #[command(flatten)]
+    pub app: AppArgs,
+}
+
+/// `symmetry am rank` (internal).
+#[derive(Args, Debug, Clone)]
+pub struct RankArgs {
+    #[command(flatten)]
+    pub app: AppArgs,
+    /// Directory where this rank writes its result (`rank-R.json`) for the launcher.
+    #[arg(long, hide = true)]
+    pub result_dir: Option<PathBuf>,
+    /// Do not print the rank's line (the launcher reports).
+    #[arg(long, hide = true)]
+    pub quiet: bool,
+}
+
+/// Parses an application name, listing the accepted ones on error.
+pub fn parse_app(s: &str) -> Result<App, String> {
+    App::from_name(s).ok_or_else(|| {
+        format!(
+            "unknown application `{s}`; accepted: {}",
+            App::ALL.map(App::name).join(", ")
+        )
+    })
+}
+
+/// Parses a claim algorithm name (a name of `symmetry_am::claim::NAMES`).
+pub fn parse_algo(s: &str) -> Result<&'static str, String> {
+    claim::NAMES
+        .iter()
+        .copied()
+        .find(|n| *n == s)
+        .ok_or_else(|| {
+            format!(
+                "unknown claim algorithm `{s}`; accepted: {}",
+                claim::NAMES.join(", ")
+            )
+        })
+}
+
+/// Parses `quick` or `full`.
+pub fn parse_size(s: &str) -> Result<Size, String> {
+    match s {
+        "quick" => Ok(Size::Quick),
+        "full" => Ok(Size::Full),
+        _ => Err(format!("unknown size `{s}`; accepted: quick, full")),
+    }
+}
+
+/// The name [`parse_size`] accepts for `size`.
+pub fn size_name(size: Size) -> &'static str {
+    match size {
+        Size::Quick => "quick",
+        Size::Full => "full",
+    }
+}
+
+/// Parses a rank count: 1..=[`MAX_RANKS`].
+pub fn parse_ranks(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n >= 1 && n as usize <= MAX_RANKS => Ok(n),
+        Ok(n) => Err(format!(
+            "{n} ranks is out of range; accepted: 1 to {MAX_RANKS} processes"
+        )),
+        Err(_) => Err(format!(
+            "`{s}` is not a number of ranks; accepted: 1 to {MAX_RANKS}"
+        )),
+    }
+}
+
+/// The default job size: this machine's cores, at least 2 (so there is
+/// communication) and at most 8 (LC98's processors).
+pub fn default_ranks() -> u32 {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    cores.clamp(2, 8) as u32
+}
+
+macro_rules! claim_dispatch {
+    ($($name:literal => $ty:ty;)*) => {
+        /// Runs `app` as rank `job.rank` with the claim algorithm named
+        /// `algo` (monomorphized per algorithm through
+        /// `symmetry_am::for_each_claim!`).
+        pub fn run_named(algo: &str, app: App, size: Size, job: &Job) -> Result<AppOut, String> {
+            let out = match algo {
+                $($name => am_apps::run_rank::<$ty>(app, size, job),)*
+                _ => return Err(parse_algo(algo).err().unwrap_or_default()),
+            };
+            out.map_err(|e| e.to_string())
+        }
+    };
+}
+symmetry_am::for_each_claim!(claim_dispatch);
+
+/// The file in which rank `rank` leaves its result in `dir`.
+pub fn result_file(dir: &Path, rank: u32) -> PathBuf {
+    dir.join(format!("rank-{rank}.json"))
+}
+
+/// One rank's result as a line of JSON.
+pub fn encode(rank: u32, ranks: u32, algo: &str, app: App, out: &AppOut) -> String {
+    // Pairs, not an object: the order of the parameters is kept (it is the
+    // order of the CSV columns).
+    let params: Vec<[&str; 2]> = out.params.iter().map(|(k, v)| [k.as_str(), v]).collect();
+    json!({
+        "rank": rank,
+        "ranks": ranks,
+        "app": app.name(),
+        "algo": algo,
+        "elapsed_ns": out.elapsed.as_nanos() as u64,
+        "verified": out.verified,
+        // As a string: JSON numbers lose u64 precision in many readers.
+        "checksum": format!("{:#018x}", out.checksum),
+        "messages": out.messages,
+        "bulk_bytes": out.bulk_bytes,
+        "params": params,
+    })
+    .to_string()
+}
+
+/// Reads a line written by [`encode`]: the rank and its result.
+pub fn decode(line: &str) -> Result<(u32, AppOut), String> {
+    let v: Value = serde_json::from_str(line.trim()).map_err(|e| format!("bad result: {e}"))?;
+    let u = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_u64)
+            .ok_or_else(|| format!("result lacks the number `{k}`"))
+    };
+    let checksum = v
+        .get("checksum")
+        .and_then(Value::as_str)
+        .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+        .ok_or("result lacks a hex `checksum`")?;
+    let params = v
+        .get("params")
+        .and_then(Value::as_array)
+        .ok_or("result lacks `params`")?
+        .iter()
+        .map(|pair| match pair.as_array().map(Vec::as_slice) {
+            Some([Value::String(k), Value::String(x)]) => Ok((k.clone(), x.clone())),
+            _ => Err(format!("bad parameter {pair} (expected [key, value])")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((
+        u32::try_from(u("rank")?).map_err(|_| "rank out of range")?,
+        AppOut {
+            elapsed: Duration::from_nanos(u("elapsed_ns")?),
+            verified: v
+                .get("verified")
+                .and_then(Value::as_bool)
+                .ok_or("result lacks `verified`")?,
+            checksum,
+            messages: u("messages")?,
+            bulk_bytes: u("bulk_bytes")?,
+            params,
+        },
+    ))
+}
+
+/// What the ranks of one job measured, combined.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSummary {
+    /// The slowest rank's elapsed time (they agree up to barrier skew).
+    pub elapsed: Duration,
+    /// Whether every rank's part verified.
+    pub verified: bool,
+    /// Ranks whose part did not verify.
+    pub unverified: Vec<u32>,
+    /// Rank 0's checksum.
+    pub checksum: u64,
+    /// Messages sent, all ranks.
+    pub messages: u64,
+    /// Bulk bytes sent, all ranks.
+    pub bulk_bytes: u64,
+    /// Rank 0's input parameters.
+    pub params: Vec<(String, String)>,
+    /// Number of ranks.
+    pub ranks: u32,
+}
+
+/// Combines the results of ranks `0..outs.len()` (in rank order).
+pub fn summarize(outs: &[AppOut]) -> JobSummary {
+    JobSummary {
+        elapsed: outs.iter().map(|o| o.elapsed).max().unwrap_or_default(),
+        verified: !outs.is_empty() && outs.iter().all(|o| o.verified),
+        unverified: (0..)
+            .zip(outs)
+            .filter(|(_, o)| !o.verified)
+            .map(|(r, _)| r)
+            .collect(),
+        checksum: outs.first().map_or(0, |o| o.checksum),
+        messages: outs.iter().map(|o| o.messages).sum(),
+        bulk_bytes: outs.iter().map(|o| o.bulk_bytes).sum(),
+        params: outs.first().map(|o| o.params.clone()).unwrap_or_default(),
+        ranks: outs.len() as u32,
+    }
+}
+
+/// `key=value` pairs joined by spaces.
+fn params_text(params: &[(String, String)]) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Set by the `symmetry` binary's `main`: this process's executable has
+/// the `am rank` subcommand.
+static HARNESS_BINARY: AtomicBool = AtomicBool::new(false);
+
+/// Declares that this process is the `symmetry` binary, whose executable
+/// can be re-executed as `symmetry am rank ...` (called first thing by its
+/// `main`; a test binary or another program linking this library never
+/// calls it).
+pub fn mark_harness_binary() {
+    HARNESS_BINARY.store(true, Ordering::Relaxed);
+}
+
+/// The path of this process's executable if it is the `symmetry` harness
+/// (see [`mark_harness_binary`]), else `None`: ranks then run as threads.
+pub fn symmetry_exe() -> Option<PathBuf> {
+    if !HARNESS_BINARY.load(Ordering::Relaxed) {
+        return None;
+    }
+    std::env::current_exe().ok()
+}
+
+/// A fresh private directory for the ranks' result files.
+fn scratch_dir() -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("symmetry-am-{}", Job::new_name()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("cannot create result directory {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Runs `app` with `algo` as a job of `n` processes of `exe` (a
+/// `symmetry` binary) and collects every rank's result. Fails, naming the
+/// failed ranks, if a rank exited non-zero or left no result; the job's
+/// segments are removed in every case.
+pub fn spawn_app(
+    exe: &Path,
+    n: u32,
+    app: App,
+    algo: &str,
+    size: Size,
+    quiet: bool,
+) -> Result<Vec<AppOut>, String> {
+    let dir = scratch_dir()?;
+    let mut args: Vec<OsString> = ["am", "rank", app.name(), "--algo", algo, "--size"]
+        .iter()
+        .map(OsString::from)
+        .collect();
+    args.push(size_name(size).into());
+    args.push("--result-dir".into());
+    args.push(dir.clone().into_os_string());
+    if quiet {
+        args.push("--quiet".into());
+    }
+    let result = job::spawn(n, exe, &args)
+        .map_err(|e| format!("cannot run the job: {e}"))
+        .and_then(|outcome| {
+            let what = format!("{} with {algo} on {n} processes", app.name());
+            if !outcome.success() {
+                let failed = outcome.statuses.iter().filter(|s| !s.success()).count();
+                return Err(format!(
+                    "{what} failed (job {}): {}{}; the job's shared-memory segments were removed{}",
+                    outcome.job,
+                    outcome.failures(),
+                    if failed > 1 {
+                        " (once a rank fails, the launcher kills the others)"
+                    } else {
+                        ""
+                    },
+                    match outcome.cleaned {
+                        0 => String::new(),
+                        c => format!(" ({c} left behind by the failed ranks)"),
+                    }
+                ));
+            }
+            (0..n)
+                .map(|r| {
+                    let path = result_file(&dir, r);
+                    let text = std::fs::read_to_string(&path).map_err(|e| {
+                        format!("{what}: rank {r} exited 0 but left no result ({e})")
+                    })?;
+                    let (got, out) = decode(&text).map_err(|e| format!("{what}: rank {r}: {e}"))?;
+                    if got != r {
+                        return Err(format!("{what}: file of rank {r} holds rank {got}"));
+                    }
+                    Ok(out)
+                })
+                .collect()
+        });
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// `symmetry am ...`.
+pub fn main(cmd: AmCommand) -> ExitCode {
+    match cmd {
+        AmCommand::List => {
+            println!("applications (LC98 Table 3):");
+            for a in App::ALL {
+                println!("  {:<10} {}", a.name(), describe(a));
+            }
+            println!("claim algorithms (--algo, default lock-free):");
+            for n in claim::NAMES {
+                println!("  {n}");
+            }
+            println!("sizes (--size, default full): quick, full");
+            ExitCode::SUCCESS
+        }
+        AmCommand::Clean => {
+            let n = job::cleanup_stale();
+            println!(
+                "removed {n} stale shared-memory segment{} (jobs whose launcher is gone)",
+                if n == 1 { "" } else { "s" }
+            );
+            ExitCode::SUCCESS
+        }
+        AmCommand::Spawn(args) => spawn_main(&args),
+        AmCommand::Rank(args) => rank_main(&args),
+    }
+}
+
+/// A short description of an application.
+pub fn describe(app: App) -> &'static str {
+    match app {
+        App::Fft => "3-D FFT: all-to-all bulk transposes scheduled as one-to-one phases",
+        App::ConComm => "connected components, communication-bound input",
+        App::ConComp => "connected components, computation-bound input",
+        App::Sample => "sample sort of 32-bit keys: fine-grained all-to-all",
+    }
+}
+
+fn spawn_main(args: &SpawnArgs) -> ExitCode {
+    let AppArgs { app, algo, size } = args.app;
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot find this program to re-execute it: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outs = match spawn_app(&exe, args.ranks, app, algo, size, false) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let s = summarize(&outs);
+    println!(
+        "{} with {algo} on {} processes (size {}): {:.3} ms; {}; checksum {:#018x}; {} messages, {} bulk bytes{}",
+        app.name(),
+        s.ranks,
+        size_name(size),
+        s.elapsed.as_secs_f64() * 1e3,
+        if s.verified {
+            format!("verified on all {} ranks", s.ranks)
+        } else {
+            format!(
+                "NOT VERIFIED on rank{} {}",
+                if s.unverified.len() == 1 { "" } else { "s" },
+                s.unverified
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        },
+        s.checksum,
+        s.messages,
+        s.bulk_bytes,
+        if s.params.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", params_text(&s.params))
+        }
+    );
+    if s.verified {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("error: the result did not verify (the application's own check)");
+        ExitCode::FAILURE
+    }
+}
+
+fn rank_main(args: &RankArgs) -> ExitCode {
+    let AppArgs { app, algo, size } = args.app;
+    let job = match Job::from_env() {
+        Ok(Some(j)) => j,
+        Ok(None) => {
+            eprintln!(
+                "error: `symmetry am rank` is one process of a job and needs {}, {} and {} from its launcher; \
+                 start the job with `symmetry am spawn -n N {} --algo {algo}`",
+                job::ENV_JOB,
+                job::ENV_RANK,
+                job::ENV_SIZE,
+                app.name()
+            );
+            return ExitCode::from(EXIT_USAGE);
+        }
+        Err(e) => {
+            eprintln!("error: bad job environment: {e}; start jobs with `symmetry am spawn`");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let out = match run_named(algo, app, size, &job) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!(
+                "rank {}/{}: {} with {algo} failed: {e}",
+                job.rank,
+                job.size,
+                app.name()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(dir) = &args.result_dir {
+        let path = result_file(dir, job.rank);
+        if let Err(e) = std::fs::write(&path, encode(job.rank, job.size, algo, app, &out) + "\n") {
+            eprintln!(
+                "rank {}/{}: cannot write {}: {e}",
+                job.rank,
+                job.size,
+                path.display()
+            );
+            return ExitCode::FAILURE;
+        }
+    }
+    if !args.quiet {
+        println!(
+            "rank {}/{}: {} with {algo}: {:.3} ms, {}, checksum {:#018x}, {} messages, {} bulk bytes",
+            job.rank,
+            job.size,
+            app.name(),
+            out.elapsed.as_secs_f64() * 1e3,
+            if out.verified {
+                "verified"
+            } else {
+                "NOT VERIFIED"
+            },
+            out.checksum,
+            out.messages,
+            out.bulk_bytes
+        );
+    }
+    // With a launcher collecting results, it judges verification (a rank
+    // exiting non-zero would get its peers killed before they report).
+    if out.verified || args.result_dir.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_NOT_VERIFIED)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_errors_list_what_is_accepted() {
+        assert_eq!(parse_app("con-comm"), Ok(App::ConComm));
+        let e = parse_app("fft3").unwrap_err();
+        assert!(e.contains("fft, con-comm, con-comp, sample"), "{e}");
+        assert_eq!(parse_algo("stamp"), Ok("stamp"));
+        let e = parse_algo("mcs").unwrap_err();
+        assert!(e.contains("lock-free") && e.contains("pthread"), "{e}");
+        assert_eq!(parse_size("quick"), Ok(Size::Quick));
+        assert!(parse_size("huge").unwrap_err().contains("quick, full"));
+        assert_eq!(parse_ranks("64"), Ok(64));
+        assert!(parse_ranks("0").unwrap_err().contains("1 to 64"));
+        assert!(parse_ranks("65").is_err());
+        assert!(parse_ranks("x").is_err());
+        assert!((2..=8).contains(&default_ranks()));
+    }
+
+    #[test]
+    fn results_round_trip_through_json() {
+        let out = AppOut {
+            elapsed: Duration::from_nanos(123_456_789),
+            verified: true,
+            checksum: u64::MAX - 7,
+            messages: 42,
+            bulk_bytes: 8192,
+            params: vec![("n".into(), "64".into()), ("keys".into(), "1000".into())],
+        };
+        let line = encode(1, 2, "stamp", App::Sample, &out);
+        assert!(!line.contains('\n'));
+        assert_eq!(decode(&line), Ok((1, out.clone())));
+        assert!(decode("{}").is_err());
+        assert!(decode("not json").is_err());
+        let s = summarize(&[
+            out.clone(),
+            AppOut {
+                verified: false,
+                elapsed: Duration::from_millis(200),
+                ..out
+            },
+        ]);
+        assert!(!s.verified);
+        assert_eq!(s.unverified, vec![1]);
+        assert_eq!(s.elapsed, Duration::from_millis(200));
+        assert_eq!(s.messages, 84);
+        assert_eq!(s.ranks, 2);
+    }
+
+    #[test]
+    fn every_registry_name_dispatches() {
+        // An unknown name is refused before any job is touched.
+        let job = Job {
+            name: "unused".into(),
+            rank: 0,
+            size: 1,
+            timeout: Duration::from_millis(1),
+        };
+        assert!(
+            run_named("nope", App::Fft, Size::Quick, &job)
+                .unwrap_err()
+                .contains("accepted")
+        );
+        for n in claim::NAMES {
+            assert_eq!(parse_algo(n), Ok(*n));
+        }
+    }
+}

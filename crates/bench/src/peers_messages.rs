@@ -1,0 +1,561 @@
+//! The two message patterns of LC98 §4 (ping-pong and many-to-one) through
+//! modern peers, for the `peer-messages` experiment:
+//!
+//! * **`crossbeam_queue::ArrayQueue`**, in one process:
+//!   [`arrayqueue_rtt_ns`] bounces an integer between two pinned threads
+//!   over two queues (each side spins on `pop`); [`arrayqueue_many_to_one`]
+//!   has `writers` threads push one integer per message into one queue of
+//!   256 slots (the length of a symmetry-am packet ring) that one consumer
+//!   pops. An `ArrayQueue` lives in the heap of one process: it cannot
+//!   connect processes, which is what symmetry-am's segments do.
+//! * **Unix domain sockets** between processes: [`unix_rtt_ns`] is a
+//!   ping-pong of 8-byte messages over a `SOCK_STREAM` socket pair with
+//!   blocking reads (the usual way to use one: the waiting side sleeps in
+//!   the kernel); [`unix_many_to_one`] has `writers` processes send one
+//!   8-byte datagram per integer to one `SOCK_DGRAM` socket pair whose other
+//!   end the receiver reads (datagrams of many senders never interleave,
+//!   and a full receive queue blocks the senders, which is the flow control
+//!   of the AM queues too). No path in the file system is needed.
+//!
+//! The peer processes are made with `fork(2)` and run only raw system calls
+//! (`read`, `write`, `send`, `sched_setaffinity`, `prctl`, `close`,
+//! `_exit`): after a fork of a multi-threaded program the child may use
+//! only async-signal-safe functions, so it allocates nothing, takes no
+//! lock, never unwinds and never returns into Rust code of the parent.
+//! Where `fork` fails (a sandbox that forbids it), the same bodies run on
+//! threads of this process instead, and [`Mode`] says so; the kernel path
+//! (socket buffers, sleeping and waking) is the same for threads and
+//! processes, only the address-space switch differs.
+//!
+//! Pinning follows [`crate::am_kernels::stress`]: when every participant
+//! has a CPU of its own, participant `i` (the receiver, or the ping side, is
+//! `0`) is pinned to allowed CPU `i`; when they outnumber the CPUs they are
+//! left to the kernel's scheduler, and the spinning sides yield the CPU
+//! after a while.
+
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::{UnixDatagram, UnixStream};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use crossbeam_queue::ArrayQueue;
+
+use crate::kernels::{allowed_cpus, pin_to};
+
+/// Slots of the many-to-one queue (a symmetry-am packet ring has 256).
+pub const QUEUE_SLOTS: usize = 256;
+/// Rounds of ping-pong run before the timed ones.
+const WARMUP_ROUNDS: u64 = 1_000;
+/// The value that tells a ping-pong echo side to stop.
+const STOP: u64 = u64::MAX;
+/// How long a socket read waits for a peer before the run fails.
+const PEER_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How the Unix-socket peer ran its participants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Separate processes (`fork`).
+    Processes,
+    /// Threads of this process (`fork` was refused).
+    Threads,
+}
+
+impl Mode {
+    /// The word used in result files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Processes => "processes",
+            Mode::Threads => "threads",
+        }
+    }
+}
+
+/// Result of a many-to-one run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ManyToOne {
+    /// From the start signal to the receiver holding every integer.
+    pub elapsed: Duration,
+    /// `elapsed / ints`.
+    pub ns_per_msg: f64,
+    /// Whether the receiver got exactly the integers sent (count and sum).
+    pub verified: bool,
+    /// Processes or threads.
+    pub mode: Mode,
+}
+
+impl ManyToOne {
+    fn new(elapsed: Duration, ints: u64, verified: bool, mode: Mode) -> Self {
+        Self {
+            elapsed,
+            ns_per_msg: elapsed.as_nanos() as f64 / ints.max(1) as f64,
+            verified,
+            mode,
+        }
+    }
+}
+
+/// The CPUs to pin `participants` to (participant `i` to entry `i`):
+/// empty unless every participant has an allowed CPU of its own.
+fn cpus_for(participants: usize) -> Vec<usize> {
+    let cpus = allowed_cpus();
+    if participants <= cpus.len() {
+        cpus
+    } else {
+        Vec::new()
+    }
+}
+
+/// The CPU of participant `i` (`None`: not pinned).
+fn cpu_of(cpus: &[usize], i: usize) -> Option<usize> {
+    cpus.get(i).copied()
+}
+
+fn pin(cpus: &[usize], i: usize) {
+    if let Some(c) = cpu_of(cpus, i) {
+        pin_to(c);
+    }
+}
+
+/// Spins (then yields: participants may outnumber cores) until `f` gives
+/// a value.
+#[inline]
+fn spin_until<T>(mut f: impl FnMut() -> Option<T>) -> T {
+    let mut n = 0u32;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        n = n.saturating_add(1);
+        if n < 1 << 10 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Sum of the integers `1..=ints` that writer `w` of `writers` sends:
+/// `w + 1, w + 1 + writers, ...`.
+fn share(w: u64, writers: u64, ints: u64) -> impl Iterator<Item = u64> {
+    (w + 1..=ints).step_by(writers as usize)
+}
+
+// ---------------------------------------------------------------------------
+// crossbeam ArrayQueue
+
+/// Round trip of an integer between two pinned threads over two
+/// `ArrayQueue`s of one slot each (push, the other side spins on pop and
+/// pushes `v + 1` back), in nanoseconds; the mean of `rounds`.
+pub fn arrayqueue_rtt_ns(rounds: u64) -> f64 {
+    let cpus = cpus_for(2);
+    let (ping, pong) = (ArrayQueue::<u64>::new(1), ArrayQueue::<u64>::new(1));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            pin(&cpus, 1);
+            loop {
+                let v = spin_until(|| ping.pop());
+                if v == STOP {
+                    break;
+                }
+                spin_until(|| pong.push(v + 1).is_ok().then_some(()));
+            }
+        });
+        s.spawn(|| {
+            pin(&cpus, 0);
+            let mut round = |i: u64| {
+                spin_until(|| ping.push(i).is_ok().then_some(()));
+                let r = spin_until(|| pong.pop());
+                debug_assert_eq!(r, i + 1);
+                std::hint::black_box(r);
+            };
+            (0..WARMUP_ROUNDS).for_each(&mut round);
+            let start = Instant::now();
+            (0..rounds).for_each(&mut round);
+            let ns = start.elapsed().as_nanos() as f64 / rounds.max(1) as f64;
+            spin_until(|| ping.push(STOP).is_ok().then_some(()));
+            ns
+        })
+        .join()
+        .expect("ping thread panicked")
+    })
+}
+
+/// LC98 §4.2 through an `ArrayQueue`: `writers` threads push the integers
+/// `1..=ints` (one push each, spinning while the queue is full) into one
+/// queue of [`QUEUE_SLOTS`] slots; one consumer pops them all. Timed from
+/// the start barrier to the consumer's last pop.
+pub fn arrayqueue_many_to_one(writers: u32, ints: u64) -> ManyToOne {
+    let writers = u64::from(writers.max(1));
+    let cpus = cpus_for(writers as usize + 1);
+    let q = ArrayQueue::<u64>::new(QUEUE_SLOTS);
+    let gate = Barrier::new(writers as usize + 1);
+    std::thread::scope(|s| {
+        for w in 0..writers {
+            let (q, gate, cpus) = (&q, &gate, &cpus);
+            s.spawn(move || {
+                pin(cpus, w as usize + 1);
+                gate.wait();
+                for v in share(w, writers, ints) {
+                    spin_until(|| q.push(v).is_ok().then_some(()));
+                }
+            });
+        }
+        s.spawn(|| {
+            pin(&cpus, 0);
+            gate.wait();
+            let start = Instant::now();
+            let (mut count, mut sum) = (0u64, 0u64);
+            while count < ints {
+                let v = spin_until(|| q.pop());
+                count += 1;
+                sum = sum.wrapping_add(v);
+            }
+            let elapsed = start.elapsed();
+            ManyToOne::new(elapsed, ints, sum == expected_sum(ints), Mode::Threads)
+        })
+        .join()
+        .expect("consumer thread panicked")
+    })
+}
+
+/// `1 + 2 + ... + ints` (wrapping, as the receivers sum).
+fn expected_sum(ints: u64) -> u64 {
+    let (a, b) = if ints.is_multiple_of(2) {
+        (ints / 2, ints + 1)
+    } else {
+        (ints, ints.div_ceil(2))
+    };
+    a.wrapping_mul(b)
+}
+
+// ---------------------------------------------------------------------------
+// Unix domain sockets
+
+/// Runs `body` in a forked child process (pinned to `cpu`, killed if the
+/// forking thread dies) or, if `fork` fails, on a thread of `scope`; the
+/// argument of `body` says whether it runs in a child. Returns how it ran
+/// and, for a process, its pid.
+///
+/// `body` must use only async-signal-safe calls on plain data (see the
+/// module docs): it runs in a child of a multi-threaded process.
+fn start_peer<'s>(
+    scope: &'s std::thread::Scope<'s, '_>,
+    cpu: Option<usize>,
+    body: impl Fn(bool) -> i32 + Send + 's,
+) -> Peer<'s> {
+    // SAFETY: fork has no memory-safety preconditions; the child runs only
+    // `body`, which by contract uses async-signal-safe calls, and leaves
+    // with `_exit`, never returning into the parent's code.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        0 => {
+            // SAFETY: child of fork: prctl, sched_setaffinity and _exit are
+            // plain system calls; the cpu_set_t lives on this stack.
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+                if let Some(c) = cpu {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(c, &mut set);
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                }
+                libc::_exit(body(true))
+            }
+        }
+        p if p > 0 => Peer::Process(p),
+        _ => Peer::Thread(scope.spawn(move || {
+            if let Some(c) = cpu {
+                pin_to(c);
+            }
+            body(false)
+        })),
+    }
+}
+
+/// A started peer.
+enum Peer<'s> {
+    Process(libc::pid_t),
+    Thread(std::thread::ScopedJoinHandle<'s, i32>),
+}
+
+impl Peer<'_> {
+    fn mode(&self) -> Mode {
+        match self {
+            Peer::Process(_) => Mode::Processes,
+            Peer::Thread(_) => Mode::Threads,
+        }
+    }
+
+    /// Waits for the peer; whether it exited with status 0.
+    fn wait(self) -> bool {
+        match self {
+            Peer::Process(pid) => {
+                let mut status = 0;
+                loop {
+                    // SAFETY: waits for our own child; `status` is a valid
+                    // out-pointer.
+                    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+                    if r == pid {
+                        return libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+                    }
+                    if r < 0
+                        && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+                    {
+                        return false;
+                    }
+                }
+            }
+            Peer::Thread(h) => h.join().is_ok_and(|s| s == 0),
+        }
+    }
+}
+
+/// Reads exactly 8 bytes from `fd` (a raw `read` loop, async-signal-safe);
+/// `None` at end of file or on an error.
+fn read_u64(fd: RawFd) -> Option<u64> {
+    let mut buf = [0u8; 8];
+    let mut got = 0usize;
+    while got < 8 {
+        // SAFETY: the pointer and length describe the unfilled part of
+        // `buf`.
+        let r = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), 8 - got) };
+        if r > 0 {
+            got += r as usize;
+        } else if r == 0 || errno() != libc::EINTR {
+            return None;
+        }
+    }
+    Some(u64::from_ne_bytes(buf))
+}
+
+/// Writes the 8 bytes of `v` to `fd` (a raw `write` loop, async-signal-safe).
+fn write_u64(fd: RawFd, v: u64) -> bool {
+    let buf = v.to_ne_bytes();
+    let mut put = 0usize;
+    while put < 8 {
+        // SAFETY: the pointer and length describe the unwritten part of
+        // `buf`.
+        let r = unsafe { libc::write(fd, buf[put..].as_ptr().cast(), 8 - put) };
+        if r > 0 {
+            put += r as usize;
+        } else if r == 0 || errno() != libc::EINTR {
+            return false;
+        }
+    }
+    true
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// Round trip of an 8-byte message over a Unix `SOCK_STREAM` socket pair
+/// between this thread (pinned to the first allowed CPU) and an echo peer
+/// process (pinned to the second; a thread if `fork` fails), with blocking
+/// reads on both sides, in nanoseconds: the mean of `rounds`.
+pub fn unix_rtt_ns(rounds: u64) -> Result<(f64, Mode), String> {
+    let cpus = cpus_for(2);
+    let (near, far) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
+    // A peer that dies makes a read fail after this long instead of hanging.
+    near.set_read_timeout(Some(PEER_TIMEOUT))
+        .map_err(|e| format!("SO_RCVTIMEO: {e}"))?;
+    let (near_fd, far_fd) = (near.as_raw_fd(), far.as_raw_fd());
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            pin(&cpus, 0);
+            let echo = start_peer(s, cpu_of(&cpus, 1), move |in_child| {
+                if in_child {
+                    // SAFETY: the child's own copy of the parent's end; with
+                    // it closed, the child sees end of file if the parent
+                    // goes away.
+                    unsafe { libc::close(near_fd) };
+                }
+                while let Some(v) = read_u64(far_fd) {
+                    if v == STOP {
+                        return 0;
+                    }
+                    if !write_u64(far_fd, v + 1) {
+                        return 1;
+                    }
+                }
+                1
+            });
+            let mode = echo.mode();
+            if mode == Mode::Processes {
+                // Only the child uses this end now: if it dies, our reads
+                // see end of file.
+                drop(far);
+            }
+            let mut round = |i: u64| -> Result<(), String> {
+                if !write_u64(near_fd, i) {
+                    return Err(format!(
+                        "unix socket: write: {}",
+                        std::io::Error::last_os_error()
+                    ));
+                }
+                match read_u64(near_fd) {
+                    Some(r) if r == i + 1 => Ok(()),
+                    Some(r) => Err(format!("unix socket: sent {i}, echo gave {r}")),
+                    None => Err(format!(
+                        "unix socket: read: {}",
+                        std::io::Error::last_os_error()
+                    )),
+                }
+            };
+            let timed = (|| {
+                (0..WARMUP_ROUNDS).try_for_each(&mut round)?;
+                let start = Instant::now();
+                (0..rounds).try_for_each(&mut round)?;
+                Ok(start.elapsed().as_nanos() as f64 / rounds.max(1) as f64)
+            })();
+            // Stop the echo side whatever happened (a dead one makes the
+            // write fail, which is fine).
+            let _ = write_u64(near_fd, STOP);
+            let clean = echo.wait();
+            match timed {
+                Ok(ns) if clean => Ok((ns, mode)),
+                Ok(_) => Err("unix socket: the echo peer failed".into()),
+                Err(e) => Err(e),
+            }
+        })
+        .join()
+        .map_err(|_| "unix socket ping thread panicked".to_string())?
+    })
+}
+
+/// LC98 §4.2 through a Unix `SOCK_DGRAM` socket pair: `writers` peer
+/// processes (threads if `fork` fails) send the integers `1..=ints` as one
+/// 8-byte datagram each to the socket's one end; the receiver (this side,
+/// pinned to the first allowed CPU) reads them from the other. The writers
+/// are started first and wait on a pipe; the timer runs from closing the
+/// pipe (which wakes them all) to the last datagram read.
+pub fn unix_many_to_one(writers: u32, ints: u64) -> Result<ManyToOne, String> {
+    let writers = u64::from(writers.max(1));
+    let cpus = cpus_for(writers as usize + 1);
+    let (rx, tx) = UnixDatagram::pair().map_err(|e| format!("socketpair: {e}"))?;
+    let mut go = [0 as RawFd; 2];
+    // SAFETY: `go` has room for the two descriptors pipe writes.
+    if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    let [go_r, go_w] = go;
+    // A writer that dies makes the receive fail after this long instead of
+    // hanging.
+    rx.set_read_timeout(Some(PEER_TIMEOUT))
+        .map_err(|e| format!("SO_RCVTIMEO: {e}"))?;
+    let (rx_fd, tx_fd) = (rx.as_raw_fd(), tx.as_raw_fd());
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            pin(&cpus, 0);
+            let mut peers = Vec::with_capacity(writers as usize);
+            for w in 0..writers {
+                let peer = start_peer(s, cpu_of(&cpus, w as usize + 1), move |in_child| {
+                    // In a child, close our copy of the pipe's write end, so
+                    // that the parent's close is the last one and wakes us.
+                    if in_child {
+                        // SAFETY: closes the child's own copy of a
+                        // descriptor of this process.
+                        unsafe { libc::close(go_w) };
+                    }
+                    let mut b = [0u8; 1];
+                    // Wait for the start: end of file (or a byte).
+                    loop {
+                        // SAFETY: one byte into `b`.
+                        let r = unsafe { libc::read(go_r, b.as_mut_ptr().cast(), 1) };
+                        if r >= 0 || errno() != libc::EINTR {
+                            break;
+                        }
+                    }
+                    for v in share(w, writers, ints) {
+                        let buf = v.to_ne_bytes();
+                        loop {
+                            // SAFETY: 8 bytes of `buf`.
+                            let r = unsafe { libc::send(tx_fd, buf.as_ptr().cast(), 8, 0) };
+                            if r == 8 {
+                                break;
+                            }
+                            if r >= 0 || errno() != libc::EINTR {
+                                return 1;
+                            }
+                        }
+                    }
+                    0
+                });
+                peers.push(peer);
+            }
+            let mode = if peers.iter().all(|p| p.mode() == Mode::Processes) {
+                Mode::Processes
+            } else {
+                Mode::Threads
+            };
+            let start = Instant::now();
+            // SAFETY: our descriptor; closing it ends every writer's wait
+            // (each forked copy of it is closed already; threads share it).
+            unsafe { libc::close(go_w) };
+            let mut failed = false;
+            let (mut count, mut sum) = (0u64, 0u64);
+            let mut buf = [0u8; 8];
+            while count < ints {
+                // SAFETY: up to 8 bytes into `buf`.
+                let r = unsafe { libc::recv(rx_fd, buf.as_mut_ptr().cast(), 8, 0) };
+                if r == 8 {
+                    count += 1;
+                    sum = sum.wrapping_add(u64::from_ne_bytes(buf));
+                } else if r < 0 && errno() == libc::EINTR {
+                    continue;
+                } else {
+                    failed = true;
+                    break;
+                }
+            }
+            let elapsed = start.elapsed();
+            let clean = peers.into_iter().fold(true, |ok, p| p.wait() & ok);
+            // SAFETY: our descriptor, no longer used by anyone.
+            unsafe { libc::close(go_r) };
+            let ok = clean && !failed && count == ints;
+            (elapsed, ok && sum == expected_sum(ints), clean, mode)
+        })
+        .join()
+    });
+    drop((rx, tx));
+    let (elapsed, verified, clean, mode) =
+        out.map_err(|_| "unix socket receiver thread panicked".to_string())?;
+    if !clean {
+        return Err("unix socket: a writer failed".into());
+    }
+    Ok(ManyToOne::new(elapsed, ints, verified, mode))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_cover_every_integer_once() {
+        let ints = 1003;
+        for writers in 1..=5u64 {
+            let mut all: Vec<u64> = (0..writers).flat_map(|w| share(w, writers, ints)).collect();
+            all.sort_unstable();
+            assert_eq!(all, (1..=ints).collect::<Vec<_>>());
+        }
+        assert_eq!(expected_sum(ints), (1..=ints).sum::<u64>());
+        assert_eq!(expected_sum(1000), (1..=1000).sum::<u64>());
+    }
+
+    #[test]
+    fn arrayqueue_patterns_deliver_everything() {
+        assert!(arrayqueue_rtt_ns(2_000) > 0.0);
+        for w in 1..=3 {
+            assert!(arrayqueue_many_to_one(w, 20_000).verified);
+        }
+    }
+
+    #[test]
+    fn unix_socket_patterns_deliver_everything() {
+        let (ns, _) = unix_rtt_ns(500).unwrap();
+        assert!(ns > 0.0);
+        for w in 1..=3 {
+            let out = unix_many_to_one(w, 5_000).unwrap();
+            assert!(out.verified, "{w} writers: {out:?}");
+        }
+    }
+}
