@@ -416,9 +416,11 @@ impl<C: Claim, S> Endpoint<C, S> {
     }
 
     /// Polls until `done(state)` holds, backing off (and yielding the CPU)
-    /// while nothing arrives; fails if a peer dies or closes meanwhile.
+    /// while nothing arrives; fails if a peer dies or closes meanwhile
+    /// (after recovering the packets dead senders left CLAIMED, so that
+    /// the messages of live senders queued behind them are delivered).
     pub fn poll_until(&mut self, mut done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
-        Core::poll_until(&mut self.core, &mut self.state, |_, s| done(s))
+        Core::poll_until(&mut self.core, &mut self.state, None, |_, s| done(s))
     }
 
     /// A barrier over all ranks, built on Active Messages (dissemination:
@@ -432,6 +434,7 @@ impl<C: Claim, S> Endpoint<C, S> {
         let mut dist = 1u32;
         while dist < size {
             let to = (rank + dist) % size;
+            let from = (rank + size - dist) % size;
             Core::send(
                 core,
                 &mut self.state,
@@ -442,7 +445,7 @@ impl<C: Claim, S> Endpoint<C, S> {
                 None,
                 Scope::Both,
             )?;
-            Core::poll_until(core, &mut self.state, |c, _| {
+            Core::poll_until(core, &mut self.state, Some(from), |c, _| {
                 c.barrier_arrivals[round] > epoch
             })?;
             round += 1;
@@ -462,7 +465,9 @@ impl<C: Claim, S> Endpoint<C, S> {
         }
         if core.rank == 0 {
             let need = core.size - 1;
-            Core::poll_until(core, &mut self.state, |c, _| c.reduce.count[parity] >= need)?;
+            Core::poll_until(core, &mut self.state, None, |c, _| {
+                c.reduce.count[parity] >= need
+            })?;
             let mut result = value;
             if core.reduce.count[parity] > 0 {
                 result = op.apply(result, core.reduce.acc[parity]);
@@ -493,7 +498,9 @@ impl<C: Claim, S> Endpoint<C, S> {
                 None,
                 Scope::Both,
             )?;
-            Core::poll_until(core, &mut self.state, |c, _| c.reduce.results > epoch)?;
+            Core::poll_until(core, &mut self.state, Some(0), |c, _| {
+                c.reduce.results > epoch
+            })?;
             Ok(core.reduce.result)
         }
     }
@@ -634,9 +641,15 @@ impl<C: Claim, S> Core<C, S> {
         Ok(())
     }
 
+    /// Polls until `done`; now and then recovers dead senders' claims and
+    /// checks the peers that can still matter: `from` (the one rank whose
+    /// message is awaited), or all of them. A failed check is reported
+    /// only if one more poll does not finish the wait (a peer may send its
+    /// last message and close right away).
     fn poll_until(
         core: &mut Self,
         state: &mut S,
+        from: Option<u32>,
         mut done: impl FnMut(&Self, &S) -> bool,
     ) -> Result<(), AmError> {
         let mut idle = 0u32;
@@ -653,10 +666,31 @@ impl<C: Claim, S> Core<C, S> {
             backoff(idle);
             if idle.is_multiple_of(64) && last_check.elapsed() >= Duration::from_millis(20) {
                 last_check = Instant::now();
-                core.check_all_peers()?;
+                // Recover a dead sender's claims first: messages of live
+                // senders may be queued behind them.
+                let before = core.stats.recovered_packets;
                 for which in [REQUESTS, REPLIES] {
                     let q = core.queue(core.rank, which)?;
+                    let (pos, w) = q.head();
+                    if state_of(w) == CLAIMED {
+                        core.recover(&q, pos, w);
+                    }
                     core.sweep_dead_bulk(&q);
+                }
+                if core.stats.recovered_packets > before {
+                    idle = 0;
+                    continue;
+                }
+                let check = match from {
+                    Some(r) => core.check_peer(r),
+                    None => core.check_all_peers(),
+                };
+                if let Err(e) = check {
+                    Core::poll_queues(core, state, Scope::Both)?;
+                    if done(core, state) {
+                        return Ok(());
+                    }
+                    return Err(e);
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! The queue block (LC98 Fig. 1): what lives in a shared segment, and the
 //! handshake word of every packet and bulk block.
 //!
-//! A segment holds one [`SegHeader`] and two queues (requests, replies).
+//! A segment holds one [`SegHeader`](crate::segment::SegHeader) and two queues (requests, replies).
 //! A queue is, in order:
 //!
 //! | part | owner | contents |

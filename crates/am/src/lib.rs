@@ -5,7 +5,7 @@
 //!   reply queues (LC98 Fig. 1); `request`, `request_bulk`, `poll`, and
 //!   `reply` from inside handlers; a barrier and an all-reduce on top.
 //! * [`claim`]: the seven ways senders claim packets, selectable by type
-//!   (`Endpoint<LockFree>`) or by name ([`for_each_claim!`]).
+//!   (`Endpoint<LockFree>`) or by name ([`for_each_claim!`](crate::for_each_claim)).
 //! * [`job`]: SPMD jobs of processes ([`job::spawn`]) or threads
 //!   ([`job::run_threads`]).
 //!

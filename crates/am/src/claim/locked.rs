@@ -13,6 +13,13 @@
 //! Relaxed accesses suffice (the lock's Acquire/Release orders them).
 //! Invariant: the packet at `packets % len` is the next one to hand out, and
 //! every position below `packets` has been handed out exactly once.
+//!
+//! Failure: a sender killed while holding a spin lock (`tas`, `ttas`,
+//! `ticket`, `anderson`) wedges the other senders of that queue, which spin
+//! on the lock without polling; a spin lock records no owner to check.
+//! Only `pthread`'s robust mutex is reclaimed (LC98 notes the same of
+//! Solaris mutexes). The window is the few instructions of Fig. 2's
+//! critical section.
 
 use core::marker::PhantomData;
 

@@ -2,7 +2,7 @@
 //! block) of a destination queue (LC98 §3).
 //!
 //! Every algorithm implements [`Claim`], selected at compile time
-//! (`Endpoint<Stamp>`) or by name through [`for_each_claim!`]. The
+//! (`Endpoint<Stamp>`) or by name through [`for_each_claim!`](crate::for_each_claim). The
 //! receiver's side (poll, free, recovery) is the same for all of them: it
 //! only reads the handshake words described in [`crate::layout`].
 //!
@@ -108,7 +108,7 @@ macro_rules! for_each_claim {
     };
 }
 
-/// The registry names, in [`for_each_claim!`] order.
+/// The registry names, in [`for_each_claim!`](crate::for_each_claim) order.
 pub const NAMES: &[&str] = &[
     "tas",
     "ttas",
