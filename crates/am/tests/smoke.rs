@@ -23,7 +23,11 @@ fn run<C: Claim>() {
     let n = 3u32;
     let per = 5000u64;
     let out = job::run_threads(n, |job| {
-        let cfg = Config { packets: 8, bulk_blocks: 2, bulk_bytes: 1024 };
+        let cfg = Config {
+            packets: 8,
+            bulk_blocks: 2,
+            bulk_bytes: 1024,
+        };
         let mut ep = Endpoint::<C, St>::join(&job, &cfg, St::default()).unwrap();
         ep.register(0, ping::<C>).unwrap();
         ep.register(1, pong::<C>).unwrap();
@@ -35,7 +39,9 @@ fn run<C: Claim>() {
         }
         ep.poll_until(|s| s.replies == per * u64::from(n)).unwrap();
         ep.barrier().unwrap();
-        let total = ep.allreduce(ep.state().got, symmetry_am::ReduceOp::Sum).unwrap();
+        let total = ep
+            .allreduce(ep.state().got, symmetry_am::ReduceOp::Sum)
+            .unwrap();
         let s = (ep.state().got, ep.state().sum, total);
         ep.finish().unwrap();
         s

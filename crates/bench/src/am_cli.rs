@@ -274,6 +274,11 @@ pub fn summarize(outs: &[AppOut]) -> JobSummary {
     }
 }
 
+/// `1 process`, `2 processes`.
+fn processes(n: u32) -> String {
+    format!("{n} process{}", if n == 1 { "" } else { "es" })
+}
+
 /// `key=value` pairs joined by spaces.
 fn params_text(params: &[(String, String)]) -> String {
     params
@@ -338,7 +343,7 @@ pub fn spawn_app(
     let result = job::spawn(n, exe, &args)
         .map_err(|e| format!("cannot run the job: {e}"))
         .and_then(|outcome| {
-            let what = format!("{} with {algo} on {n} processes", app.name());
+            let what = format!("{} with {algo} on {}", app.name(), processes(n));
             if !outcome.success() {
                 let failed = outcome.statuses.iter().filter(|s| !s.success()).count();
                 return Err(format!(
@@ -430,13 +435,16 @@ fn spawn_main(args: &SpawnArgs) -> ExitCode {
     };
     let s = summarize(&outs);
     println!(
-        "{} with {algo} on {} processes (size {}): {:.3} ms; {}; checksum {:#018x}; {} messages, {} bulk bytes{}",
+        "{} with {algo} on {} (size {}): {:.3} ms; {}; checksum {:#018x}; {} messages, {} bulk bytes{}",
         app.name(),
-        s.ranks,
+        processes(s.ranks),
         size_name(size),
         s.elapsed.as_secs_f64() * 1e3,
         if s.verified {
-            format!("verified on all {} ranks", s.ranks)
+            match s.ranks {
+                1 => "verified".to_string(),
+                n => format!("verified on all {n} ranks"),
+            }
         } else {
             format!(
                 "NOT VERIFIED on rank{} {}",

@@ -232,21 +232,26 @@ fn expected_sum(ints: u64) -> u64 {
 // Unix domain sockets
 
 /// Runs `body` in a forked child process (pinned to `cpu`, killed if the
-/// forking thread dies) or, if `fork` fails, on a thread of `scope`; the
-/// argument of `body` says whether it runs in a child. Returns how it ran
-/// and, for a process, its pid.
+/// forking thread dies) or, if `fork` is false or `fork(2)` fails, on a
+/// thread of `scope`; the argument of `body` says whether it runs in a
+/// child. Returns how it ran and, for a process, its pid.
 ///
 /// `body` must use only async-signal-safe calls on plain data (see the
 /// module docs): it runs in a child of a multi-threaded process.
 fn start_peer<'s>(
     scope: &'s std::thread::Scope<'s, '_>,
+    fork: bool,
     cpu: Option<usize>,
     body: impl Fn(bool) -> i32 + Send + 's,
 ) -> Peer<'s> {
-    // SAFETY: fork has no memory-safety preconditions; the child runs only
-    // `body`, which by contract uses async-signal-safe calls, and leaves
-    // with `_exit`, never returning into the parent's code.
-    let pid = unsafe { libc::fork() };
+    let pid = if fork {
+        // SAFETY: fork has no memory-safety preconditions; the child runs
+        // only `body`, which by contract uses async-signal-safe calls, and
+        // leaves with `_exit`, never returning into the parent's code.
+        unsafe { libc::fork() }
+    } else {
+        -1
+    };
     match pid {
         0 => {
             // SAFETY: child of fork: prctl, sched_setaffinity and _exit are
@@ -353,6 +358,11 @@ fn errno() -> i32 {
 /// process (pinned to the second; a thread if `fork` fails), with blocking
 /// reads on both sides, in nanoseconds: the mean of `rounds`.
 pub fn unix_rtt_ns(rounds: u64) -> Result<(f64, Mode), String> {
+    unix_rtt_with(rounds, true)
+}
+
+/// [`unix_rtt_ns`], with the echo side a thread unless `fork`.
+fn unix_rtt_with(rounds: u64, fork: bool) -> Result<(f64, Mode), String> {
     let cpus = cpus_for(2);
     let (near, far) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
     // A peer that dies makes a read fail after this long instead of hanging.
@@ -362,7 +372,7 @@ pub fn unix_rtt_ns(rounds: u64) -> Result<(f64, Mode), String> {
     std::thread::scope(|s| {
         s.spawn(move || {
             pin(&cpus, 0);
-            let echo = start_peer(s, cpu_of(&cpus, 1), move |in_child| {
+            let echo = start_peer(s, fork, cpu_of(&cpus, 1), move |in_child| {
                 if in_child {
                     // SAFETY: the child's own copy of the parent's end; with
                     // it closed, the child sees end of file if the parent
@@ -429,6 +439,11 @@ pub fn unix_rtt_ns(rounds: u64) -> Result<(f64, Mode), String> {
 /// are started first and wait on a pipe; the timer runs from closing the
 /// pipe (which wakes them all) to the last datagram read.
 pub fn unix_many_to_one(writers: u32, ints: u64) -> Result<ManyToOne, String> {
+    unix_many_to_one_with(writers, ints, true)
+}
+
+/// [`unix_many_to_one`], with the writers threads unless `fork`.
+fn unix_many_to_one_with(writers: u32, ints: u64, fork: bool) -> Result<ManyToOne, String> {
     let writers = u64::from(writers.max(1));
     let cpus = cpus_for(writers as usize + 1);
     let (rx, tx) = UnixDatagram::pair().map_err(|e| format!("socketpair: {e}"))?;
@@ -448,7 +463,7 @@ pub fn unix_many_to_one(writers: u32, ints: u64) -> Result<ManyToOne, String> {
             pin(&cpus, 0);
             let mut peers = Vec::with_capacity(writers as usize);
             for w in 0..writers {
-                let peer = start_peer(s, cpu_of(&cpus, w as usize + 1), move |in_child| {
+                let peer = start_peer(s, fork, cpu_of(&cpus, w as usize + 1), move |in_child| {
                     // In a child, close our copy of the pipe's write end, so
                     // that the parent's close is the last one and wakes us.
                     if in_child {
@@ -556,6 +571,18 @@ mod tests {
         for w in 1..=3 {
             let out = unix_many_to_one(w, 5_000).unwrap();
             assert!(out.verified, "{w} writers: {out:?}");
+        }
+    }
+
+    #[test]
+    fn unix_socket_fallback_to_threads_works() {
+        let (ns, mode) = unix_rtt_with(500, false).unwrap();
+        assert!(ns > 0.0);
+        assert_eq!(mode, Mode::Threads);
+        for w in 1..=3 {
+            let out = unix_many_to_one_with(w, 5_000, false).unwrap();
+            assert!(out.verified, "{w} writers: {out:?}");
+            assert_eq!(out.mode, Mode::Threads);
         }
     }
 }

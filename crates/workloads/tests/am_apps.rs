@@ -5,6 +5,7 @@
 //! algorithm. Nothing here asserts a time.
 
 use symmetry_am::{AmError, Claim, job};
+use symmetry_workloads::am_apps::con::{self, ConCfg};
 use symmetry_workloads::am_apps::{App, AppOut, Size, run_rank};
 
 fn ranks(app: App) -> &'static [u32] {
@@ -87,6 +88,40 @@ fn fft_rejects_ranks_not_dividing_n() {
         match o {
             Err(AmError::Config { detail }) => assert!(detail.contains("divide"), "{detail}"),
             other => panic!("expected a configuration error, got {other:?}"),
+        }
+    }
+}
+
+/// Graphs whose components are known without a reference: every edge
+/// present (one component, every label 0) and none (every node its own).
+#[test]
+fn con_extreme_graphs() {
+    for (pct, p) in [(100, 3), (0, 2)] {
+        let cfg = ConCfg {
+            edge_pct: pct,
+            ..ConCfg::comm(Size::Quick)
+        };
+        let outs = job::run_threads(p, |job| {
+            con::run::<symmetry_am::claim::LockFree>(&cfg, &job)
+        });
+        let nodes = (cfg.side * cfg.side * cfg.slab * cfg.slabs_per_rank) as u64 * u64::from(p);
+        for o in outs {
+            let o = o.unwrap();
+            let param = |k: &str| {
+                o.params
+                    .iter()
+                    .find(|(n, _)| n == k)
+                    .map(|(_, v)| v.clone())
+            };
+            assert!(o.verified, "{pct}%");
+            if pct == 100 {
+                assert_eq!(o.checksum, 0);
+                assert_eq!(param("components").as_deref(), Some("1"));
+            } else {
+                assert_eq!(o.checksum, nodes * (nodes - 1) / 2);
+                assert_eq!(param("components"), Some(nodes.to_string()));
+                assert_eq!(param("rounds").as_deref(), Some("1"));
+            }
         }
     }
 }

@@ -17,12 +17,14 @@
 //!   cores ([`crate::am_kernels::pingpong_rtt_ns`]), the physical limit of a
 //!   shared-memory message.
 //!
-//! Metrics: `rtt_ns` (threads 2; parameter `rounds`) and `ns_per_msg` of
+//! Metrics: `rtt_ns` (threads 2; parameter `rounds`: 200,000, `--quick`
+//! 20,000, a tenth of that for `unix-socket`) and `ns_per_msg` of
 //! many-to-one with `writers` in `1..=2*cores-1` (threads = writers + 1,
-//! oversubscribed marked; parameters `writers`, `ints`, `verified`). Each
-//! point is the median of [`Ctx::repeats`] runs, interleaved across the
-//! series so that drift hits every series alike. `--threads T,...` selects
-//! many-to-one points by thread count (writers = T - 1, T >= 2).
+//! oversubscribed marked; parameters `writers`, `ints` (1,000,000, as
+//! LC98; `--quick` 200,000), `verified`). Each point is the median of
+//! [`Ctx::repeats`] runs, interleaved across the series so that drift hits
+//! every series alike. `--threads T,...` selects many-to-one points by
+//! thread count (writers = T - 1, T >= 2).
 
 use super::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
 use crate::am_kernels::{logp, pingpong_rtt_ns, stress};
@@ -66,6 +68,12 @@ struct Sample {
     value: f64,
     verified: bool,
     mode: &'static str,
+}
+
+/// Round trips timed per run: `rounds`, a tenth of it for `unix-socket`
+/// (tens of microseconds each; a tenth is still thousands).
+fn rounds_of(series: &str, rounds: u64) -> u64 {
+    if series == UNIX { rounds / 10 } else { rounds }
 }
 
 fn rtt_sample(series: &str, rounds: u64) -> Result<Sample, String> {
@@ -145,7 +153,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for _ in 0..rtt_repeats {
         for (i, s) in rtt_series.iter().enumerate() {
             bar.set_message(format!("{s} rtt"));
-            samples[i].push(rtt_sample(s, rounds)?);
+            samples[i].push(rtt_sample(s, rounds_of(s, rounds))?);
             bar.inc(1);
         }
     }
@@ -154,7 +162,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         let (m, _) = median(v);
         rows.push(
             Row::new(EXPERIMENT.id, s, 2, ctx.over(2), RTT, m.value, "ns")
-                .param("rounds", rounds)
+                .param("rounds", rounds_of(s, rounds))
                 .param("repeats", n)
                 .param("mode", m.mode),
         );
@@ -386,7 +394,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
          poll that dispatches it to a handler; an `ArrayQueue` push or pop is one CAS on a shared index and a \
          stamped slot; a Unix socket message is a system call on each side, a copy through a kernel buffer \
          and, as the waiting side sleeps in `read`/`recv`, a wake-up through the scheduler. The first two \
-         move only cache lines between cores, so both sit a small factor above `cacheline-pingpong`. But an \
+         move only cache lines between cores; the third enters the kernel on both sides. But an \
          `ArrayQueue` lives in one process's heap: it cannot connect two processes, whereas symmetry-am's \
          queues are named shared-memory segments that separate processes map (`symmetry am spawn`); its \
          ranks here are threads that map the segments themselves, the same memory traffic as processes. The \

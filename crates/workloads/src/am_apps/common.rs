@@ -53,7 +53,10 @@ pub(crate) fn bad(detail: impl Into<String>) -> AmError {
 }
 
 /// The timed region of a run: from a barrier after setup to a barrier
-/// after the last phase; messages counted from the endpoint's statistics.
+/// after the last phase. Its message count is the endpoint's
+/// [`symmetry_am::Stats::sent`] over the region: the application's
+/// requests and replies and those of the all-reduces and of the closing
+/// barrier.
 #[derive(Debug)]
 pub(crate) struct Timed {
     start: Instant,

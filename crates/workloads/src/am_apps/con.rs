@@ -117,13 +117,14 @@ pub struct ConCfg {
 }
 
 impl ConCfg {
-    /// LC98's communication-bound input: 3-D lattice, 25% of edges;
-    /// Full has 524,288 nodes per rank (LC98: 512,000), 128 x 128 planes
-    /// in slabs of 2 dealt cyclically.
+    /// LC98's communication-bound input: 3-D lattice, 25% of edges,
+    /// 128 x 128 planes (32 x 32 for Quick) in slabs of 2 dealt
+    /// cyclically. Full has 1,048,576 nodes per rank (LC98: 512,000; at
+    /// two ranks the lattice is a 128^3 cube).
     pub fn comm(size: Size) -> Self {
         let (side, slabs_per_rank) = match size {
             Size::Quick => (32, 4),
-            Size::Full => (128, 16),
+            Size::Full => (128, 32),
         };
         ConCfg {
             lattice: Lattice::ThreeD,
@@ -167,7 +168,7 @@ struct Graph {
     slabs_per_rank: usize,
     ranks: usize,
     planes: usize,
-    threshold: u64,
+    threshold: u128,
     seed: u64,
 }
 
@@ -196,7 +197,8 @@ impl Graph {
                 "con: {total} nodes in all (accepted: fewer than 2^32, node ids are 32-bit labels)"
             )));
         }
-        let threshold = ((u128::from(cfg.edge_pct) << 64) / 100).min(u128::from(u64::MAX)) as u64;
+        // An edge is present when its 64-bit hash is below pct% of 2^64.
+        let threshold = (u128::from(cfg.edge_pct) << 64) / 100;
         Ok(Graph {
             dims: cfg.lattice.dims(),
             side: cfg.side,
@@ -222,7 +224,7 @@ impl Graph {
     /// 1: +y, 2: +z) is present (the caller checks it stays in the lattice).
     #[inline]
     fn edge(&self, gid: usize, dir: usize) -> bool {
-        hash2(self.seed, (gid * 3 + dir) as u64) < self.threshold
+        u128::from(hash2(self.seed, (gid * 3 + dir) as u64)) < self.threshold
     }
 
     /// In-plane neighbours of `off` towards +y and +z that exist.
@@ -507,6 +509,9 @@ pub fn run<C: Claim>(cfg: &ConCfg, job: &Job) -> Result<AppOut, AmError> {
     }
     let verified = all_ok(&mut ep, [roots, checksum, hash] == want)?;
     let rounds_all = ep.allreduce(rounds, ReduceOp::Max)?;
+    let pairs_all = ep.allreduce(pairs_total, ReduceOp::Sum)?;
+    // Each cut edge is in the lists of both its ends.
+    let cuts_all = ep.allreduce(cuts.len() as u64, ReduceOp::Sum)? / 2;
     ep.finish()?;
     let lattice = match cfg.lattice {
         Lattice::TwoD => "2d",
@@ -525,9 +530,9 @@ pub fn run<C: Claim>(cfg: &ConCfg, job: &Job) -> Result<AppOut, AmError> {
             ("slab_planes", cfg.slab.to_string()),
             ("slabs_per_rank", cfg.slabs_per_rank.to_string()),
             ("nodes_per_rank", n.to_string()),
-            ("cut_edges", cuts.len().to_string()),
+            ("cut_edges", cuts_all.to_string()),
             ("pairs_per_msg", PAIRS_PER_MSG.to_string()),
-            ("pairs_sent", pairs_total.to_string()),
+            ("pairs_sent", pairs_all.to_string()),
             ("rounds", rounds_all.to_string()),
             ("components", roots.to_string()),
         ]),
@@ -610,6 +615,23 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn no_edges_and_all_edges() {
+        for (pct, want) in [(0, false), (100, true)] {
+            let cfg = ConCfg {
+                edge_pct: pct,
+                ..ConCfg::comm(Size::Quick)
+            };
+            let g = Graph::new(&cfg, 2).unwrap();
+            assert!((0..10_000).all(|i| g.edge(i, i % 3) == want), "{pct}%");
+        }
+        let cfg = ConCfg {
+            edge_pct: 101,
+            ..ConCfg::comm(Size::Quick)
+        };
+        assert!(matches!(Graph::new(&cfg, 2), Err(AmError::Config { .. })));
     }
 
     #[test]

@@ -60,8 +60,9 @@ pub struct SampleCfg {
 }
 
 impl SampleCfg {
-    /// Quick: 16,384 keys per rank; Full: 4,194,304 keys per rank (LC98:
-    /// 262,144, on a machine many times slower).
+    /// Quick: 16,384 keys per rank; Full: 8,388,608 keys per rank (LC98:
+    /// 262,144; scaled up 32x so that the run takes about a second at two
+    /// ranks on a 2-core machine).
     pub fn of(size: Size) -> Self {
         match size {
             Size::Quick => SampleCfg {
@@ -70,7 +71,7 @@ impl SampleCfg {
                 seed: 0x5A_0001,
             },
             Size::Full => SampleCfg {
-                keys_per_rank: 1 << 22,
+                keys_per_rank: 1 << 23,
                 samples_per_rank: 1024,
                 seed: 0x5A_0001,
             },
@@ -217,6 +218,13 @@ pub fn run<C: Claim>(cfg: &SampleCfg, job: &Job) -> Result<AppOut, AmError> {
         ep.poll_until(|st| st.splitters.len() >= p - 1)?;
     }
     let split = ep.state().splitters.clone();
+    if split.len() != p - 1 || !split.is_sorted() {
+        return Err(bad(format!(
+            "sample: rank {r} got {} splitters for {p} ranks (expected {}, sorted)",
+            split.len(),
+            p - 1
+        )));
+    }
     // 3. Scatter.
     let mut bufs: Vec<Vec<u32>> = vec![Vec::with_capacity(KEYS_PER_MSG); p];
     let mut sent = vec![0u64; p];
