@@ -1,18 +1,25 @@
-//! The `symmetry` harness as a library: experiments, result files, plots
-//! and the report. The binary (`src/main.rs`) is a thin CLI over it.
+//! The `symmetry` harness as a library. The binary (`src/main.rs`) is a
+//! thin CLI over it. Its parts, one folder each:
+//!
+//! - [`harness`]: what every experiment is built from: the run context,
+//!   the declaration of an experiment and its claims, verdict rules judged
+//!   with the run's own repeat spread, statistics, row look-ups, figures.
+//! - [`experiments`]: the catalogue; one file per experiment, holding its
+//!   declaration, its run and its assessment, importing only the harness,
+//!   the kernels, the registries and the peers (never another experiment).
+//! - [`kernels`]: measurement kernels by subject (locks, threads, messages,
+//!   KLMO91 workloads, machine constants).
+//! - [`registry`]: name tables that monomorphize every lock and strategy.
+//! - [`peers`]: the modern peers (tokio, may, rayon, crossbeam, sockets).
+//! - [`output`]: result files (tidy CSV, `machine.json`, provenance), plots
+//!   and the report.
+//! - [`cli`]: sub-commands beyond the experiment runner (`symmetry am`).
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod am_cli;
-pub mod am_kernels;
-pub mod data;
+pub mod cli;
 pub mod experiments;
+pub mod harness;
 pub mod kernels;
-pub mod locks_table;
-pub mod machine;
-pub mod peers_messages;
-pub mod peers_threads;
-pub mod plot;
-pub mod report;
-pub mod threads_table;
-pub mod tm_kernels;
-pub mod user_scheduler;
+pub mod output;
+pub mod peers;
+pub mod registry;

@@ -8,7 +8,10 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 
 use symmetry_bench::experiments::{self, Ctx, Experiment};
-use symmetry_bench::{data, locks_table, machine::Machine, plot, report};
+use symmetry_bench::output::machine::{Machine, iso8601_utc};
+use symmetry_bench::output::provenance::Provenance;
+use symmetry_bench::output::{data, plot, report};
+use symmetry_bench::registry::locks as locks_table;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -79,7 +82,7 @@ enum Command {
     /// Shared-memory Active Messages jobs: `am spawn -n N APP` starts N processes that run one of
     /// LC98's applications; `am list`, `am clean`.
     #[command(subcommand)]
-    Am(symmetry_bench::am_cli::AmCommand),
+    Am(symmetry_bench::cli::am::AmCommand),
     /// Rebuild OUT/REPORT.md and OUT/REPORT.html from the CSV files already in OUT.
     Report {
         /// Directory holding the CSV files and machine.json.
@@ -93,10 +96,16 @@ enum Command {
 #[derive(Debug, Clone)]
 struct ThreadList(Vec<usize>);
 
-/// Parses `1,2,4` and ranges `1-4`; refuses 0 and empty lists.
+/// Parses `1,2,4` and ranges `1-4`; refuses 0, empty lists and empty
+/// items (`1,,2`, a trailing comma).
 fn parse_threads(s: &str) -> Result<ThreadList, String> {
     let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    for part in s.split(',').map(str::trim) {
+        if part.is_empty() {
+            return Err(format!(
+                "`{s}` has an empty item (expected counts separated by single commas, e.g. `1,2,4` or `1-4,8`)"
+            ));
+        }
         let (lo, hi) = match part.split_once('-') {
             Some((a, b)) => (a.trim(), b.trim()),
             None => (part, part),
@@ -158,11 +167,15 @@ fn ensure_dir(dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot create output directory {}: {e}", dir.display()))
 }
 
-/// Runs one experiment: CSV first, then the figure drawn from the CSV.
+/// Runs one experiment: CSV and its provenance first, then the figure
+/// drawn from the CSV.
 fn run_one(e: &Experiment, ctx: &Ctx, out: &Path, machine: &Machine) -> Result<(), String> {
+    let started = iso8601_utc(std::time::SystemTime::now());
+    let t = Instant::now();
     let rows = (e.run)(ctx).map_err(|err| format!("{}: {err}", e.id))?;
     let csv = out.join(format!("{}.csv", e.id));
     data::write_csv(&csv, &rows)?;
+    Provenance::new(e.id, machine, started, t.elapsed().as_secs_f64()).write(out)?;
     let rows = data::read_csv(&csv)?;
     plot::write_svg(
         &out.join(format!("{}.svg", e.id)),
@@ -190,6 +203,13 @@ fn run_many(list: &[&'static Experiment], ctx: &Ctx, out: &Path) -> Result<Machi
 
 /// Builds the report from the files in `out` (never from memory).
 fn build_report(out: &Path) -> Result<(), String> {
+    if !out.join("machine.json").is_file() {
+        return Err(format!(
+            "{} holds no results (no machine.json): run `symmetry run ID --out {0}` or \
+             `symmetry reproduce --out {0}` first",
+            out.display()
+        ));
+    }
     let machine = Machine::read_json(out)?;
     let mut sections = Vec::new();
     let mut missing = Vec::new();
@@ -204,42 +224,17 @@ fn build_report(out: &Path) -> Result<(), String> {
             &out.join(format!("{}.svg", e.id)),
             &(e.figure)(&rows, &machine),
         )?;
-        sections.push((e.assess)(&rows, &machine));
+        let mut section = e.section(&rows, &machine);
+        section.provenance = Provenance::read(out, e.id)?.map(|p| p.markdown());
+        sections.push(section);
     }
     if sections.is_empty() {
         return Err(format!(
-            "no experiment results in {} (run `symmetry run ID` or `symmetry reproduce` first)",
+            "no experiment results in {} (run `symmetry run ID --out {0}` or `symmetry reproduce --out {0}` first)",
             out.display()
         ));
     }
-    let mut intro = String::from(
-        "Each section puts a published claim beside what this machine measured, with a verdict. \
-         Numbers come from the CSV files next to this report; plots are drawn from them. \
-         Hollow markers are oversubscribed points (more threads than cores).\n\n",
-    );
-    intro.push_str(&format!(
-        "This machine has {} logical CPUs: effects that need more processors than that are marked \
-         \"not measurable here\" or \"partly holds\" with the reason.\n\n",
-        machine.cores()
-    ));
-    if !missing.is_empty() {
-        intro.push_str(&format!(
-            "Not run in this directory: {}.\n\n",
-            missing
-                .iter()
-                .map(|m| format!("`{m}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    intro.push_str(&format!(
-        "Experiments of the catalogue (SPEC §3) that later issues add: {}.\n",
-        experiments::PENDING
-            .iter()
-            .map(|m| format!("`{m}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
+    let intro = report_intro(&machine, &missing);
     report::write_report(
         out,
         "symmetry — reproduction report",
@@ -255,12 +250,67 @@ fn build_report(out: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The report's introduction, generated from `machine.json` and the set
+/// of experiments found.
+fn report_intro(machine: &Machine, missing: &[&str]) -> String {
+    let code_list = |ids: &[&str]| {
+        ids.iter()
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut intro = format!(
+        "Each section puts a published claim beside what the run measured. Every claim is judged by a \
+         declared rule over the data, printed beside its outcome; a rule holds or fails only when the \
+         difference is larger than the spread of the run's own repeats, and is \"not distinguishable \
+         here\" otherwise. Rules that need more of a machine (more cores, no hypervisor) than the one in \
+         `machine.json` are \"not measurable here\". Numbers come from the CSV files next to this report, \
+         whose provenance each section names; plots are drawn from them. Hollow markers are \
+         oversubscribed points (more threads than the {} logical CPUs of the run).\n\n",
+        machine.cores()
+    );
+    if !missing.is_empty() {
+        intro.push_str(&format!(
+            "Not run in this directory: {}.\n\n",
+            code_list(missing)
+        ));
+    }
+    intro.push_str(&format!(
+        "Planned experiments not built yet: {}.\n",
+        code_list(experiments::PENDING)
+    ));
+    intro
+}
+
+/// `--locks` narrows only experiments that run locks: refuse it when an
+/// experiment named has none (it would be ignored silently).
+fn check_locks_apply(list: &[&Experiment]) -> Result<(), String> {
+    let without: Vec<&str> = list
+        .iter()
+        .filter(|e| !e.uses_locks)
+        .map(|e| e.id)
+        .collect();
+    if without.is_empty() {
+        return Ok(());
+    }
+    let with: Vec<&str> = experiments::ALL
+        .iter()
+        .filter(|e| e.uses_locks)
+        .map(|e| e.id)
+        .collect();
+    Err(format!(
+        "--locks does not apply to {} (no lock is chosen there); it narrows only: {}",
+        without.join(", "),
+        with.join(", ")
+    ))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // `am-apps` may re-execute this binary as `symmetry am rank ...`.
-    symmetry_bench::am_cli::mark_harness_binary();
+    symmetry_bench::cli::am::mark_harness_binary();
     // Record the process's CPU set before any measurement pins a thread.
-    let _ = symmetry_bench::kernels::allowed_cpus();
+    let _ = symmetry_bench::kernels::locks::allowed_cpus();
     let result = match cli.command {
         Command::List => {
             for e in experiments::ALL {
@@ -307,11 +357,15 @@ fn main() -> ExitCode {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
-            if let Some(l) = &locks
-                && let Err(e) = locks_table::select(Some(l))
-            {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
+            if let Some(l) = &locks {
+                if let Err(e) = locks_table::select(Some(l)) {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+                if let Err(e) = check_locks_apply(&list) {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
             }
             run_many(
                 &list,
@@ -372,7 +426,7 @@ fn main() -> ExitCode {
                 })
         }
         Command::Report { out } => build_report(&out),
-        Command::Am(cmd) => return symmetry_bench::am_cli::main(cmd),
+        Command::Am(cmd) => return symmetry_bench::cli::am::main(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

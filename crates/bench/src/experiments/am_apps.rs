@@ -7,9 +7,9 @@
 //! this machine's cores clamped to 2..=8 (LC98 used 8 processors; 2 is the
 //! least that communicates), or each count of `--threads`. The ranks are
 //! **processes** started by the SPMD launcher
-//! ([`crate::am_cli::spawn_app`], the path of `symmetry am spawn`) when the
+//! ([`crate::cli::am::spawn_app`], the path of `symmetry am spawn`) when the
 //! harness runs as the `symmetry` binary (its `main` says so through
-//! [`crate::am_cli::mark_harness_binary`]); anywhere else (unit tests) the
+//! [`crate::cli::am::mark_harness_binary`]); anywhere else (unit tests) the
 //! experiment falls back to **threads** of one process
 //! (`symmetry_am::job::run_threads`: each rank still maps every segment
 //! itself). The CSV says which (`mode`).
@@ -34,12 +34,12 @@ use std::time::{Duration, Instant};
 use symmetry_am::{claim, job};
 use symmetry_workloads::am_apps::{App, AppOut, Size};
 
-use super::{Ctx, Experiment, figure};
-use crate::am_cli;
-use crate::data::{BASE_COLUMNS, Row};
-use crate::machine::Machine;
-use crate::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::report::{Section, Table, Verdict};
+use crate::cli::am as am_cli;
+use crate::harness::{Ctx, Experiment, figure};
+use crate::output::data::{BASE_COLUMNS, Row};
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::report::{Section, Table, Verdict};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -47,6 +47,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Split-C applications (3-D FFT, CON/comm, CON/comp, SAMPLE) per Active Messages claim algorithm",
     source: "LC98 Table 4",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -381,9 +382,13 @@ fn best_of(rows: &[Row], names: &[&str], app: &str, p: u32) -> Option<(String, f
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cfgs = configs(rows);
-    let algos: Vec<String> = super::series_names(rows, "elapsed_ms");
+    let algos: Vec<String> = crate::harness::series_names(rows, "elapsed_ms");
     let mut header = vec!["algorithm".to_string()];
     for (app, p, over) in &cfgs {
         header.push(format!(
@@ -528,7 +533,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         ),
     ];
     let verdict = Verdict::of_claims(claims.iter().map(|c| c.1));
-    let mut measured = crate::report::claims_list(&claims);
+    let mut measured = crate::output::report::claims_list(&claims);
     measured.push_str(&format!(
         "\nTimes within the tie margin of each other count as ties: {:.0}%, or the run-to-run spread where larger \
          (half the range of an algorithm's runs over their median, median over the algorithms): {}.\n",
@@ -656,6 +661,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         why,
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }
 
@@ -693,7 +699,7 @@ mod tests {
             .collect();
         let rows = rows_from(&table, 8);
         let m = Machine::detect(true);
-        let s = assess(&rows, &m);
+        let s = assess_old(&rows, &m);
         assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
         assert_eq!(s.table.unwrap().rows.len(), 7);
         assert_eq!(draw(&rows, &m).panels.len(), 4);
@@ -705,7 +711,7 @@ mod tests {
     fn a_flat_table_is_partial() {
         let table: Vec<(&str, [f64; 7])> = TABLE4.iter().map(|(a, _)| (*a, [100.0; 7])).collect();
         let rows = rows_from(&table, 2);
-        let s = assess(&rows, &Machine::detect(true));
+        let s = assess_old(&rows, &Machine::detect(true));
         assert_eq!(s.verdict, Verdict::Partial, "{}", s.measured);
         assert!(s.why.contains("P = 2"), "{}", s.why);
         assert!(s.measured.contains("passed its application's own check"));

@@ -54,13 +54,13 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 use symmetry_am::{AmError, Claim, Config, Endpoint, Msg, Token, job};
 
-use super::{Ctx, Experiment, figure};
-use crate::am_kernels::pin_to_core;
-use crate::data::Row;
-use crate::kernels::allowed_cpus;
-use crate::machine::Machine;
-use crate::plot::{Bar, BarPanel, Figure, LinePanel, Panel, Point, Scale, Series};
-use crate::report::{Section, Table, Verdict, claims_list};
+use crate::harness::{Ctx, Experiment, figure};
+use crate::kernels::locks::allowed_cpus;
+use crate::kernels::messages::pin_to_core;
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, LinePanel, Panel, Point, Scale, Series};
+use crate::output::report::{Section, Table, Verdict, claims_list};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -68,6 +68,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Bulk transfer bandwidth per claim algorithm vs memcpy",
     source: "LC98 §4.1",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -558,8 +559,12 @@ fn pct(x: Option<f64>) -> String {
     x.map_or("n/a".into(), |v| format!("{:.0}%", 100.0 * v))
 }
 
-fn assess(rows: &[Row], _m: &Machine) -> Section {
-    let names = super::series_names(rows, METRIC);
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], _m: &Machine) -> Section {
+    let names = crate::harness::series_names(rows, METRIC);
     let mut header = vec!["series".to_string()];
     header.extend(SIZES.iter().map(|s| format!("{s} B")));
     header.push("8 KiB / memcpy".into());
@@ -719,6 +724,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Section {
         why,
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }
 
@@ -765,11 +771,11 @@ mod tests {
             ("lock-free", 0.82),
             ("stamp", 0.83),
         ];
-        assert_eq!(assess(&rows(&paper), &m).verdict, Verdict::Holds);
+        assert_eq!(assess_old(&rows(&paper), &m).verdict, Verdict::Holds);
         let low: Vec<(&str, f64)> = paper.iter().map(|(n, f)| (*n, f / 3.0)).collect();
-        assert_eq!(assess(&rows(&low), &m).verdict, Verdict::Partial);
+        assert_eq!(assess_old(&rows(&low), &m).verdict, Verdict::Partial);
         assert_eq!(
-            assess(&rows(&paper[..3]), &m).verdict,
+            assess_old(&rows(&paper[..3]), &m).verdict,
             Verdict::NotMeasurable
         );
         assert_eq!(draw(&rows(&paper), &m).panels.len(), 3);

@@ -5,9 +5,9 @@
 //!
 //! Two ranks (threads of this process, each mapping the endpoint segments
 //! itself, so the memory traffic is that of LC98's processes) pinned to two
-//! CPUs: [`crate::am_kernels::logp`] measures RTT, o_s, o_r and g the way
+//! CPUs: [`crate::kernels::messages::logp`] measures RTT, o_s, o_r and g the way
 //! LC98's microbenchmark does (see its docs), and
-//! [`crate::am_kernels::pingpong_rtt_ns`] the cache-line round trip (both
+//! [`crate::kernels::messages::pingpong_rtt_ns`] the cache-line round trip (both
 //! report the median block of 1,000 messages of each phase). Each value is
 //! the median of the repeats, taken interleaved across the series
 //! (ping-pong, then every algorithm, per repeat) so that drift hits every
@@ -16,12 +16,12 @@
 //! the repeats' extremes (`min`, `max`) so a difference can be weighed
 //! against the run-to-run spread.
 
-use super::{Ctx, Experiment, figure, ns, ratio, value};
-use crate::am_kernels::{self, LogP};
-use crate::data::Row;
-use crate::machine::Machine;
-use crate::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::report::{Section, Table, Verdict, claims_list};
+use crate::harness::{Ctx, Experiment, figure, ns, ratio, value};
+use crate::kernels::messages::{self as am_kernels, LogP};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::report::{Section, Table, Verdict, claims_list};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -29,6 +29,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "LogP parameters and round-trip time of short Active Messages per claim algorithm",
     source: "LC98 Table 1",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -142,7 +143,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 
 /// Algorithms in the rows, in registry order.
 fn algorithms(rows: &[Row]) -> Vec<String> {
-    super::series_names(rows, "os_ns")
+    crate::harness::series_names(rows, "os_ns")
 }
 
 fn group(series: &str) -> &'static str {
@@ -346,7 +347,11 @@ fn judge(rows: &[Row]) -> Claims {
     Claims { list, why }
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores();
     let claims = judge(rows);
     let verdict = Verdict::of_claims(claims.list.iter().map(|c| c.1));
@@ -441,6 +446,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         why,
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }
 
@@ -486,12 +492,12 @@ mod tests {
             logical_cpus: 2,
             ..Machine::detect(true)
         };
-        assert_eq!(assess(&rows(600.0, 60.0), &m).verdict, Verdict::Holds);
+        assert_eq!(assess_old(&rows(600.0, 60.0), &m).verdict, Verdict::Holds);
         // pthread not worse: claim (1b) fails.
-        assert_eq!(assess(&rows(460.0, 60.0), &m).verdict, Verdict::Partial);
-        let s = assess(&rows(460.0, 40.0), &m);
+        assert_eq!(assess_old(&rows(460.0, 60.0), &m).verdict, Verdict::Partial);
+        let s = assess_old(&rows(460.0, 40.0), &m);
         assert!(s.measured.contains("does not hold"), "{}", s.measured);
         assert_eq!(draw(&rows(460.0, 40.0), &m).panels.len(), 6);
-        assert_eq!(assess(&[], &m).verdict, Verdict::NotMeasurable);
+        assert_eq!(assess_old(&[], &m).verdict, Verdict::NotMeasurable);
     }
 }

@@ -1,7 +1,7 @@
 //! `am-stress` — LC98 Table 2: the many-to-one communication stress test.
 //! One rank receives; `writers` ranks send it `ints` integers in total
 //! (1,000,000 as in LC98; fewer in `--quick`), one per short request
-//! ([`crate::am_kernels::stress_within`]), for every claim algorithm and
+//! ([`crate::kernels::messages::stress_within`]), for every claim algorithm and
 //! writers = 1..=max(2 x cores - 1, 3) plus 4 x cores - 1 (or
 //! `--threads` minus the receiver). Ranks are threads of this process, each
 //! mapping the endpoint segments itself (the memory traffic of LC98's
@@ -23,16 +23,16 @@
 //! false), never an extrapolation.
 //!
 //! For LC98's first claim (one writer = the LogP gap) the run also measures
-//! each algorithm's gap g with [`crate::am_kernels::logp`] (metric
+//! each algorithm's gap g with [`crate::kernels::messages::logp`] (metric
 //! `logp_g_ns`, threads = 2).
 
-use super::{Ctx, Experiment, figure, ns, ratio, value};
-use crate::am_kernels;
-use crate::data::Row;
-use crate::kernels::median_run;
-use crate::machine::Machine;
-use crate::plot::{Bar, BarPanel, Figure, LinePanel, Panel, Point, Scale, Series};
-use crate::report::{Section, Table, Verdict, claims_list};
+use crate::harness::{Ctx, Experiment, figure, ns, ratio, value};
+use crate::kernels::locks::median_run;
+use crate::kernels::messages as am_kernels;
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, LinePanel, Panel, Point, Scale, Series};
+use crate::output::report::{Section, Table, Verdict, claims_list};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -40,6 +40,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Many-to-one stress test: writers send 1,000,000 integers to one receiver",
     source: "LC98 Table 2",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -225,7 +226,7 @@ fn block(rows: &[Row], alg: &str, w: u32) -> Option<f64> {
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
-    let algs = super::series_names(rows, "ns_per_msg");
+    let algs = crate::harness::series_names(rows, "ns_per_msg");
     let line = |title: &str, y_label: &str, metric: &str, f: &dyn Fn(&Row) -> Option<f64>| {
         let series = algs
             .iter()
@@ -298,10 +299,14 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores() as u32;
     let writers = measured_writers(rows);
-    let algs = super::series_names(rows, "ns_per_msg");
+    let algs = crate::harness::series_names(rows, "ns_per_msg");
     let max_w = writers.last().copied();
     let slowdown = |a: &str, w: u32| Some(per_msg(rows, a, w)? / per_msg(rows, a, 1)?);
     let mut list: Vec<(String, Option<bool>)> = Vec::new();
@@ -564,6 +569,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         why,
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }
 
@@ -604,17 +610,17 @@ mod tests {
             logical_cpus: 2,
             ..Machine::detect(true)
         };
-        let s = assess(&rows(100.0), &m);
+        let s = assess_old(&rows(100.0), &m);
         assert!(s.measured.contains("not measured"), "{}", s.measured);
         assert_eq!(s.verdict, Verdict::Holds);
-        assert_eq!(assess(&rows(400.0), &m).verdict, Verdict::Partial);
+        assert_eq!(assess_old(&rows(400.0), &m).verdict, Verdict::Partial);
         assert_eq!(draw(&rows(100.0), &m).panels.len(), 4);
         // With 16 cores the 2..=7-writer points fit: claim (2) is judged.
         let big = Machine {
             logical_cpus: 16,
             ..m
         };
-        let s = assess(&rows(100.0), &big);
+        let s = assess_old(&rows(100.0), &big);
         assert!(
             s.measured.contains("`lock-free` improves: **holds**"),
             "{}",

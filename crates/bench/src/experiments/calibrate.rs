@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 use symmetry_threads::{LocalReadyq, Runtime, Thread};
 
-use super::{Ctx, Experiment, figure, ns};
-use crate::data::Row;
-use crate::kernels::{allowed_cpus, pin_to, work_ns_per_iter};
-use crate::machine::Machine;
-use crate::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::report::{Section, Table, Verdict};
+use crate::harness::{Ctx, Experiment, figure, ns};
+use crate::kernels::locks::{allowed_cpus, pin_to, work_ns_per_iter};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::report::{Section, Table, Verdict};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -26,6 +26,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Machine constants: atomic RMW, cache-line round trip, block+wake of OS and user threads, C in spins",
     source: "harness (inputs to ALL89 §V, KLMO91 §5)",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -47,7 +48,7 @@ fn per_op(iters: u64, f: impl Fn()) -> f64 {
 /// Two pinned threads bounce one cache line: ns per round trip.
 fn cacheline_rtt(cpus: (usize, usize), rounds: u64) -> f64 {
     let line = CachePadded::new(AtomicU64::new(0));
-    let (elapsed, _) = crate::kernels::run_threads(2, |i| {
+    let (elapsed, _) = crate::kernels::locks::run_threads(2, |i| {
         pin_to(if i == 0 { cpus.0 } else { cpus.1 });
         if i == 0 {
             for r in 0..rounds {
@@ -98,7 +99,7 @@ fn futex_wake(word: &AtomicU32) {
 /// the kernel until woken: ns per round trip (two block+wake hand-offs).
 fn futex_rtt(cpus: (usize, usize), rounds: u64) -> f64 {
     let turn = CachePadded::new(AtomicU32::new(0));
-    let (elapsed, _) = crate::kernels::run_threads(2, |i| {
+    let (elapsed, _) = crate::kernels::locks::run_threads(2, |i| {
         pin_to(if i == 0 { cpus.0 } else { cpus.1 });
         let (mine, theirs) = if i == 0 { (0, 1) } else { (1, 0) };
         for _ in 0..rounds {
@@ -191,7 +192,7 @@ fn user_rtt(processors: usize, rounds: u64) -> f64 {
 pub fn measure(quick: bool) -> Vec<(&'static str, f64, &'static str, u32)> {
     let iters: u64 = if quick { 2_000_000 } else { 20_000_000 };
     let cpus = allowed_cpus();
-    let (rmw, cas, spin) = crate::kernels::on_pinned_thread(|| single_thread_costs(iters));
+    let (rmw, cas, spin) = crate::kernels::locks::on_pinned_thread(|| single_thread_costs(iters));
     let mut out = vec![
         ("atomic_rmw_ns", rmw, "ns", 1),
         ("cas_ns", cas, "ns", 1),
@@ -335,7 +336,11 @@ pub fn describe(metric: &str) -> &'static str {
     }
 }
 
-fn assess(rows: &[Row], _m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], _m: &Machine) -> Section {
     let table = Table {
         header: vec!["constant".into(), "value".into(), "meaning".into()],
         rows: rows
@@ -427,5 +432,6 @@ fn assess(rows: &[Row], _m: &Machine) -> Section {
         why: why.into(),
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }

@@ -29,11 +29,11 @@ use symmetry_locks::spin_then_block::profiler::{LockRecord, Profile};
 use symmetry_models::competitive::{self, Analysis, Strategy};
 
 use super::cs_elapsed::{COMPETITIVE, ExecKind, FIXED, Point, Workload, family, record_profile};
-use super::{Ctx, Experiment, figure};
-use crate::data::Row;
-use crate::machine::Machine;
-use crate::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::report::{Section, Table, Verdict};
+use crate::harness::{Ctx, Experiment, figure};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::report::{Section, Table, Verdict};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -41,6 +41,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Cost of each spin-then-block policy relative to the optimal off-line, on recorded and synthetic waits",
     source: "KLMO91 Tables 1-2",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -367,7 +368,11 @@ fn paper_table() -> String {
     s
 }
 
-fn assess(rows: &[Row], _m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], _m: &Machine) -> Section {
     let all = inputs(rows);
     let priced: Vec<&String> = all
         .iter()
@@ -522,7 +527,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Section {
         ),
     ];
     let verdict = Verdict::of_claims(claims.iter().map(|c| c.1));
-    let mut measured = crate::report::claims_list(&claims);
+    let mut measured = crate::output::report::claims_list(&claims);
     let empty: Vec<&String> = all.iter().filter(|i| !priced.contains(i)).collect();
     if !empty.is_empty() {
         measured.push_str(&format!(
@@ -653,6 +658,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Section {
         why,
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }
 
@@ -713,7 +719,7 @@ mod tests {
         rows.push(r("mixed", "offline", "offline_block_pct", 30.0));
         rows.push(r("mixed", "offline", "offline_mean_spin_us", 0.5));
         let m = Machine::detect(true);
-        let s = assess(&rows, &m);
+        let s = assess_old(&rows, &m);
         assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
         assert_eq!(draw(&rows, &m).panels.len(), 1);
         assert!(s.claim.contains("4.675"));

@@ -16,11 +16,11 @@ use std::sync::OnceLock;
 
 use symmetry_locks::spin_then_block::calibration::{self, Calibration};
 
-use super::{Ctx, Experiment, figure, ns};
-use crate::data::Row;
-use crate::machine::Machine;
-use crate::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::report::{Section, Table, Verdict};
+use crate::harness::{Ctx, Experiment, figure, ns};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::report::{Section, Table, Verdict};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -28,6 +28,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "C in spins: block+wake cost of OS threads (futex) and user threads, and the length of a spin",
     source: "KLMO91 §5",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -195,7 +196,11 @@ fn get(rows: &[Row], series: &str, metric: &str, installed_only: bool) -> Option
         .map(|r| r.value)
 }
 
-fn assess(rows: &[Row], _m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], _m: &Machine) -> Section {
     let mut table = Table::new(&[
         "thread kind",
         "processors",
@@ -320,6 +325,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Section {
         why,
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }
 

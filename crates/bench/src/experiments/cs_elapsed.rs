@@ -40,11 +40,11 @@ use symmetry_workloads::hanoi::{self, HanoiCfg};
 use symmetry_workloads::regsim::{self, RegsimCfg};
 use symmetry_workloads::{OsThreads, UserThreads, WorkloadLock};
 
-use super::{Ctx, Experiment, figure};
-use crate::data::Row;
-use crate::machine::Machine;
-use crate::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::report::{Section, Table, Verdict};
+use crate::harness::{Ctx, Experiment, figure};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::report::{Section, Table, Verdict};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -52,6 +52,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Elapsed time of Regsim-like and Hanoi-like workloads per spin-then-block policy, OS and user threads",
     source: "KLMO91 Tables 3-4",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -628,7 +629,11 @@ fn paper_tables() -> String {
 /// Within this relative margin two elapsed times are a tie.
 const TIE: f64 = 0.03;
 
-fn assess(rows: &[Row], _m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], _m: &Machine) -> Section {
     let cfgs = configs(rows, "elapsed_ms");
     let mut header = vec!["policy".to_string()];
     for (w, e, t, over) in &cfgs {
@@ -791,7 +796,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Section {
     let any_capped = rows
         .iter()
         .any(|r| r.metric == "elapsed_ms" && r.get_param("capped") == Some("true"));
-    let mut measured = crate::report::claims_list(&claims);
+    let mut measured = crate::output::report::claims_list(&claims);
     measured.push_str("\nPer configuration:\n\n");
     for l in &lines {
         measured.push_str(&format!("- {l}\n"));
@@ -846,6 +851,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Section {
         why,
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }
 
@@ -887,7 +893,7 @@ mod tests {
             rows.extend(row(p.name, "hanoi", "os", 8, hanoi[i], 100.0));
         }
         let m = Machine::detect(true);
-        let s = assess(&rows, &m);
+        let s = assess_old(&rows, &m);
         assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
         assert_eq!(draw(&rows, &m).panels.len(), 2);
         assert_eq!(s.table.unwrap().rows.len(), 8);

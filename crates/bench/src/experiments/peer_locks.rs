@@ -18,13 +18,13 @@ use super::cs_elapsed::{
     ADAPTIVE, ExecKind, Point, RunOut, Runner, Workload, install_opt_known, median_runs, policy,
     run_point,
 };
-use super::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
-use crate::data::Row;
-use crate::kernels::{CounterCfg, on_pinned_thread, uncontended_bare_atomic};
-use crate::locks_table;
-use crate::machine::Machine;
-use crate::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::report::{Section, Table, Verdict};
+use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::kernels::locks::{CounterCfg, on_pinned_thread, uncontended_bare_atomic};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::report::{Section, Table, Verdict};
+use crate::registry::locks as locks_table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -32,6 +32,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Uncontended cost and contended throughput of every lock and baseline",
     source: "modern peers",
     uses_locks: true,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -373,7 +374,11 @@ fn workload_text(rows: &[Row]) -> String {
     out
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores() as u32;
     let u = |s: &str| value(rows, s, 1, "uncontended_ns", None);
     let bare = u(BARE);
@@ -387,7 +392,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         ],
         rows: vec![],
     };
-    for n in super::series_names(rows, "uncontended_ns") {
+    for n in crate::harness::series_names(rows, "uncontended_ns") {
         table.rows.push(vec![
             n.clone(),
             u(&n).map_or("n/a".into(), ns),
@@ -417,7 +422,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
             rel(q).map(|r| r <= 3.0),
         ));
     }
-    let best = super::series_names(rows, "uncontended_ns")
+    let best = crate::harness::series_names(rows, "uncontended_ns")
         .into_iter()
         .filter(|n| {
             matches!(
@@ -484,5 +489,6 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
             .into(),
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }

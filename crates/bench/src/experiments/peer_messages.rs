@@ -3,18 +3,18 @@
 //! and on the modern peers, in one run:
 //!
 //! - `am-stamp`, `am-lock-free`: symmetry-am with the `stamp` and
-//!   `lock-free` claims ([`crate::am_kernels::logp`]'s RTT and
-//!   [`crate::am_kernels::stress`]); ranks are threads of a thread-mode
+//!   `lock-free` claims ([`crate::kernels::messages::logp`]'s RTT and
+//!   [`crate::kernels::messages::stress`]); ranks are threads of a thread-mode
 //!   job, each mapping the named segments itself, exactly as processes do;
 //! - `crossbeam-arrayqueue`: `crossbeam_queue::ArrayQueue` in one process
-//!   ([`crate::peers_messages::arrayqueue_rtt_ns`],
-//!   [`crate::peers_messages::arrayqueue_many_to_one`]);
+//!   ([`crate::peers::messages::arrayqueue_rtt_ns`],
+//!   [`crate::peers::messages::arrayqueue_many_to_one`]);
 //! - `unix-socket`: Unix domain sockets between processes
-//!   ([`crate::peers_messages::unix_rtt_ns`] over a stream socket pair,
-//!   [`crate::peers_messages::unix_many_to_one`] over a datagram socket
+//!   ([`crate::peers::messages::unix_rtt_ns`] over a stream socket pair,
+//!   [`crate::peers::messages::unix_many_to_one`] over a datagram socket
 //!   pair; parameter `mode` says whether `fork` was allowed, else threads);
 //! - `cacheline-pingpong` (RTT only): one cache line bounced between two
-//!   cores ([`crate::am_kernels::pingpong_rtt_ns`]), the physical limit of a
+//!   cores ([`crate::kernels::messages::pingpong_rtt_ns`]), the physical limit of a
 //!   shared-memory message.
 //!
 //! Metrics: `rtt_ns` (threads 2; parameter `rounds`: 200,000, `--quick`
@@ -26,15 +26,15 @@
 //! every series alike. `--threads T,...` selects many-to-one points by
 //! thread count (writers = T - 1, T >= 2).
 
-use super::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
-use crate::am_kernels::{logp, pingpong_rtt_ns, stress};
-use crate::data::Row;
-use crate::machine::Machine;
-use crate::peers_messages::{
+use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::kernels::messages::{logp, pingpong_rtt_ns, stress};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::report::{Section, Table, Verdict, claims_list};
+use crate::peers::messages::{
     Mode, arrayqueue_many_to_one, arrayqueue_rtt_ns, unix_many_to_one, unix_rtt_ns,
 };
-use crate::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::report::{Section, Table, Verdict, claims_list};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -42,6 +42,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Round trip and many-to-one: symmetry-am vs crossbeam ArrayQueue and Unix sockets",
     source: "modern peers (LC98 §4.1-4.2 workloads)",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -108,7 +109,7 @@ fn mto_sample(series: &str, writers: u32, ints: u64) -> Result<Sample, String> {
             mode: Mode::Threads.name(),
         })
     };
-    let peer = |o: crate::peers_messages::ManyToOne| Sample {
+    let peer = |o: crate::peers::messages::ManyToOne| Sample {
         value: o.ns_per_msg,
         verified: o.verified,
         mode: o.mode.name(),
@@ -249,7 +250,11 @@ fn param<'a>(rows: &'a [Row], series: &str, metric: &str, key: &str) -> Option<&
         .and_then(|r| r.get_param(key))
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores() as u32;
     let rtt = |s: &str| value(rows, s, 2, RTT, None);
     let mut writers: Vec<u32> = rows
@@ -421,6 +426,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         why,
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }
 
@@ -458,15 +464,15 @@ mod tests {
             ..Machine::detect(true)
         };
         assert_eq!(
-            assess(&rows(300.0, 200.0, 5000.0), &m).verdict,
+            assess_old(&rows(300.0, 200.0, 5000.0), &m).verdict,
             Verdict::Holds
         );
         assert_eq!(
-            assess(&rows(300.0, 100.0, 5000.0), &m).verdict,
+            assess_old(&rows(300.0, 100.0, 5000.0), &m).verdict,
             Verdict::Partial
         );
         assert_eq!(
-            assess(&rows(300.0, 100.0, 600.0), &m).verdict,
+            assess_old(&rows(300.0, 100.0, 600.0), &m).verdict,
             Verdict::Differs
         );
         let fig = draw(&rows(300.0, 200.0, 5000.0), &m);

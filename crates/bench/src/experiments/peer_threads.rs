@@ -2,16 +2,16 @@
 //! finish a thread that does nothing but create the next one) on every
 //! symmetry-threads strategy and on the modern peers in one run:
 //!
-//! - the five strategies of [`crate::threads_table::NAMES`], P processors;
+//! - the five strategies of [`crate::registry::threads::NAMES`], P processors;
 //! - `tokio`: detached `tokio::spawn` of a null task on a multi-thread
-//!   runtime with P workers ([`crate::peers_threads::tokio_chain`]);
+//!   runtime with P workers ([`crate::peers::threads::tokio_chain`]);
 //! - `may`: detached stackful may coroutines
-//!   ([`crate::peers_threads::may_chain`]); may's scheduler is configured
+//!   ([`crate::peers::threads::may_chain`]); may's scheduler is configured
 //!   once per process, so it runs only at the worker count it was first
 //!   given (`cores`, unless other code in the process started may first:
 //!   the row's `workers` and `threads` say what was in force);
 //! - `std-thread`: detached OS threads, each spawned by its predecessor
-//!   ([`crate::peers_threads::std_thread_chain`]), under a time budget: tens
+//!   ([`crate::peers::threads::std_thread_chain`]), under a time budget: tens
 //!   of microseconds each, so a run usually stops early with
 //!   `completed = false`, and the rate is over the threads that ran (the
 //!   median of up to 3 runs of a 0.5 s budget in `--quick`, 3 s otherwise;
@@ -27,15 +27,15 @@
 //! For each peer, `ratio_to_best` = its `ns_per_thread` / the best
 //! strategy's at the same P (parameter `best`).
 
-use super::{Ctx, Experiment, figure, ns, ratio, value};
-use crate::data::Row;
-use crate::kernels::median_run;
-use crate::machine::Machine;
-use crate::peers_threads::{self, may_chain, std_thread_chain, tokio_chain};
-use crate::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::report::{Section, Table, Verdict};
-use crate::threads_table::NAMES;
-use crate::tm_kernels::{ChainCfg, null_chain};
+use crate::harness::{Ctx, Experiment, figure, ns, ratio, value};
+use crate::kernels::locks::median_run;
+use crate::kernels::threads::{ChainCfg, null_chain};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::report::{Section, Table, Verdict};
+use crate::peers::threads::{self as peers_threads, may_chain, std_thread_chain, tokio_chain};
+use crate::registry::threads::NAMES;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -43,6 +43,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Null thread create+start+finish: every strategy vs tokio, may, std::thread",
     source: "modern peers (ALL89 Table III workload)",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -67,8 +68,8 @@ struct Out {
     completed: bool,
 }
 
-impl From<crate::tm_kernels::ChainOut> for Out {
-    fn from(o: crate::tm_kernels::ChainOut) -> Self {
+impl From<crate::kernels::threads::ChainOut> for Out {
+    fn from(o: crate::kernels::threads::ChainOut) -> Self {
         Out {
             threads: o.threads,
             ns_per_thread: o.ns_per_thread(),
@@ -309,7 +310,11 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores() as u32;
     let points = measured_points(rows);
     let get = |s: &str, p: u32| value(rows, s, p, "ns_per_thread", None);
@@ -441,6 +446,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         why,
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }
 
@@ -483,9 +489,18 @@ mod tests {
             logical_cpus: 2,
             ..Machine::detect(true)
         };
-        assert_eq!(assess(&rows(600.0, 20_000.0), &m).verdict, Verdict::Holds);
-        assert_eq!(assess(&rows(300.0, 20_000.0), &m).verdict, Verdict::Partial);
-        assert_eq!(assess(&rows(300.0, 2_000.0), &m).verdict, Verdict::Differs);
+        assert_eq!(
+            assess_old(&rows(600.0, 20_000.0), &m).verdict,
+            Verdict::Holds
+        );
+        assert_eq!(
+            assess_old(&rows(300.0, 20_000.0), &m).verdict,
+            Verdict::Partial
+        );
+        assert_eq!(
+            assess_old(&rows(300.0, 2_000.0), &m).verdict,
+            Verdict::Differs
+        );
         assert_eq!(draw(&rows(300.0, 2_000.0), &m).panels.len(), 1);
     }
 }

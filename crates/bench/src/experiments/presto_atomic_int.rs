@@ -6,13 +6,13 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use super::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
-use crate::data::Row;
-use crate::kernels::{increments, work_iters_for_ns};
-use crate::locks_table;
-use crate::machine::Machine;
-use crate::plot::{Figure, Scale};
-use crate::report::{Section, Table, Verdict};
+use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::kernels::locks::{increments, work_iters_for_ns};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, Scale};
+use crate::output::report::{Section, Table, Verdict};
+use crate::registry::locks as locks_table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -20,6 +20,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "AtomicInt: TAS vs queue lock, dyn vs generic, vs fetch_add",
     source: "PRESTO Fig. 2",
     uses_locks: true,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -78,7 +79,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 "fetch_add",
                 t,
                 compute,
-                crate::kernels::median_run(ctx.repeats(t), hardware, per_inc),
+                crate::kernels::locks::median_run(ctx.repeats(t), hardware, per_inc),
             );
             bar.inc(1);
             for lock in &locks {
@@ -87,7 +88,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     &format!("atomic-int<{}>", lock.name),
                     t,
                     compute,
-                    crate::kernels::median_run(
+                    crate::kernels::locks::median_run(
                         ctx.repeats(t),
                         || (lock.atomic_int)(t, TARGET, post, budget),
                         per_inc,
@@ -98,7 +99,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     &format!("atomic-int-dyn<{}>", lock.name),
                     t,
                     compute,
-                    crate::kernels::median_run(
+                    crate::kernels::locks::median_run(
                         ctx.repeats(t),
                         || (lock.atomic_int_dyn)(t, TARGET, post, budget),
                         per_inc,
@@ -134,7 +135,11 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores() as u32;
     let v =
         |s: &str, t: u32, c: &str| value(rows, s, t, "ns_per_increment", Some(("compute_ns", c)));
@@ -148,7 +153,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         ],
         rows: vec![],
     };
-    for n in super::series_names(rows, "ns_per_increment") {
+    for n in crate::harness::series_names(rows, "ns_per_increment") {
         let cell = |x: Option<f64>| x.map_or("n/a".into(), ns);
         table.rows.push(vec![
             n.clone(),
@@ -210,5 +215,6 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
             .into(),
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }

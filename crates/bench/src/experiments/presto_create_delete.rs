@@ -31,11 +31,11 @@ use std::time::{Duration, Instant};
 
 use symmetry_threads::{Builder, DEFAULT_STACK_SIZE, Handle, Stack, Strategy};
 
-use super::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
-use crate::data::Row;
-use crate::machine::Machine;
-use crate::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::report::{Section, Table, Verdict};
+use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::report::{Section, Table, Verdict};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -43,6 +43,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Create and delete 1,000,000 threads without start; fresh vs pooled stacks",
     source: "PRESTO Fig. 3",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -324,7 +325,11 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores() as u32;
     let v = |s: &str, t: u32| value(rows, s, t, "ns_per_thread", None);
     let e = |s: &str, t: u32| value(rows, s, t, "elapsed_s", None);
@@ -441,5 +446,6 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         ),
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }

@@ -3,7 +3,7 @@
 //! with a central ready queue against per-processor ready queues, and a
 //! user-written scheduler against the built-in one.
 //!
-//! The kernel is ALL89 Table III ([`crate::tm_kernels::null_chain`]): P
+//! The kernel is ALL89 Table III ([`crate::kernels::threads::null_chain`]): P
 //! chains, each thread creating the next and finishing. Series map
 //! PRESTO's curves:
 //!
@@ -15,24 +15,24 @@
 //! | `local-readyq+user-lifo` | the same with the user-written [`Lifo`] pool | a user scheduler |
 //! | `local-readyq+user-priority` | the same with the user-written [`Priority`] heap | a user scheduler |
 //!
-//! The user pools ([`crate::user_scheduler`]) are written against the
+//! The user pools ([`crate::registry::user_scheduler`]) are written against the
 //! public API only, as an application would. Every repeat runs the series
 //! in turn (interleaved), so slow drifts of the machine hit all of them
 //! alike; the points at 1 processor and at the core count get extra
 //! repeats because the user/built-in ratio is judged there.
 //!
-//! [`Lifo`]: crate::user_scheduler::Lifo
-//! [`Priority`]: crate::user_scheduler::Priority
+//! [`Lifo`]: crate::registry::user_scheduler::Lifo
+//! [`Priority`]: crate::registry::user_scheduler::Priority
 
 use symmetry_threads::{LocalFreelist, LocalReadyq, SingleLock};
 
-use super::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
-use crate::data::Row;
-use crate::machine::Machine;
-use crate::plot::{Figure, Scale};
-use crate::report::{Section, Table, Verdict};
-use crate::tm_kernels::{ChainCfg, ChainOut, null_chain};
-use crate::user_scheduler::{LocalReadyqLifo, LocalReadyqPriority};
+use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::kernels::threads::{ChainCfg, ChainOut, null_chain};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, Scale};
+use crate::output::report::{Section, Table, Verdict};
+use crate::registry::user_scheduler::{LocalReadyqLifo, LocalReadyqPriority};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -40,6 +40,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Create, start, delete 1,000,000 null threads: central vs local ready queues, user vs built-in scheduler",
     source: "PRESTO Figs. 4-5",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -155,7 +156,11 @@ fn param(rows: &[Row], series: &str, p: u32, key: &str) -> Option<f64> {
         .and_then(|r| r.get_param(key)?.parse().ok())
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores() as u32;
     let v = |s: &str, p: u32| value(rows, s, p, "ns_per_thread", None);
     let e = |s: &str, p: u32| value(rows, s, p, "elapsed_s", None);
@@ -313,5 +318,6 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         ),
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }

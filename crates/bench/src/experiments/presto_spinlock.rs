@@ -4,13 +4,13 @@
 //! (Graunke-Thakkar: `graunke-thakkar`) and FastThreads (Anderson's
 //! queue-based lock: `anderson`).
 
-use super::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
-use crate::data::Row;
-use crate::kernels::{CounterCfg, work_iters_for_ns};
-use crate::locks_table;
-use crate::machine::Machine;
-use crate::plot::{Figure, Scale};
-use crate::report::{Section, Table, Verdict};
+use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::kernels::locks::{CounterCfg, work_iters_for_ns};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, Scale};
+use crate::output::report::{Section, Table, Verdict};
+use crate::registry::locks as locks_table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -18,6 +18,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "1,000,000 acquisitions, tiny critical section, compute phase after release",
     source: "PRESTO Fig. 1",
     uses_locks: true,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -115,7 +116,11 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores() as u32;
     let over = 4 * cores;
     let c = compute_values(rows)
@@ -133,7 +138,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         ],
         rows: vec![],
     };
-    for n in super::series_names(rows, "ns_per_acquire") {
+    for n in crate::harness::series_names(rows, "ns_per_acquire") {
         table.rows.push(vec![
             n.clone(),
             v(&n, 1).map_or("n/a".into(), ns),
@@ -203,5 +208,6 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         ),
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }

@@ -2,13 +2,13 @@
 //! episode every thread takes the lock once to bump a counter, then waits
 //! until all have; time per episode divided by the number of threads.
 
-use super::spin_counter::list;
-use super::{Ctx, Experiment, figure, ns, threads_panel, value};
-use crate::data::Row;
-use crate::locks_table;
-use crate::machine::Machine;
-use crate::plot::{Figure, Scale};
-use crate::report::{Section, Table, Verdict};
+use crate::harness::names as list;
+use crate::harness::{Ctx, Experiment, figure, ns, threads_panel, value};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, Scale};
+use crate::output::report::{Section, Table, Verdict};
+use crate::registry::locks as locks_table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -16,6 +16,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Lock-based barrier, time per processor",
     source: "ALL89 Fig. 8",
     uses_locks: true,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -31,7 +32,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for lock in &locks {
         for &t in &sweep {
             bar.set_message(format!("{} x{t}", lock.name));
-            let (done, elapsed) = crate::kernels::median_run(
+            let (done, elapsed) = crate::kernels::locks::median_run(
                 ctx.repeats(t),
                 || (lock.barrier)(t, episodes, budget),
                 |(d, e)| e.as_nanos() as f64 / (*d).max(1) as f64,
@@ -73,10 +74,14 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores() as u32;
     let metric = "us_per_processor";
-    let names = super::series_names(rows, metric);
+    let names = crate::harness::series_names(rows, metric);
     let sweep: Vec<u32> = {
         let mut v: Vec<u32> = rows
             .iter()
@@ -149,5 +154,6 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         ),
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use super::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
-use crate::data::Row;
-use crate::kernels::{CounterCfg, CounterOut};
-use crate::locks_table;
-use crate::machine::Machine;
-use crate::plot::{Figure, Scale};
-use crate::report::{Section, Table, Verdict};
+use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::kernels::locks::{CounterCfg, CounterOut};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, Scale};
+use crate::output::report::{Section, Table, Verdict};
+use crate::registry::locks as locks_table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -17,6 +17,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Shared counter to 1,000,000 per lock x threads",
     source: "ALL89 Fig. 6",
     uses_locks: true,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -133,7 +134,11 @@ pub(crate) fn beats_tas(
     (better, worse)
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores() as u32;
     let over = 4 * cores;
     let metric = "ns_per_acquire";
@@ -229,6 +234,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         why,
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }
 

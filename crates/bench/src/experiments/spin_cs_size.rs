@@ -3,14 +3,14 @@
 //! critical-section size. With no parallelism to gain, 1.0 means waiters do
 //! not slow the holder at all.
 
-use super::spin_counter::list;
-use super::{Ctx, Experiment, figure, value};
-use crate::data::Row;
-use crate::kernels::{CounterCfg, work_iters_for_ns};
-use crate::locks_table;
-use crate::machine::Machine;
-use crate::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
-use crate::report::{Section, Table, Verdict};
+use crate::harness::names as list;
+use crate::harness::{Ctx, Experiment, figure, value};
+use crate::kernels::locks::{CounterCfg, work_iters_for_ns};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
+use crate::output::report::{Section, Table, Verdict};
+use crate::registry::locks as locks_table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -18,6 +18,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Relative speed (P threads vs 1) vs critical-section size",
     source: "ALL89 Fig. 7",
     uses_locks: true,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -175,7 +176,11 @@ fn cs_values(rows: &[Row]) -> Vec<String> {
     v.into_iter().map(|(_, s)| s).collect()
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores() as u32;
     let p = cores.max(2);
     let sizes = cs_values(rows);
@@ -191,7 +196,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
     for c in &sizes {
         table.header.push(format!("cs {c} ns, {p} thr"));
     }
-    for n in super::series_names(rows, "relative_speed") {
+    for n in crate::harness::series_names(rows, "relative_speed") {
         let mut row = vec![n.clone()];
         for c in &sizes {
             row.push(rs(&n, c).map_or("n/a".into(), |v| format!("{v:.2}")));
@@ -201,7 +206,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
     let gain = |l: &str| Some(rs(l, &large)? - rs(l, &small)?);
     let (verdict, measured) = match (gain("tas"), gain("ttas")) {
         (Some(gt), Some(gr)) => {
-            let improving: Vec<String> = super::series_names(rows, "relative_speed")
+            let improving: Vec<String> = crate::harness::series_names(rows, "relative_speed")
                 .into_iter()
                 .filter(|n| gain(n).is_some_and(|g| g > 0.05))
                 .collect();
@@ -242,5 +247,6 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         ),
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }

@@ -45,12 +45,12 @@ use std::time::{Duration, Instant};
 use symmetry_models::expected_queues_examined;
 use symmetry_threads::{Builder, DefaultProcessor, Stats, Strategy, spawn_detached_here};
 
-use super::{Ctx, Experiment, figure, ns, ratio, value};
-use crate::data::Row;
-use crate::machine::Machine;
-use crate::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
-use crate::report::{Section, Table, Verdict};
-use crate::threads_table::NAMES;
+use crate::harness::{Ctx, Experiment, figure, ns, ratio, value};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
+use crate::output::report::{Section, Table, Verdict};
+use crate::registry::threads::NAMES;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -58,6 +58,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Thread latency vs number of runnable threads, per strategy",
     source: "ALL89 Fig. 4",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -285,7 +286,7 @@ fn model_examined(r: u32, p: u32, q: u32) -> f64 {
 fn draw(rows: &[Row], m: &Machine) -> Figure {
     let p = processors(rows);
     let line = |metric: &str| -> Vec<Series> {
-        super::series_names(rows, metric)
+        crate::harness::series_names(rows, metric)
             .into_iter()
             .map(|n| Series {
                 points: rows
@@ -341,7 +342,11 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], _m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], _m: &Machine) -> Section {
     let p = processors(rows) as u32;
     let rmax = rows.iter().map(|r| r.threads).max().unwrap_or(1);
     let lat = |s: &str, r: u32| value(rows, s, r, LATENCY, None);
@@ -354,7 +359,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Section {
         header,
         rows: vec![],
     };
-    for n in super::series_names(rows, LATENCY) {
+    for n in crate::harness::series_names(rows, LATENCY) {
         let mut row = vec![n.clone()];
         for &r in &cols {
             let cell = lat(&n, r).map_or("n/a".into(), ns);
@@ -496,6 +501,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Section {
         ),
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }
 

@@ -2,7 +2,7 @@
 //! finish 1,000,000 null threads on each of the five thread-management
 //! strategies, for a sweep of processors.
 //!
-//! Each point runs [`crate::tm_kernels::null_chain`]: P chains of null
+//! Each point runs [`crate::kernels::threads::null_chain`]: P chains of null
 //! threads, each thread creating the next one and finishing, until every
 //! chain has run total / P threads. Metrics:
 //!
@@ -25,14 +25,14 @@
 //! a core; oversubscribed points are left to the OS scheduler (pinning
 //! several spinning processors to one CPU would measure the pinning).
 
-use super::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
-use crate::data::Row;
-use crate::kernels::median_run;
-use crate::machine::Machine;
-use crate::plot::{Figure, Panel, Scale};
-use crate::report::{Section, Table, Verdict};
-use crate::threads_table::NAMES;
-use crate::tm_kernels::{ChainCfg, ChainOut, null_chain};
+use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::kernels::locks::median_run;
+use crate::kernels::threads::{ChainCfg, ChainOut, null_chain};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, Panel, Scale};
+use crate::output::report::{Section, Table, Verdict};
+use crate::registry::threads::NAMES;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -40,6 +40,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Create, start and finish 1,000,000 null threads per strategy x processors",
     source: "ALL89 Fig. 1-2, Table III",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -264,7 +265,11 @@ fn ordering(rows: &[Row], threads: u32, metric: &str, fmt: fn(f64) -> String) ->
         .join(" < ")
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores() as u32;
     let ns_at = |s: &str, t: u32| value(rows, s, t, "ns_per_thread", None);
     let sp_at = |s: &str, t: u32| value(rows, s, t, "speedup", None);
@@ -469,6 +474,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         why,
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }
 
@@ -528,7 +534,7 @@ mod tests {
         .flat_map(|(n, one, two)| [ns_row(n, 1, *one), ns_row(n, 2, *two)])
         .collect();
         rows.extend(speedup_rows(&rows, EXPERIMENT.id, None));
-        let s = assess(&rows, &machine(2));
+        let s = assess_old(&rows, &machine(2));
         assert_eq!(s.verdict, Verdict::Partial, "{}", s.measured);
         assert!(s.measured.contains("6 of 6 hold"), "{}", s.measured);
         assert_eq!(s.table.as_ref().unwrap().rows.len(), NAMES.len());

@@ -29,11 +29,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use symmetry_models::{expected_queues_examined, expected_queues_examined_monte_carlo};
 use symmetry_threads::{Handle, LocalReadyq, Runtime, Thread};
 
-use super::{Ctx, Experiment, figure, value};
-use crate::data::Row;
-use crate::machine::Machine;
-use crate::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
-use crate::report::{Section, Table, Verdict};
+use crate::harness::{Ctx, Experiment, figure, value};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
+use crate::output::report::{Section, Table, Verdict};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -41,6 +41,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Queues examined vs runnable threads: E(r,q) exact, Monte Carlo, measured",
     source: "ALL89 Fig. 5, eq. (3.1)",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -258,7 +259,11 @@ fn max_abs_error(rows: &[Row], series: &str) -> Option<(u32, f64)> {
         .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
 }
 
-fn assess(rows: &[Row], _m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], _m: &Machine) -> Section {
     let v = |s: &str, r: u32| value(rows, s, r, METRIC, None);
     let std_err = |r: u32| {
         rows.iter()
@@ -365,5 +370,6 @@ fn assess(rows: &[Row], _m: &Machine) -> Section {
             .into(),
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }

@@ -36,14 +36,14 @@
 use super::tm_null_threads::{
     chain_point, cmp_word, pin, processors, processors_axis, speedup_rows,
 };
-use super::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
-use crate::data::Row;
-use crate::kernels::{work_iters_for_ns, work_ns_per_iter};
-use crate::machine::Machine;
-use crate::plot::{Figure, Scale};
-use crate::report::{Section, Table, Verdict};
-use crate::threads_table::NAMES;
-use crate::tm_kernels::ChainCfg;
+use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::kernels::locks::{work_iters_for_ns, work_ns_per_iter};
+use crate::kernels::threads::ChainCfg;
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, Scale};
+use crate::output::report::{Section, Table, Verdict};
+use crate::registry::threads::NAMES;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -51,6 +51,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Null-thread chain with uniform random user work per thread: speedup per strategy",
     source: "ALL89 Fig. 3",
     uses_locks: false,
+    claims: &[],
     run,
     figure: draw,
     assess,
@@ -234,7 +235,11 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
+    crate::harness::legacy(assess_old(rows, m))
+}
+
+fn assess_old(rows: &[Row], m: &Machine) -> Section {
     let cores = m.cores() as u32;
     let sp = |s: &str, n: &str, t: u32| value(rows, n, t, "speedup", Some(("setting", s)));
     let nst = |s: &str, n: &str, t: u32| value(rows, n, t, "ns_per_thread", Some(("setting", s)));
@@ -392,6 +397,7 @@ fn assess(rows: &[Row], m: &Machine) -> Section {
         why,
         table: Some(table),
         svg: Some(format!("{}.svg", EXPERIMENT.id)),
+        provenance: None,
     }
 }
 
@@ -436,7 +442,7 @@ mod tests {
             assert_eq!(sp.len(), 2 * NAMES.len());
             rows.extend(sp);
         }
-        let s = assess(&rows, &m);
+        let s = assess_old(&rows, &m);
         assert_eq!(s.verdict, Verdict::Partial, "{}", s.measured);
         assert_eq!(s.measured.matches("**holds**").count(), 2, "{}", s.measured);
         assert_eq!(draw(&rows, &m).panels.len(), 2);

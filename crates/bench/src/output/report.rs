@@ -21,7 +21,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::machine::Machine;
+use crate::output::machine::Machine;
 
 /// How a paper's claim fared on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,51 +34,19 @@ pub enum Verdict {
     NotMeasurable,
     /// Part of the claim holds.
     Partial,
-}
-
-/// The "Measured" list of an experiment built from claims (see
-/// [`Verdict::of_claims`]): one line per claim with its outcome.
-pub fn claims_list<S: std::fmt::Display>(claims: &[(S, Option<bool>)]) -> String {
-    let mut out = String::new();
-    for (c, h) in claims {
-        out.push_str(&format!(
-            "- {c}: **{}**\n",
-            match h {
-                Some(true) => "holds",
-                Some(false) => "does not hold",
-                None => "not measured",
-            }
-        ));
-    }
-    out
+    /// Every judged difference was inside the run's repeat spread.
+    Indistinct,
 }
 
 impl Verdict {
     /// Every verdict, in the order the summary counts them.
-    pub const ALL: [Verdict; 4] = [
+    pub const ALL: [Verdict; 5] = [
         Verdict::Holds,
         Verdict::Partial,
+        Verdict::Indistinct,
         Verdict::Differs,
         Verdict::NotMeasurable,
     ];
-
-    /// The verdict of an experiment from its claims, each held (`true`),
-    /// failed (`false`) or not measurable here (`None`): holds if every
-    /// measurable claim held, differs if none did, partly holds otherwise,
-    /// and not measurable if no claim was.
-    pub fn of_claims(claims: impl IntoIterator<Item = Option<bool>>) -> Verdict {
-        let (mut held, mut known) = (0, 0);
-        for c in claims.into_iter().flatten() {
-            known += 1;
-            held += usize::from(c);
-        }
-        match held {
-            _ if known == 0 => Verdict::NotMeasurable,
-            h if h == known => Verdict::Holds,
-            0 => Verdict::Differs,
-            _ => Verdict::Partial,
-        }
-    }
 
     /// The words the report uses.
     pub fn label(&self) -> &'static str {
@@ -87,6 +55,7 @@ impl Verdict {
             Verdict::Differs => "differs",
             Verdict::NotMeasurable => "not measurable here",
             Verdict::Partial => "partly holds",
+            Verdict::Indistinct => "not distinguishable here",
         }
     }
 
@@ -95,6 +64,7 @@ impl Verdict {
         match self {
             Verdict::Holds => "#2e7d32",
             Verdict::Partial => "#e65100",
+            Verdict::Indistinct => "#5c6bc0",
             Verdict::Differs => "#c62828",
             Verdict::NotMeasurable => "#757575",
         }
@@ -105,6 +75,7 @@ impl Verdict {
         match self {
             Verdict::Holds => "v-holds",
             Verdict::Partial => "v-partial",
+            Verdict::Indistinct => "v-tie",
             Verdict::Differs => "v-differs",
             Verdict::NotMeasurable => "v-na",
         }
@@ -214,6 +185,9 @@ pub struct Section {
     pub table: Option<Table>,
     /// Plot file name relative to the report directory, e.g. `spin-counter.svg`.
     pub svg: Option<String>,
+    /// Where the section's CSV came from (markdown: commit, mode, time,
+    /// command; see [`crate::output::provenance`]), if recorded.
+    pub provenance: Option<String>,
 }
 
 /// File name of the markdown report.
@@ -381,40 +355,51 @@ fn render_markdown(
     }
 
     for s in sections {
-        let _ = writeln!(md, "## {} — {}\n", s.id, s.title);
-        let _ = writeln!(md, "**Source:** {}\n", s.source);
-        md.push_str("**Claim:**\n\n");
-        for line in s.claim.trim().lines() {
-            if line.trim().is_empty() {
-                md.push_str(">\n");
-            } else {
-                let _ = writeln!(md, "> {line}");
-            }
+        md.push_str(&section_markdown(dir, s));
+    }
+    md
+}
+
+/// One section as markdown: heading, source and provenance, claim, measured
+/// (with its rules), verdict, table, plot.
+pub fn section_markdown(dir: &Path, s: &Section) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "## {} — {}\n", s.id, s.title);
+    let _ = writeln!(md, "**Source:** {}\n", s.source);
+    if let Some(p) = &s.provenance {
+        let _ = writeln!(md, "**Data:** {}\n", p.trim());
+    }
+    md.push_str("**Claim:**\n\n");
+    for line in s.claim.trim().lines() {
+        if line.trim().is_empty() {
+            md.push_str(">\n");
+        } else {
+            let _ = writeln!(md, "> {line}");
         }
-        md.push('\n');
-        let _ = writeln!(md, "**Measured:**\n\n{}\n", s.measured.trim());
-        let _ = writeln!(
-            md,
-            "**Verdict: {}** — {}\n",
-            s.verdict.label(),
-            s.why.trim()
-        );
-        if let Some(t) = &s.table {
-            let t = t.to_markdown();
-            if !t.is_empty() {
-                md.push_str(&t);
-                md.push('\n');
-            }
+    }
+    md.push('\n');
+    let _ = writeln!(md, "**Measured:**\n\n{}\n", s.measured.trim());
+    let _ = writeln!(
+        md,
+        "**Verdict: {}** — {}\n",
+        s.verdict.label(),
+        s.why.trim()
+    );
+    if let Some(t) = &s.table {
+        let t = t.to_markdown();
+        if !t.is_empty() {
+            md.push_str(&t);
+            md.push('\n');
         }
-        if let Some(svg) = &s.svg {
-            let _ = writeln!(md, "![{}]({})\n", s.id, svg.replace(' ', "%20"));
-            if plot_path(dir, svg).is_none() {
-                let _ = writeln!(
-                    md,
-                    "(The plot {} was not found in the report directory when this report was written.)\n",
-                    code_span(svg)
-                );
-            }
+    }
+    if let Some(svg) = &s.svg {
+        let _ = writeln!(md, "![{}]({})\n", s.id, svg.replace(' ', "%20"));
+        if plot_path(dir, svg).is_none() {
+            let _ = writeln!(
+                md,
+                "(The plot {} was not found in the report directory when this report was written.)\n",
+                code_span(svg)
+            );
         }
     }
     md
@@ -451,6 +436,8 @@ font-weight: bold; font-size: .9em; white-space: nowrap; }
 .v-partial { border-color: #e65100; background: #fff3e6; }
 .v-differs { border-color: #c62828; background: #fdecec; }
 .v-na { border-color: #757575; background: #f3f3f3; }
+.v-tie { border-color: #5c6bc0; background: #eef0fa; }
+.badge.v-tie { background: #5c6bc0; }
 .badge.v-holds { background: #2e7d32; }
 .badge.v-partial { background: #e65100; }
 .badge.v-differs { background: #c62828; }
@@ -515,6 +502,9 @@ fn render_html(dir: &Path, title: &str, intro: &str, m: &Machine, sections: &[Se
             "<p class=\"source\">Source: {}</p>",
             inline_html(&s.source)
         );
+        if let Some(p) = &s.provenance {
+            let _ = writeln!(h, "<p class=\"source\">Data: {}</p>", inline_html(p));
+        }
         let _ = writeln!(
             h,
             "<h3>Claim</h3>\n<blockquote>\n{}</blockquote>",
@@ -569,7 +559,7 @@ fn inline_svg(dir: &Path, name: &str) -> String {
 /// Escapes `& < > " '` for HTML text and attributes (the XML escaping of
 /// the plots, which HTML5 accepts as is).
 pub fn escape_html(s: &str) -> String {
-    crate::plot::escape_xml(s)
+    crate::output::plot::escape_xml(s)
 }
 
 /// Whether a table cell holds a number (right-aligned in HTML).
@@ -949,6 +939,7 @@ mod tests {
                 why: "queue locks stay flat".into(),
                 table: Some(table),
                 svg: Some("spin-counter.svg".into()),
+                provenance: None,
             },
             Section {
                 id: "missing-plot".into(),
@@ -960,6 +951,7 @@ mod tests {
                 why: "needs more cores".into(),
                 table: None,
                 svg: Some("missing-plot.svg".into()),
+                provenance: None,
             },
             Section {
                 id: "partial".into(),
@@ -971,6 +963,7 @@ mod tests {
                 why: "z".into(),
                 table: Some(Table::default()),
                 svg: None,
+                provenance: None,
             },
         ]
     }
@@ -1094,5 +1087,40 @@ mod tests {
         assert_eq!(Verdict::NotMeasurable.label(), "not measurable here");
         assert_eq!(Verdict::Partial.label(), "partly holds");
         assert_eq!(Verdict::Partial.to_string(), "partly holds");
+    }
+}
+
+/// Transitional: the "Measured" list of claims of an experiment not yet
+/// declared with rules (see `crate::harness::legacy`).
+pub fn claims_list<S: std::fmt::Display>(claims: &[(S, Option<bool>)]) -> String {
+    let mut out = String::new();
+    for (c, h) in claims {
+        out.push_str(&format!(
+            "- {c}: **{}**\n",
+            match h {
+                Some(true) => "holds",
+                Some(false) => "does not hold",
+                None => "not measured",
+            }
+        ));
+    }
+    out
+}
+
+impl Verdict {
+    /// Transitional: the verdict of claims held / failed / not measured, for
+    /// experiments not yet declared with rules.
+    pub fn of_claims(claims: impl IntoIterator<Item = Option<bool>>) -> Verdict {
+        let (mut held, mut known) = (0, 0);
+        for c in claims.into_iter().flatten() {
+            known += 1;
+            held += usize::from(c);
+        }
+        match held {
+            _ if known == 0 => Verdict::NotMeasurable,
+            h if h == known => Verdict::Holds,
+            0 => Verdict::Differs,
+            _ => Verdict::Partial,
+        }
     }
 }

@@ -17,7 +17,7 @@ use symmetry_threads::{
     Builder, DefaultProcessor, Processor, ShutdownReport, Strategy, spawn_detached_here,
 };
 
-use crate::kernels::local_work;
+use crate::kernels::locks::local_work;
 
 /// Parameters of a chain run.
 #[derive(Debug, Clone, Copy)]
@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn every_strategy_runs_the_chain() {
-        for name in crate::threads_table::NAMES {
+        for name in crate::registry::threads::NAMES {
             let cfg = ChainCfg {
                 processors: 2,
                 total: 20_000,
@@ -202,7 +202,7 @@ mod probe {
     #[ignore]
     fn probe_speed() {
         for p in [1, 2] {
-            for name in crate::threads_table::NAMES {
+            for name in crate::registry::threads::NAMES {
                 let cfg = ChainCfg {
                     processors: p,
                     total: 1_000_000,

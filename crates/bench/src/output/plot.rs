@@ -24,7 +24,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::data::Row;
+use crate::output::data::Row;
 
 /// Width of one panel, in px.
 pub const PANEL_WIDTH: f64 = 520.0;
@@ -85,7 +85,7 @@ impl Series {
 
 /// Groups rows into series by their `series` column (first-seen order), with
 /// x = `threads`, y = `value` and the row's `oversubscribed` flag. Filter the
-/// rows to one metric first (see [`crate::data::filter`]).
+/// rows to one metric first (see [`crate::output::data::filter`]).
 pub fn series_from_rows<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Vec<Series> {
     let mut out: Vec<Series> = Vec::new();
     for row in rows {

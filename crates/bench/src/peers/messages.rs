@@ -27,7 +27,7 @@
 //! (socket buffers, sleeping and waking) is the same for threads and
 //! processes, only the address-space switch differs.
 //!
-//! Pinning follows [`crate::am_kernels::stress`]: when every participant
+//! Pinning follows [`crate::kernels::messages::stress`]: when every participant
 //! has a CPU of its own, participant `i` (the receiver, or the ping side, is
 //! `0`) is pinned to allowed CPU `i`; when they outnumber the CPUs they are
 //! left to the kernel's scheduler, and the spinning sides yield the CPU
@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
 
-use crate::kernels::{allowed_cpus, pin_to};
+use crate::kernels::locks::{allowed_cpus, pin_to};
 
 /// Slots of the many-to-one queue (a symmetry-am packet ring has 256).
 pub const QUEUE_SLOTS: usize = 256;

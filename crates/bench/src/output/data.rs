@@ -87,6 +87,24 @@ impl Row {
         self
     }
 
+    /// Builder: records the spread of the point's repeats as the
+    /// parameters `lo`, `hi` and `repeats` (read back by [`Row::spread`];
+    /// the verdict rules judge differences against it).
+    pub fn with_spread(self, s: &crate::harness::stats::Spread) -> Row {
+        self.param("lo", s.lo)
+            .param("hi", s.hi)
+            .param("repeats", s.n)
+    }
+
+    /// The `(lo, hi, repeats)` recorded with [`Row::with_spread`], if the
+    /// row has all three and they parse.
+    pub fn spread(&self) -> Option<(f64, f64, usize)> {
+        let lo = self.get_param("lo")?.parse().ok()?;
+        let hi = self.get_param("hi")?.parse().ok()?;
+        let n = self.get_param("repeats")?.parse().ok()?;
+        Some((lo, hi, n))
+    }
+
     /// The value of parameter `key`, if the row has it.
     pub fn get_param(&self, key: &str) -> Option<&str> {
         self.params

@@ -81,7 +81,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 use symmetry_am::{AmError, Claim, Config, Endpoint, Job, MAX_RANKS, Msg, Token, job};
 
-use crate::kernels::allowed_cpus;
+use crate::kernels::locks::allowed_cpus;
 
 /// LC98 Table 1's parameters of one algorithm, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -813,7 +813,7 @@ fn stress_rank<C: Claim>(
 /// permitted), so a two-rank measurement runs on two distinct cores.
 ///
 /// `core` indexes the CPUs this process may run on
-/// ([`crate::kernels::allowed_cpus`], modulo their number), so the pinning
+/// ([`crate::kernels::locks::allowed_cpus`], modulo their number), so the pinning
 /// stays inside a restricted CPU set.
 pub fn pin_to_core(core: usize) {
     let allowed = allowed_cpus();

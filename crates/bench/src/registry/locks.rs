@@ -8,7 +8,9 @@ use std::time::Duration;
 use symmetry_locks::registry::LockKind;
 use symmetry_locks::{AtomicInt, AtomicIntDyn};
 
-use crate::kernels::{self, CounterCfg, CounterOut};
+use crate::harness::{Ctx, Spread, median_run};
+use crate::kernels::locks::{self as kernels, CounterCfg, CounterOut};
+use crate::output::data::Row;
 
 /// One lock and its monomorphized kernels.
 #[derive(Clone, Copy)]
@@ -100,4 +102,41 @@ pub fn select(names_wanted: Option<&[String]>) -> Result<Vec<&'static LockEntry>
             })
             .collect(),
     }
+}
+
+impl LockEntry {
+    /// One contended-counter point: the median of [`Ctx::repeats`] runs of
+    /// [`kernels::counter`] for this lock, with the spread of `ns_per_op`
+    /// over the runs.
+    pub fn counter_point(&self, ctx: &Ctx, cfg: CounterCfg) -> (CounterOut, Spread) {
+        median_run(
+            ctx.repeats(cfg.threads),
+            || (self.counter)(&cfg),
+            CounterOut::ns_per_op,
+        )
+    }
+}
+
+/// The `ns_per_acquire` row of a counter point, with its `ops` and
+/// `completed` parameters and the spread of its repeats.
+pub fn acquire_row(
+    id: &str,
+    series: &str,
+    ctx: &Ctx,
+    threads: usize,
+    out: &CounterOut,
+    spread: &Spread,
+) -> Row {
+    Row::new(
+        id,
+        series,
+        threads as u32,
+        ctx.over(threads),
+        "ns_per_acquire",
+        out.ns_per_op(),
+        "ns",
+    )
+    .param("ops", out.ops)
+    .param("completed", out.completed)
+    .with_spread(spread)
 }

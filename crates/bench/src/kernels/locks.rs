@@ -1,7 +1,7 @@
 //! Benchmark kernels, generic over the lock type so that every lock is
 //! monomorphized and inlined into its timed loop (no virtual call inside a
 //! measurement, SPEC §1). The harness reaches them through the name table in
-//! [`crate::locks_table`], whose function pointers are called once per
+//! [`crate::registry::locks`], whose function pointers are called once per
 //! measured point, outside the timed loops.
 
 use std::cell::UnsafeCell;
@@ -135,15 +135,6 @@ pub fn run_threads<T: Send>(
         _ => Duration::ZERO,
     };
     (elapsed, results.into_iter().map(|(_, _, r)| r).collect())
-}
-
-/// Runs `f` `repeats` times and returns the run whose `key` is the median
-/// (repeated measurements of one point; the median resists a noisy
-/// neighbour on a shared virtual machine).
-pub fn median_run<T>(repeats: usize, mut f: impl FnMut() -> T, key: impl Fn(&T) -> f64) -> T {
-    let mut runs: Vec<T> = (0..repeats.max(1)).map(|_| f()).collect();
-    runs.sort_by(|a, b| key(a).total_cmp(&key(b)));
-    runs.swap_remove(runs.len() / 2)
 }
 
 /// Stops a run after `budget`, from a watchdog thread that sleeps (so it
@@ -394,4 +385,10 @@ pub fn increments<F: Fn() -> i64 + Sync>(
         out
     });
     (per_thread.iter().sum(), elapsed)
+}
+
+/// Transitional: the median run of `repeats` runs of `f` by `key`, without
+/// its spread (use [`crate::harness::median_run`], which records it).
+pub fn median_run<T>(repeats: usize, f: impl FnMut() -> T, key: impl Fn(&T) -> f64) -> T {
+    crate::harness::median_run(repeats, f, key).0
 }

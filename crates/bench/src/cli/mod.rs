@@ -1,0 +1,3 @@
+//! Sub-commands beyond the experiment runner.
+
+pub mod am;

@@ -1,0 +1,66 @@
+//! The figures most experiments draw: a metric against threads, one series
+//! per lock or strategy, with the machine's cores marked.
+
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
+
+/// A "metric vs threads" panel with one series per series name, taking the
+/// rows of `metric` that match `param` if given. The cores line is drawn
+/// from `machine.json`'s core count.
+pub fn threads_panel(
+    rows: &[Row],
+    metric: &str,
+    param: Option<(&str, &str)>,
+    title: &str,
+    y_label: &str,
+    y_scale: Scale,
+    cores: usize,
+) -> Panel {
+    let selected: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.metric == metric && param.is_none_or(|(k, v)| r.get_param(k) == Some(v)))
+        .collect();
+    let mut names: Vec<&str> = Vec::new();
+    for r in &selected {
+        if !names.contains(&r.series.as_str()) {
+            names.push(&r.series);
+        }
+    }
+    let series = names
+        .iter()
+        .map(|n| Series {
+            name: n.to_string(),
+            points: selected
+                .iter()
+                .filter(|r| r.series == *n)
+                .map(|r| Point {
+                    x: f64::from(r.threads),
+                    y: r.value,
+                    oversubscribed: r.oversubscribed,
+                })
+                .collect(),
+        })
+        .collect();
+    Panel::Line(LinePanel {
+        title: title.to_string(),
+        x_label: "threads".to_string(),
+        y_label: y_label.to_string(),
+        x_scale: Scale::Linear,
+        y_scale,
+        series,
+        x_marker: Some((cores as f64, format!("cores = {cores}"))),
+    })
+}
+
+/// A figure with the machine summary (from `machine.json`) as caption, two
+/// panels a row when there is more than one.
+pub fn figure(title: &str, machine: &Machine, panels: Vec<Panel>) -> Figure {
+    let columns = if panels.len() > 1 { 2 } else { 1 };
+    Figure {
+        title: title.to_string(),
+        caption: machine.summary(),
+        panels,
+        columns,
+    }
+}

@@ -1,0 +1,412 @@
+//! What every experiment is built from.
+//!
+//! An experiment is a declaration ([`Experiment`]): its id, title and
+//! source, the paper's claims each with the rule that judges it and what
+//! the rule needs of the machine ([`Claim`], [`Needs`]), a `run` that
+//! measures and returns tidy rows, a `figure` drawn from rows and an
+//! `assess` that evaluates each declared rule on rows ([`Assessment`]).
+//! The harness turns the declaration and the assessment into the report's
+//! [`Section`] ([`section`]): it prints every rule beside its outcome, marks
+//! the rules whose [`Needs`] the machine in `machine.json` does not meet as
+//! not measurable, and combines the outcomes into the verdict. Nothing in
+//! an experiment's text may state a fact of the machine it was written on:
+//! whatever depends on the machine is generated from `machine.json` and the
+//! data (tested by [`testing`]).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::Figure;
+use crate::output::report::{Section, Table, Verdict};
+
+pub mod draw;
+pub mod fmt;
+pub mod rows;
+pub mod rule;
+pub mod stats;
+pub mod testing;
+
+pub use draw::{figure, threads_panel};
+pub use fmt::{names, ns, ratio};
+pub use rows::{Data, Sel, series_names, value};
+pub use rule::{Estimate, Finding, Outcome};
+pub use stats::{Spread, median, median_run};
+
+/// What an experiment is run with.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// `--quick`: shorter budgets, fewer points; same code paths.
+    pub quick: bool,
+    /// `--threads`, if given.
+    pub threads: Option<Vec<usize>>,
+    /// `--locks`, if given (validated names).
+    pub locks: Option<Vec<String>>,
+    /// Logical CPUs available.
+    pub cores: usize,
+    /// Show progress bars.
+    pub progress: bool,
+    /// The output directory (`--out`), for experiments whose results
+    /// include files besides the CSV (e.g. `cs-analytic`'s recorded lock
+    /// profiles); `None`: such files are not written.
+    pub out: Option<PathBuf>,
+}
+
+impl Ctx {
+    /// A context for `cores` cores with no narrowing, no progress bars and
+    /// no output directory (tests, library use).
+    pub fn new(quick: bool, cores: usize) -> Ctx {
+        Ctx {
+            quick,
+            threads: None,
+            locks: None,
+            cores: cores.max(1),
+            progress: false,
+            out: None,
+        }
+    }
+
+    /// Thread counts to sweep: `--threads`, else 1..=2*cores plus 4*cores
+    /// (the 4x oversubscription point).
+    pub fn sweep(&self) -> Vec<usize> {
+        if let Some(t) = &self.threads {
+            return t.clone();
+        }
+        let mut v: Vec<usize> = (1..=2 * self.cores).collect();
+        v.push(4 * self.cores);
+        v.dedup();
+        v
+    }
+
+    /// Repeats per point: 5 single-thread runs (cheap, and the base of
+    /// every ratio), 3 where every thread has a core, and 2 for
+    /// oversubscribed points (dominated by the scheduler and the most
+    /// expensive to run, but never without a spread of their own).
+    pub fn repeats(&self, threads: usize) -> usize {
+        match threads {
+            1 => 5,
+            t if self.over(t) => 2,
+            _ => 3,
+        }
+    }
+
+    /// Whether `threads` exceeds the cores.
+    pub fn over(&self, threads: usize) -> bool {
+        threads > self.cores
+    }
+
+    /// Per-point time budget: `quick` or `full`.
+    pub fn budget(&self, quick_ms: u64, full_ms: u64) -> Duration {
+        Duration::from_millis(if self.quick { quick_ms } else { full_ms })
+    }
+
+    /// A progress bar over `len` points, hidden unless enabled.
+    pub fn bar(&self, id: &str, len: usize) -> ProgressBar {
+        let bar = if self.progress {
+            ProgressBar::new(len as u64)
+        } else {
+            ProgressBar::hidden()
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar.set_prefix(id.to_string());
+        bar
+    }
+}
+
+/// What a rule needs of the machine to be judged. Compared with
+/// `machine.json` by the harness; a rule whose needs are not met is "not
+/// measurable here" with a reason generated from both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Needs {
+    /// Logical CPUs the rule needs (1: any machine).
+    pub cores: usize,
+    /// Whether the rule needs a machine that is not virtualized.
+    pub bare_metal: bool,
+}
+
+impl Needs {
+    /// Any machine.
+    pub const NONE: Needs = Needs {
+        cores: 1,
+        bare_metal: false,
+    };
+
+    /// At least `n` logical CPUs.
+    pub const fn cores(n: usize) -> Needs {
+        Needs {
+            cores: n,
+            bare_metal: false,
+        }
+    }
+
+    /// Also a machine that is not virtualized.
+    pub const fn bare_metal(self) -> Needs {
+        Needs {
+            bare_metal: true,
+            ..self
+        }
+    }
+
+    /// The requirement in words, if there is one.
+    pub fn describe(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.cores > 1 {
+            parts.push(format!("at least {} cores", self.cores));
+        }
+        if self.bare_metal {
+            parts.push("a physical machine".to_string());
+        }
+        (!parts.is_empty()).then(|| format!("needs {}", parts.join(" and ")))
+    }
+
+    /// Why `m` does not meet the requirement, or `None` if it does.
+    pub fn unmet(&self, m: &Machine) -> Option<String> {
+        let mut why = Vec::new();
+        if m.cores() < self.cores {
+            why.push(format!(
+                "needs at least {} cores, the run had {}",
+                self.cores,
+                m.cores()
+            ));
+        }
+        if self.bare_metal && m.virtualized {
+            why.push(format!(
+                "needs a physical machine, the run reported a hypervisor ({})",
+                m.hypervisor.as_deref().unwrap_or("hypervisor unknown")
+            ));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
+    }
+}
+
+/// One claim of a paper and the rule that judges it.
+#[derive(Debug, Clone, Copy)]
+pub struct Claim {
+    /// Short key, e.g. `ttas-gains-more`.
+    pub key: &'static str,
+    /// What the paper says (a quote or a close paraphrase with the number).
+    pub paper: &'static str,
+    /// The rule over the data, in words, printed beside the outcome.
+    pub rule: &'static str,
+    /// What the rule needs of the machine.
+    pub needs: Needs,
+}
+
+/// What `assess` found: one finding per declared claim, in declaration
+/// order, plus the numbers behind them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Assessment {
+    /// One finding per [`Experiment::claims`] entry, in order.
+    pub findings: Vec<Finding>,
+    /// What was measured (markdown), generated from the data.
+    pub measured: String,
+    /// Further explanation (markdown), generated from the data and the
+    /// machine; may be empty.
+    pub notes: String,
+    /// The key numbers.
+    pub table: Option<Table>,
+}
+
+/// One entry of the catalogue: a declaration.
+#[derive(Clone, Copy)]
+pub struct Experiment {
+    /// Stable id (CLI, file names).
+    pub id: &'static str,
+    /// One-line title.
+    pub title: &'static str,
+    /// Paper and figure/table reproduced.
+    pub source: &'static str,
+    /// Whether `--locks` narrows it.
+    pub uses_locks: bool,
+    /// The paper's claims, each with its rule.
+    pub claims: &'static [Claim],
+    /// Runs the experiment.
+    pub run: fn(&Ctx) -> Result<Vec<Row>, String>,
+    /// Draws its figure from rows.
+    pub figure: fn(&[Row], &Machine) -> Figure,
+    /// Evaluates each claim's rule on rows.
+    pub assess: fn(&[Row], &Machine) -> Assessment,
+}
+
+impl std::fmt::Debug for Experiment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Experiment")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Experiment {
+    /// The report section of this experiment for `rows` measured on `m`.
+    pub fn section(&self, rows: &[Row], m: &Machine) -> Section {
+        section(self, m, (self.assess)(rows, m))
+    }
+}
+
+/// Transitional: an assessment carrying a section written before the
+/// experiment declared its claims (no rules; its verdict is lost). Every
+/// experiment of the catalogue is to declare its claims instead.
+pub fn legacy(s: Section) -> Assessment {
+    Assessment {
+        findings: Vec::new(),
+        measured: format!("{}\n\n{}", s.measured, s.why),
+        notes: String::new(),
+        table: s.table,
+    }
+}
+
+/// The verdict of a list of outcomes (the not-measurable ones left out):
+/// holds if all hold; not distinguishable if all are ties; differs if none
+/// holds and one fails; partly holds if some hold and others do not; not
+/// measurable if none could be judged.
+pub fn verdict_of(outcomes: &[Outcome]) -> Verdict {
+    let judged: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| !matches!(o, Outcome::NotMeasurable(_)))
+        .collect();
+    let count = |x: &Outcome| judged.iter().filter(|o| **o == x).count();
+    let (holds, fails, ties) = (
+        count(&Outcome::Holds),
+        count(&Outcome::Fails),
+        count(&Outcome::Tie),
+    );
+    match () {
+        _ if judged.is_empty() => Verdict::NotMeasurable,
+        _ if holds == judged.len() => Verdict::Holds,
+        _ if ties == judged.len() => Verdict::Indistinct,
+        _ if holds == 0 && fails > 0 => Verdict::Differs,
+        _ => Verdict::Partial,
+    }
+}
+
+/// The report section of `e` from its assessment on machine `m`: the
+/// claims quoted, the measurement, every rule with its outcome and
+/// evidence, the verdict and why.
+pub fn section(e: &Experiment, m: &Machine, a: Assessment) -> Section {
+    let mut outcomes = Vec::new();
+    let mut rules = String::new();
+    for (i, c) in e.claims.iter().enumerate() {
+        let finding = match c.needs.unmet(m) {
+            Some(why) => Finding::not_measurable(why),
+            None => a
+                .findings
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| Finding::not_measurable("the assessment gave no finding")),
+        };
+        let needs = c
+            .needs
+            .describe()
+            .map_or(String::new(), |n| format!(" ({n})"));
+        let evidence = if finding.evidence.trim().is_empty() {
+            String::new()
+        } else {
+            format!(": {}", finding.evidence.trim())
+        };
+        rules.push_str(&format!(
+            "- `{}` — {}{needs} — **{}**{evidence}\n",
+            c.key, c.rule, finding.outcome
+        ));
+        outcomes.push(finding.outcome);
+    }
+    let verdict = verdict_of(&outcomes);
+    let claim = if e.claims.len() == 1 {
+        e.claims[0].paper.to_string()
+    } else {
+        e.claims
+            .iter()
+            .map(|c| format!("- {}", c.paper))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let measured = format!(
+        "{}\n\nRules, each judged with this run's repeat spread:\n\n{rules}",
+        a.measured.trim()
+    );
+    let mut why = tally(&outcomes);
+    if !a.notes.trim().is_empty() {
+        why.push(' ');
+        why.push_str(a.notes.trim());
+    }
+    Section {
+        id: e.id.into(),
+        title: e.title.into(),
+        source: e.source.into(),
+        claim,
+        measured,
+        verdict,
+        why,
+        table: a.table,
+        svg: Some(format!("{}.svg", e.id)),
+        provenance: None,
+    }
+}
+
+/// "2 of 3 rules hold; 1 is not distinguishable ..." over the outcomes.
+fn tally(outcomes: &[Outcome]) -> String {
+    let n = outcomes.len();
+    let c = |f: fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
+    let holds = c(|o| *o == Outcome::Holds);
+    let fails = c(|o| *o == Outcome::Fails);
+    let ties = c(|o| *o == Outcome::Tie);
+    let na = c(|o| matches!(o, Outcome::NotMeasurable(_)));
+    let mut parts = vec![format!(
+        "{holds} of {n} rule{} hold{}",
+        if n == 1 { "" } else { "s" },
+        if holds == 1 && n == 1 { "s" } else { "" }
+    )];
+    if fails > 0 {
+        parts.push(format!("{fails} fail{}", if fails == 1 { "s" } else { "" }));
+    }
+    if ties > 0 {
+        parts.push(format!(
+            "{ties} {} inside the run's repeat spread (not distinguishable here)",
+            if ties == 1 { "is" } else { "are" }
+        ));
+    }
+    if na > 0 {
+        parts.push(format!("{na} cannot be judged on this run"));
+    }
+    format!("{}.", parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_from_outcomes() {
+        use Outcome::*;
+        assert_eq!(verdict_of(&[Holds, Holds]), Verdict::Holds);
+        assert_eq!(verdict_of(&[Tie, Tie]), Verdict::Indistinct);
+        assert_eq!(verdict_of(&[Fails, Tie]), Verdict::Differs);
+        assert_eq!(verdict_of(&[Holds, Fails]), Verdict::Partial);
+        assert_eq!(verdict_of(&[Holds, Tie]), Verdict::Partial);
+        assert_eq!(
+            verdict_of(&[NotMeasurable("x".into()), Holds]),
+            Verdict::Holds
+        );
+        assert_eq!(
+            verdict_of(&[NotMeasurable("x".into())]),
+            Verdict::NotMeasurable
+        );
+        assert_eq!(verdict_of(&[]), Verdict::NotMeasurable);
+    }
+
+    #[test]
+    fn needs_are_compared_with_the_machine() {
+        let small = testing::machine(2, true);
+        let big = testing::machine(64, false);
+        let n = Needs::cores(8).bare_metal();
+        assert!(n.unmet(&small).unwrap().contains("at least 8 cores"));
+        assert_eq!(n.unmet(&big), None);
+        assert_eq!(Needs::NONE.unmet(&small), None);
+    }
+}

@@ -1,0 +1,231 @@
+//! Looking measured points up in an experiment's rows, as estimates with
+//! their repeat spread.
+//!
+//! A point measured with repeats carries the parameters `lo`, `hi` and
+//! `repeats` ([`crate::output::data::Row::spread`]). Points measured once
+//! (oversubscribed points, expensive runs) have no spread of their own, so
+//! [`Data::estimate`] widens every point of a metric to at least the
+//! experiment's *pooled* noise: the median relative range `(hi - lo) /
+//! value` of that metric's repeated points in the same run. The verdict
+//! rules ([`super::rule`]) then treat differences inside those intervals as
+//! ties.
+
+use super::rule::Estimate;
+use super::stats::median;
+use crate::output::data::Row;
+
+/// An experiment's rows, with look-ups.
+#[derive(Debug, Clone, Copy)]
+pub struct Data<'a> {
+    rows: &'a [Row],
+}
+
+/// A selection of rows: series, threads, metric and parameters that must
+/// match (`None`: any).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sel<'s> {
+    /// Series name.
+    pub series: Option<&'s str>,
+    /// Thread count.
+    pub threads: Option<u32>,
+    /// Metric name.
+    pub metric: Option<&'s str>,
+    /// Parameters `(key, value)` that must match.
+    pub params: &'s [(&'s str, &'s str)],
+}
+
+impl<'s> Sel<'s> {
+    /// Rows of `metric`.
+    pub fn metric(metric: &'s str) -> Sel<'s> {
+        Sel {
+            metric: Some(metric),
+            ..Sel::default()
+        }
+    }
+
+    /// Narrowed to `series`.
+    pub fn series(mut self, series: &'s str) -> Sel<'s> {
+        self.series = Some(series);
+        self
+    }
+
+    /// Narrowed to `threads`.
+    pub fn threads(mut self, threads: u32) -> Sel<'s> {
+        self.threads = Some(threads);
+        self
+    }
+
+    /// Narrowed to rows with these parameter values.
+    pub fn params(mut self, params: &'s [(&'s str, &'s str)]) -> Sel<'s> {
+        self.params = params;
+        self
+    }
+
+    /// Whether `r` is selected.
+    pub fn matches(&self, r: &Row) -> bool {
+        self.series.is_none_or(|s| r.series == s)
+            && self.threads.is_none_or(|t| r.threads == t)
+            && self.metric.is_none_or(|m| r.metric == m)
+            && self.params.iter().all(|(k, v)| r.get_param(k) == Some(*v))
+    }
+}
+
+impl<'a> Data<'a> {
+    /// Look-ups over `rows`.
+    pub fn new(rows: &'a [Row]) -> Data<'a> {
+        Data { rows }
+    }
+
+    /// The rows.
+    pub fn rows(&self) -> &'a [Row] {
+        self.rows
+    }
+
+    /// The selected rows, in file order.
+    pub fn select<'b>(&self, sel: Sel<'b>) -> impl Iterator<Item = &'a Row> + use<'a, 'b> {
+        self.rows.iter().filter(move |r| sel.matches(r))
+    }
+
+    /// The first selected row.
+    pub fn row(&self, sel: Sel<'_>) -> Option<&'a Row> {
+        self.rows.iter().find(|r| sel.matches(r))
+    }
+
+    /// The value of the first selected row.
+    pub fn value(&self, sel: Sel<'_>) -> Option<f64> {
+        self.row(sel).map(|r| r.value)
+    }
+
+    /// The first selected row as an estimate: its own `lo`/`hi` if it has
+    /// them, widened to the metric's pooled noise ([`Data::pooled_noise`]).
+    pub fn estimate(&self, sel: Sel<'_>) -> Option<Estimate> {
+        let r = self.row(sel)?;
+        Some(self.estimate_of(r))
+    }
+
+    /// `r` as an estimate (see [`Data::estimate`]).
+    pub fn estimate_of(&self, r: &Row) -> Estimate {
+        let own = match r.spread() {
+            Some((lo, hi, _)) => Estimate::new(r.value, lo, hi),
+            None => Estimate::exact(r.value),
+        };
+        own.widen(self.pooled_noise(&r.metric))
+    }
+
+    /// The pooled relative noise of `metric` in this run: the median over
+    /// its points measured more than once of `(hi - lo) / |value|`; 0 when
+    /// no point of the metric was repeated.
+    pub fn pooled_noise(&self, metric: &str) -> f64 {
+        let rel: Vec<f64> = self
+            .rows
+            .iter()
+            .filter(|r| r.metric == metric && r.value != 0.0 && r.value.is_finite())
+            .filter_map(|r| {
+                let (lo, hi, n) = r.spread()?;
+                (n >= 2).then(|| ((hi - lo) / r.value).abs())
+            })
+            .collect();
+        median(&rel).unwrap_or(0.0)
+    }
+
+    /// Distinct series of the selected rows, in first-seen order.
+    pub fn series(&self, sel: Sel<'_>) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in self.select(sel) {
+            if !out.contains(&r.series) {
+                out.push(r.series.clone());
+            }
+        }
+        out
+    }
+
+    /// Distinct thread counts of the selected rows, ascending, each with
+    /// whether it was oversubscribed.
+    pub fn threads(&self, sel: Sel<'_>) -> Vec<(u32, bool)> {
+        let mut out: Vec<(u32, bool)> = Vec::new();
+        for r in self.select(sel) {
+            if !out.iter().any(|(t, _)| *t == r.threads) {
+                out.push((r.threads, r.oversubscribed));
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// Distinct values of parameter `key` in the selected rows, sorted
+    /// numerically where they parse as numbers (else as text).
+    pub fn param_values(&self, sel: Sel<'_>, key: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in self.select(sel) {
+            if let Some(v) = r.get_param(key)
+                && !out.iter().any(|o| o == v)
+            {
+                out.push(v.to_string());
+            }
+        }
+        out.sort_by(|a, b| match (a.parse::<f64>(), b.parse::<f64>()) {
+            (Ok(x), Ok(y)) => x.total_cmp(&y),
+            _ => a.cmp(b),
+        });
+        out
+    }
+}
+
+/// The value of `metric` for `series` at `threads` (first match), among
+/// rows that have parameter `param` if given.
+pub fn value(
+    rows: &[Row],
+    series: &str,
+    threads: u32,
+    metric: &str,
+    param: Option<(&str, &str)>,
+) -> Option<f64> {
+    rows.iter()
+        .find(|r| {
+            r.series == series
+                && r.threads == threads
+                && r.metric == metric
+                && param.is_none_or(|(k, v)| r.get_param(k) == Some(v))
+        })
+        .map(|r| r.value)
+}
+
+/// Distinct series of the rows of `metric`, in first-seen order.
+pub fn series_names(rows: &[Row], metric: &str) -> Vec<String> {
+    Data::new(rows).series(Sel::metric(metric))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::stats::Spread;
+
+    fn row(series: &str, t: u32, v: f64, spread: Option<(f64, f64)>) -> Row {
+        let r = Row::new("x", series, t, false, "m", v, "ns");
+        match spread {
+            Some((lo, hi)) => r.with_spread(&Spread {
+                median: v,
+                lo,
+                hi,
+                n: 3,
+            }),
+            None => r,
+        }
+    }
+
+    #[test]
+    fn pooled_noise_widens_single_points() {
+        let rows = vec![
+            row("a", 1, 100.0, Some((95.0, 105.0))),
+            row("b", 1, 200.0, Some((190.0, 210.0))),
+            row("a", 4, 50.0, None),
+        ];
+        let d = Data::new(&rows);
+        assert!((d.pooled_noise("m") - 0.1).abs() < 1e-12);
+        let e = d.estimate(Sel::metric("m").series("a").threads(4)).unwrap();
+        assert_eq!((e.lo, e.hi), (45.0, 55.0));
+        assert!(d.estimate(Sel::metric("nope")).is_none());
+        assert_eq!(d.series(Sel::metric("m")), vec!["a", "b"]);
+        assert_eq!(d.threads(Sel::metric("m")), vec![(1, false), (4, false)]);
+    }
+}

@@ -1,0 +1,333 @@
+//! Verdict rules: a claim of a paper becomes a rule over measured
+//! quantities (an ordering, a ratio against a threshold, a trend), and each
+//! quantity carries the interval its repeats spanned. A rule holds only when
+//! the whole interval is on the claimed side, fails only when it is wholly
+//! on the other side, and is a tie ("not distinguishable here") when the
+//! interval straddles the line: a difference inside the run's own repeat
+//! spread decides nothing.
+
+use std::fmt;
+
+/// A measured quantity and the interval its repeats (widened by the
+/// experiment's pooled noise, see [`super::rows::Data::estimate`]) span.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    /// The point value (a median).
+    pub value: f64,
+    /// Lower end of the interval.
+    pub lo: f64,
+    /// Upper end of the interval.
+    pub hi: f64,
+}
+
+impl Estimate {
+    /// A value known exactly (computed, not measured).
+    pub fn exact(value: f64) -> Estimate {
+        Estimate {
+            value,
+            lo: value,
+            hi: value,
+        }
+    }
+
+    /// A value with its interval; the ends are ordered and made to contain
+    /// the value.
+    pub fn new(value: f64, lo: f64, hi: f64) -> Estimate {
+        let (lo, hi) = if lo <= hi { (lo, hi) } else { (hi, lo) };
+        Estimate {
+            value,
+            lo: lo.min(value),
+            hi: hi.max(value),
+        }
+    }
+
+    /// The interval widened to at least `rel` of the value on each side.
+    pub fn widen(self, rel: f64) -> Estimate {
+        let d = (self.value * rel).abs();
+        Estimate::new(
+            self.value,
+            self.lo.min(self.value - d),
+            self.hi.max(self.value + d),
+        )
+    }
+
+    /// `self / other`: every quotient of the two intervals (`other` taken
+    /// as positive).
+    pub fn ratio(self, other: Estimate) -> Estimate {
+        let q = |a: f64, b: f64| if b == 0.0 { f64::INFINITY } else { a / b };
+        let ends = [
+            q(self.lo, other.lo),
+            q(self.lo, other.hi),
+            q(self.hi, other.lo),
+            q(self.hi, other.hi),
+        ];
+        Estimate::new(
+            q(self.value, other.value),
+            ends.iter().copied().fold(f64::INFINITY, f64::min),
+            ends.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        )
+    }
+
+    /// `self - other` with the interval of every difference.
+    pub fn minus(self, other: Estimate) -> Estimate {
+        Estimate::new(
+            self.value - other.value,
+            self.lo - other.hi,
+            self.hi - other.lo,
+        )
+    }
+
+    /// The value and interval with `digits` decimals, e.g. `1.23 [1.10, 1.30]`.
+    pub fn show(&self, digits: usize) -> String {
+        if self.lo == self.hi {
+            format!("{:.*}", digits, self.value)
+        } else {
+            format!(
+                "{:.*} [{:.*}, {:.*}]",
+                digits, self.value, digits, self.lo, digits, self.hi
+            )
+        }
+    }
+}
+
+/// What a rule found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The data are on the claimed side beyond the repeat spread.
+    Holds,
+    /// The data are on the other side beyond the repeat spread.
+    Fails,
+    /// The difference is inside the repeat spread.
+    Tie,
+    /// The rule cannot be judged from this run; the reason is generated
+    /// from the data or `machine.json` (a declared requirement the machine
+    /// does not meet, a series that was not run).
+    NotMeasurable(String),
+}
+
+impl Outcome {
+    /// Words for the report.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Holds => "holds",
+            Outcome::Fails => "does not hold",
+            Outcome::Tie => "not distinguishable here",
+            Outcome::NotMeasurable(_) => "not measurable here",
+        }
+    }
+
+    /// `true` -> holds, `false` -> fails.
+    pub fn from_bool(b: bool) -> Outcome {
+        if b { Outcome::Holds } else { Outcome::Fails }
+    }
+
+    /// Every outcome must hold: fails if any fails, not measurable if any
+    /// is (and none fails), a tie if any is a tie (and none fails or is not
+    /// measurable), else holds. An empty list is not measurable.
+    pub fn all(outcomes: impl IntoIterator<Item = Outcome>) -> Outcome {
+        let mut seen = Vec::new();
+        for o in outcomes {
+            seen.push(o);
+        }
+        if seen.is_empty() {
+            return Outcome::NotMeasurable("no points to judge".into());
+        }
+        if seen.contains(&Outcome::Fails) {
+            return Outcome::Fails;
+        }
+        if let Some(o) = seen.iter().find(|o| matches!(o, Outcome::NotMeasurable(_))) {
+            return o.clone();
+        }
+        if seen.contains(&Outcome::Tie) {
+            return Outcome::Tie;
+        }
+        Outcome::Holds
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// A rule's outcome with the numbers that decided it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// The compared quantities, in words (markdown).
+    pub evidence: String,
+}
+
+impl Finding {
+    /// A finding from an outcome and its evidence.
+    pub fn new(outcome: Outcome, evidence: impl Into<String>) -> Finding {
+        Finding {
+            outcome,
+            evidence: evidence.into(),
+        }
+    }
+
+    /// Not measurable, for `reason`.
+    pub fn not_measurable(reason: impl Into<String>) -> Finding {
+        let reason = reason.into();
+        Finding {
+            outcome: Outcome::NotMeasurable(reason.clone()),
+            evidence: reason,
+        }
+    }
+
+    /// Not measurable because `what` is missing from the data (e.g. a lock
+    /// left out with `--locks`).
+    pub fn missing(what: &str) -> Finding {
+        Finding::not_measurable(format!("{what} not in this run's data"))
+    }
+}
+
+/// `a < b` beyond the spread: holds if `a.hi < b.lo`, fails if
+/// `a.lo > b.hi`, else a tie.
+pub fn less(a: Estimate, b: Estimate) -> Outcome {
+    if a.hi < b.lo {
+        Outcome::Holds
+    } else if a.lo > b.hi {
+        Outcome::Fails
+    } else {
+        Outcome::Tie
+    }
+}
+
+/// `a > b` beyond the spread.
+pub fn greater(a: Estimate, b: Estimate) -> Outcome {
+    less(b, a)
+}
+
+/// `x >= t`: holds if the whole interval is at or above `t`, fails if it
+/// is wholly below, else a tie.
+pub fn at_least(x: Estimate, t: f64) -> Outcome {
+    if x.lo >= t {
+        Outcome::Holds
+    } else if x.hi < t {
+        Outcome::Fails
+    } else {
+        Outcome::Tie
+    }
+}
+
+/// `x <= t`: holds if the whole interval is at or below `t`, fails if it
+/// is wholly above, else a tie.
+pub fn at_most(x: Estimate, t: f64) -> Outcome {
+    if x.hi <= t {
+        Outcome::Holds
+    } else if x.lo > t {
+        Outcome::Fails
+    } else {
+        Outcome::Tie
+    }
+}
+
+/// `a` and `b` agree within a factor `f` (>= 1): holds if every ratio of
+/// the intervals is within `[1/f, f]`, fails if none is, else a tie.
+pub fn within_factor(a: Estimate, b: Estimate, f: f64) -> Outcome {
+    let r = a.ratio(b);
+    if r.lo >= 1.0 / f && r.hi <= f {
+        Outcome::Holds
+    } else if r.hi < 1.0 / f || r.lo > f {
+        Outcome::Fails
+    } else {
+        Outcome::Tie
+    }
+}
+
+/// The points rise from first to last: the last is above the first beyond
+/// the spread and no step falls beyond it. Fails if the last is below the
+/// first beyond the spread; otherwise a tie. Fewer than two points are not
+/// measurable.
+pub fn increasing(points: &[Estimate]) -> Outcome {
+    trend(points, less)
+}
+
+/// The points fall from first to last (see [`increasing`]).
+pub fn decreasing(points: &[Estimate]) -> Outcome {
+    trend(points, greater)
+}
+
+fn trend(points: &[Estimate], up: fn(Estimate, Estimate) -> Outcome) -> Outcome {
+    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+        return Outcome::NotMeasurable("no points".into());
+    };
+    if points.len() < 2 {
+        return Outcome::NotMeasurable("one point is no trend".into());
+    }
+    match up(*first, *last) {
+        Outcome::Holds => {
+            if points.windows(2).any(|w| up(w[0], w[1]) == Outcome::Fails) {
+                Outcome::Tie
+            } else {
+                Outcome::Holds
+            }
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(v: f64, lo: f64, hi: f64) -> Estimate {
+        Estimate::new(v, lo, hi)
+    }
+
+    #[test]
+    fn ordering_uses_the_spread() {
+        assert_eq!(less(e(1.0, 0.9, 1.1), e(2.0, 1.9, 2.1)), Outcome::Holds);
+        assert_eq!(less(e(2.0, 1.9, 2.1), e(1.0, 0.9, 1.1)), Outcome::Fails);
+        assert_eq!(less(e(1.0, 0.9, 1.5), e(1.2, 1.1, 1.3)), Outcome::Tie);
+    }
+
+    #[test]
+    fn thresholds_and_factors() {
+        assert_eq!(at_least(e(2.0, 1.6, 2.4), 1.5), Outcome::Holds);
+        assert_eq!(at_least(e(1.4, 1.3, 1.45), 1.5), Outcome::Fails);
+        assert_eq!(at_least(e(1.5, 1.4, 1.6), 1.5), Outcome::Tie);
+        assert_eq!(at_most(e(1.0, 0.9, 1.1), 1.2), Outcome::Holds);
+        assert_eq!(
+            within_factor(e(1.0, 1.0, 1.0), e(1.1, 1.0, 1.2), 1.5),
+            Outcome::Holds
+        );
+        assert_eq!(
+            within_factor(e(1.0, 1.0, 1.0), e(3.0, 2.9, 3.1), 1.5),
+            Outcome::Fails
+        );
+    }
+
+    #[test]
+    fn trends() {
+        let up = [e(1.0, 0.9, 1.1), e(2.0, 1.9, 2.1), e(3.0, 2.9, 3.1)];
+        assert_eq!(increasing(&up), Outcome::Holds);
+        assert_eq!(decreasing(&up), Outcome::Fails);
+        let flat = [e(1.0, 0.8, 1.2), e(1.1, 0.9, 1.3)];
+        assert_eq!(increasing(&flat), Outcome::Tie);
+        assert!(matches!(increasing(&up[..1]), Outcome::NotMeasurable(_)));
+    }
+
+    #[test]
+    fn ratio_interval() {
+        let r = e(4.0, 3.0, 5.0).ratio(e(2.0, 1.0, 2.5));
+        assert_eq!((r.value, r.lo, r.hi), (2.0, 1.2, 5.0));
+        let d = e(4.0, 3.0, 5.0).minus(e(2.0, 1.0, 2.5));
+        assert_eq!((d.value, d.lo, d.hi), (2.0, 0.5, 4.0));
+    }
+
+    #[test]
+    fn all_combines() {
+        assert_eq!(
+            Outcome::all([Outcome::Holds, Outcome::Holds]),
+            Outcome::Holds
+        );
+        assert_eq!(Outcome::all([Outcome::Holds, Outcome::Tie]), Outcome::Tie);
+        assert_eq!(Outcome::all([Outcome::Tie, Outcome::Fails]), Outcome::Fails);
+        assert!(matches!(Outcome::all([]), Outcome::NotMeasurable(_)));
+    }
+}

@@ -1,0 +1,93 @@
+//! Test support for experiments: synthetic machines and the check that a
+//! section says nothing of a machine it was not measured on.
+//!
+//! Every experiment's tests build rows for a small virtual machine and a
+//! large machine without a hypervisor, render the section for each, and
+//! call [`assert_machine_neutral`]; they also check that its rules reach
+//! holds, differs and not measurable on data built for each case.
+
+use std::path::Path;
+
+use super::Experiment;
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::report::{Verdict, section_markdown};
+
+/// A synthetic machine: `cores` logical CPUs, virtualized (KVM) or not.
+pub fn machine(cores: usize, virtualized: bool) -> Machine {
+    Machine {
+        cpu_model: "Synthetic CPU".into(),
+        logical_cpus: cores,
+        online_cpus: cores,
+        kernel: "6.0.0".into(),
+        os: "Synthetic OS".into(),
+        virtualized,
+        hypervisor: virtualized.then(|| "kvm".to_string()),
+        memory_gib: 16.0,
+        rustc: "rustc 1.0.0".into(),
+        git_commit: "0000000".into(),
+        profile: "release".into(),
+        timestamp_utc: "2026-01-01T00:00:00Z".into(),
+        quick: true,
+        command: "symmetry reproduce --quick".into(),
+    }
+}
+
+/// The small virtual machine of the machine-neutrality tests (2 cores, KVM).
+pub fn small_vm() -> Machine {
+    machine(2, true)
+}
+
+/// The large bare-metal machine of the machine-neutrality tests (64 cores).
+pub fn big_metal() -> Machine {
+    machine(64, false)
+}
+
+/// Phrases that state the small VM's facts.
+const SMALL_FACTS: &[&str] = &[
+    "2 cores",
+    "2-core",
+    "two cores",
+    "2 logical",
+    "two processors",
+    "virtual machine",
+    "virtualized",
+    "hypervisor",
+];
+
+/// Phrases that state the big machine's facts.
+const BIG_FACTS: &[&str] = &[
+    "64 cores",
+    "64-core",
+    "64 logical",
+    "bare metal",
+    "bare-metal",
+];
+
+/// The section of `e` for `rows` on `m`, rendered as the report renders it.
+pub fn render(e: &Experiment, rows: &[Row], m: &Machine) -> (Verdict, String) {
+    let s = e.section(rows, m);
+    (s.verdict, section_markdown(Path::new("."), &s))
+}
+
+/// Renders `e` on the small VM with `rows_small` and on the big machine
+/// with `rows_big` and panics if either text states the other machine's
+/// facts (core count, virtualization), naming the phrase.
+pub fn assert_machine_neutral(e: &Experiment, rows_small: &[Row], rows_big: &[Row]) {
+    let (_, small) = render(e, rows_small, &small_vm());
+    let (_, big) = render(e, rows_big, &big_metal());
+    for f in BIG_FACTS {
+        assert!(
+            !small.to_lowercase().contains(f),
+            "{}: the section for a 2-core VM says {f:?}:\n{small}",
+            e.id
+        );
+    }
+    for f in SMALL_FACTS {
+        assert!(
+            !big.to_lowercase().contains(f),
+            "{}: the section for a 64-core bare-metal machine says {f:?}:\n{big}",
+            e.id
+        );
+    }
+}

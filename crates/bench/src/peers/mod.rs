@@ -1,0 +1,4 @@
+//! The modern peers the papers' runtimes are measured against.
+
+pub mod messages;
+pub mod threads;
