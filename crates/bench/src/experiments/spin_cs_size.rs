@@ -3,14 +3,15 @@
 //! critical-section size. With no parallelism to gain, 1.0 means waiters do
 //! not slow the holder at all.
 
-use crate::harness::names as list;
-use crate::harness::{Ctx, Experiment, figure, value};
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, figure, names, rule,
+};
 use crate::kernels::locks::{CounterCfg, work_iters_for_ns};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
-use crate::output::report::{Section, Table, Verdict};
-use crate::registry::locks as locks_table;
+use crate::output::report::Table;
+use crate::registry::locks::{self as locks_table, acquire_row};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -18,11 +19,32 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Relative speed (P threads vs 1) vs critical-section size",
     source: "ALL89 Fig. 7",
     uses_locks: true,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
 };
+
+/// ALL89 §IV-E, judged at P = all cores (the most waiters the machine runs
+/// without oversubscription).
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "ttas-recovers",
+        paper: "\"Spinning on a read degrades performance less as the size of the critical section grows\" \
+                (ALL89 §IV-E, 8 processors vs 1).",
+        rule: "the relative speed of `ttas` at P = all cores rises from the smallest to the largest critical \
+               section",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "ttas-over-tas",
+        paper: "\"... while spinning on the xchgb instruction degrades performance evenly throughout the \
+                critical section\" (ALL89 §IV-E).",
+        rule: "from the smallest to the largest critical section, the relative speed of `ttas` gains more than \
+               that of `tas` (P = all cores)",
+        needs: Needs::cores(2),
+    },
+];
 
 fn cs_sizes(ctx: &Ctx) -> Vec<u64> {
     if ctx.quick {
@@ -59,9 +81,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             let mut one = None;
             for &t in std::iter::once(&1).chain(&ps) {
                 bar.set_message(format!("{} cs={cs}ns x{t}", lock.name));
-                let out = super::counter_point(
+                let (out, spread) = lock.counter_point(
                     ctx,
-                    lock,
                     CounterCfg {
                         threads: t,
                         target,
@@ -70,12 +91,11 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                         budget,
                     },
                 );
-                let per = out.ns_per_op();
                 rows.push(
-                    super::acquire_row(EXPERIMENT.id, lock.name, ctx, t, &out).param("cs_ns", cs),
+                    acquire_row(EXPERIMENT.id, lock.name, ctx, t, &out, &spread).param("cs_ns", cs),
                 );
                 match one {
-                    None => one = Some(per),
+                    None => one = Some(spread),
                     Some(base) => rows.push(
                         Row::new(
                             EXPERIMENT.id,
@@ -83,12 +103,13 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                             t as u32,
                             ctx.over(t),
                             "relative_speed",
-                            base / per,
+                            base.median / out.ns_per_op(),
                             "ratio",
                         )
                         .param("cs_ns", cs)
                         .param("ops", out.ops)
-                        .param("completed", out.completed),
+                        .param("completed", out.completed)
+                        .with_spread(&base.ratio(spread)),
                     ),
                 }
                 bar.inc(1);
@@ -163,90 +184,150 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn cs_values(rows: &[Row]) -> Vec<String> {
-    let mut v: Vec<(u64, String)> = Vec::new();
-    for r in rows.iter().filter(|r| r.metric == "relative_speed") {
-        if let Some(c) = r.get_param("cs_ns")
-            && !v.iter().any(|(_, s)| s == c)
-        {
-            v.push((c.parse().unwrap_or(0), c.to_string()));
-        }
-    }
-    v.sort();
-    v.into_iter().map(|(_, s)| s).collect()
-}
-
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
-}
-
-fn assess_old(rows: &[Row], m: &Machine) -> Section {
-    let cores = m.cores() as u32;
-    let p = cores.max(2);
-    let sizes = cs_values(rows);
-    let (small, large) = (
-        sizes.first().cloned().unwrap_or_default(),
-        sizes.last().cloned().unwrap_or_default(),
-    );
-    let rs = |lock: &str, cs: &str| value(rows, lock, p, "relative_speed", Some(("cs_ns", cs)));
-    let mut table = Table {
-        header: vec!["lock".into()],
-        rows: vec![],
-    };
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let p = m.cores() as u32;
+    let sel = Sel::metric("relative_speed").threads(p);
+    let sizes = d.param_values(sel, "cs_ns");
+    let mut table = Table::new(&["lock"]);
     for c in &sizes {
         table.header.push(format!("cs {c} ns, {p} thr"));
     }
-    for n in crate::harness::series_names(rows, "relative_speed") {
+    let rs = |lock: &str, cs: &str| d.estimate(sel.series(lock).params(&[("cs_ns", cs)]));
+    let locks = d.series(sel);
+    for n in &locks {
         let mut row = vec![n.clone()];
         for c in &sizes {
-            row.push(rs(&n, c).map_or("n/a".into(), |v| format!("{v:.2}")));
+            row.push(rs(n, c).map_or("n/a".into(), |v| v.show(2)));
         }
         table.rows.push(row);
     }
-    let gain = |l: &str| Some(rs(l, &large)? - rs(l, &small)?);
-    let (verdict, measured) = match (gain("tas"), gain("ttas")) {
-        (Some(gt), Some(gr)) => {
-            let improving: Vec<String> = crate::harness::series_names(rows, "relative_speed")
-                .into_iter()
-                .filter(|n| gain(n).is_some_and(|g| g > 0.05))
-                .collect();
-            (
-                if gr > gt {
-                    Verdict::Partial
-                } else {
-                    Verdict::Differs
-                },
-                format!(
-                    "At {p} threads, from {small} ns to {large} ns of critical-section work, the relative speed of \
-                     `ttas` (spin on read) changes by {gr:+.2} and that of `tas` (spin on xchg) by {gt:+.2}. \
-                     Locks whose relative speed improves with a longer critical section: {}.",
-                    list(&improving)
-                ),
-            )
-        }
-        _ => (
-            Verdict::NotMeasurable,
-            "tas/ttas were not run (see --locks).".into(),
-        ),
+    let curve =
+        |lock: &str| -> Vec<Estimate> { sizes.iter().filter_map(|c| rs(lock, c)).collect() };
+    let gain = |lock: &str| {
+        let c = curve(lock);
+        Some(c.last()?.minus(*c.first()?))
     };
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: "\"Spinning on a read degrades performance less as the size of the critical section grows, while \
-                spinning on the xchgb instruction degrades performance evenly throughout the critical section\" \
-                (ALL89 §IV-E, 8 processors vs 1)."
-            .into(),
+    let over = d
+        .threads(Sel::metric("relative_speed"))
+        .iter()
+        .any(|&(t, o)| t == p && o);
+    let mut findings = Vec::new();
+    let ttas = curve("ttas");
+    findings.push(if sizes.len() < 2 || ttas.len() < 2 || over {
+        Finding::missing(&format!(
+            "`ttas` at {p} threads over two or more critical-section sizes"
+        ))
+    } else {
+        Finding::new(
+            rule::increasing(&ttas),
+            format!(
+                "`ttas` relative speed {}",
+                ttas.iter()
+                    .map(|e| e.show(2))
+                    .collect::<Vec<_>>()
+                    .join(" -> ")
+            ),
+        )
+    });
+    findings.push(match (gain("ttas"), gain("tas")) {
+        (Some(gr), Some(gt)) if !over => Finding::new(
+            rule::greater(gr, gt),
+            format!("gain of `ttas` {}, of `tas` {}", gr.show(2), gt.show(2)),
+        ),
+        _ => Finding::missing(&format!("`tas` and `ttas` at {p} threads")),
+    });
+    let improving: Vec<String> = locks
+        .iter()
+        .filter(|n| gain(n).is_some_and(|g| g.lo > 0.0))
+        .cloned()
+        .collect();
+    let measured = match (sizes.first(), sizes.last()) {
+        (Some(small), Some(large)) => format!(
+            "At P = {p} threads (all cores), from {small} ns to {large} ns of critical-section work. Locks whose \
+             relative speed rises beyond the repeat spread: {}.",
+            names(&improving)
+        ),
+        _ => format!("No relative-speed points at P = {p} threads."),
+    };
+    Assessment {
+        findings,
         measured,
-        verdict,
-        why: format!(
-            "The paper normalizes 8 processors to 1; here P = {p} (all cores), so a single waiter spins against the \
-             holder, and on a modern write-back, invalidation-based cache the holder is hurt only when it touches \
-             the lock line, not on every bus access as on the write-through Symmetry. Agreement in direction is the \
-             most this machine can show; the magnitude with 7 waiters is not measurable here."
+        notes: format!(
+            "With P = {p}, {} waiter{} spin{} against the holder; ALL89 measured 7. On a write-back, \
+             invalidation-based cache the holder is slowed only when it touches the lock's line.",
+            p.saturating_sub(1),
+            if p == 2 { "" } else { "s" },
+            if p == 2 { "s" } else { "" },
         ),
         table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    /// Relative speeds at P = all cores of `m`: `ttas` from `t0` to `t1`,
+    /// `tas` from `s0` to `s1`, over three critical-section sizes.
+    fn rows(m: &Machine, t0: f64, t1: f64, s0: f64, s1: f64) -> Vec<Row> {
+        let p = m.cores() as u32;
+        let mut out = Vec::new();
+        for (i, cs) in ["0", "1000", "4000"].iter().enumerate() {
+            let f = i as f64 / 2.0;
+            for (lock, a, b) in [("ttas", t0, t1), ("tas", s0, s1)] {
+                let v = a + (b - a) * f;
+                out.push(testing::row(
+                    EXPERIMENT.id,
+                    lock,
+                    p,
+                    m,
+                    "relative_speed",
+                    v,
+                    0.02,
+                    &[("cs_ns", cs)],
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            let holds = rows(&m, 0.3, 0.9, 0.3, 0.35);
+            assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
+            let differs = rows(&m, 0.6, 0.3, 0.3, 0.9);
+            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
+            let tie = rows(&m, 0.5, 0.505, 0.5, 0.5);
+            assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Indistinct);
+        }
+        // One core: no waiter to spin against the holder.
+        let one = testing::machine(1, true);
+        assert_eq!(
+            EXPERIMENT
+                .section(&rows(&one, 0.3, 0.9, 0.3, 0.35), &one)
+                .verdict,
+            Verdict::NotMeasurable
+        );
+        // Data from a small machine judged for a big one: no points at P = 64.
+        let m = big_metal();
+        assert_eq!(
+            EXPERIMENT
+                .section(&rows(&small_vm(), 0.3, 0.9, 0.3, 0.35), &m)
+                .verdict,
+            Verdict::NotMeasurable
+        );
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), 0.3, 0.9, 0.3, 0.35),
+            &rows(&big_metal(), 0.3, 0.9, 0.3, 0.35),
+        );
     }
 }

@@ -158,7 +158,7 @@ impl Needs {
     pub fn describe(&self) -> Option<String> {
         let mut parts = Vec::new();
         if self.cores > 1 {
-            parts.push(format!("at least {} cores", self.cores));
+            parts.push(format!("{} or more cores", self.cores));
         }
         if self.bare_metal {
             parts.push("a physical machine".to_string());
@@ -171,7 +171,7 @@ impl Needs {
         let mut why = Vec::new();
         if m.cores() < self.cores {
             why.push(format!(
-                "needs at least {} cores, the run had {}",
+                "needs {} or more cores, the run had {}",
                 self.cores,
                 m.cores()
             ));
@@ -405,7 +405,7 @@ mod tests {
         let small = testing::machine(2, true);
         let big = testing::machine(64, false);
         let n = Needs::cores(8).bare_metal();
-        assert!(n.unmet(&small).unwrap().contains("at least 8 cores"));
+        assert!(n.unmet(&small).unwrap().contains("8 or more cores"));
         assert_eq!(n.unmet(&big), None);
         assert_eq!(Needs::NONE.unmet(&small), None);
     }

@@ -91,3 +91,35 @@ pub fn assert_machine_neutral(e: &Experiment, rows_small: &[Row], rows_big: &[Ro
         );
     }
 }
+
+/// A synthetic row of experiment `id` with a repeat spread of `rel` of the
+/// value on each side (3 repeats) and parameters `params`.
+pub fn row(
+    id: &str,
+    series: &str,
+    threads: u32,
+    m: &Machine,
+    metric: &str,
+    value: f64,
+    rel: f64,
+    params: &[(&str, &str)],
+) -> Row {
+    let mut r = Row::new(
+        id,
+        series,
+        threads,
+        threads as usize > m.cores(),
+        metric,
+        value,
+        "x",
+    );
+    for (k, v) in params {
+        r = r.param(k, v);
+    }
+    r.with_spread(&crate::harness::Spread {
+        median: value,
+        lo: value * (1.0 - rel),
+        hi: value * (1.0 + rel),
+        n: 3,
+    })
+}
