@@ -1,6 +1,8 @@
 //! Measurement kernels, by subject. Experiments call them; they know
-//! nothing of experiments, rows or reports.
+//! nothing of rows or reports.
 
+pub mod klmo91;
 pub mod locks;
+pub mod machine;
 pub mod messages;
 pub mod threads;
