@@ -171,6 +171,38 @@ pub struct Core<C: Claim, S> {
 }
 
 /// An Active Messages endpoint with claim algorithm `C` and handler state `S`.
+///
+/// Each rank of a job joins with the same [`Config`], registers its handlers,
+/// sends requests (a handler may reply), polls to run the handlers of the
+/// messages it received, and finishes; `finish` waits for its peers.
+///
+/// ```
+/// use symmetry_am::{claim::Stamp, job, AmError, Config, Endpoint, Msg, Token};
+///
+/// // Handler 0 adds its argument to the rank's state.
+/// fn add(t: &mut Token<'_, Stamp, u64>, m: &Msg<'_>) -> Result<(), AmError> {
+///     *t.state() += m.args[0];
+///     Ok(())
+/// }
+///
+/// let sums = job::run_threads(3, |job| -> Result<u64, AmError> {
+///     let mut ep = Endpoint::<Stamp, u64>::join(&job, &Config::default(), 0)?;
+///     ep.register(0, add)?;
+///     for dest in 0..job.size {
+///         ep.request(dest, 0, &[u64::from(job.rank) + 1])?;
+///     }
+///     // Poll (run received handlers) until all three have arrived.
+///     while *ep.state() < 1 + 2 + 3 {
+///         ep.poll()?;
+///     }
+///     let total = *ep.state();
+///     ep.finish()?;
+///     Ok(total)
+/// });
+/// for s in sums {
+///     assert_eq!(s.unwrap(), 1 + 2 + 3);
+/// }
+/// ```
 #[derive(Debug)]
 pub struct Endpoint<C: Claim, S = ()> {
     core: Core<C, S>,

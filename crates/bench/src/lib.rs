@@ -23,3 +23,8 @@ pub mod kernels;
 pub mod output;
 pub mod peers;
 pub mod registry;
+
+/// The README's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

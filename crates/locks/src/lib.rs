@@ -52,6 +52,16 @@
 //! arrays). Any number of queue locks may be held at once and released in
 //! any order (hold A, hold B, release A, release B).
 //!
+//! ## Which `lock_api`
+//!
+//! These locks implement **lock_api 0.5**, whose `RawMutex::Guard` carries
+//! the queue node of an acquisition back to `unlock`. A crate that depends
+//! on lock_api 0.4 (as parking_lot 0.12 does) sees different traits, and
+//! `lock_api::Mutex<Mcs, T>` from 0.4 fails with E0599 (`lock`, `new` not
+//! found). Depend on `lock_api = "0.5"`, or use the re-export
+//! `symmetry_locks::lock_api` (`symmetry_locks::lock_api::Mutex<Mcs, T>`),
+//! or the aliases such as [`McsMutex<T>`](McsMutex), which always match.
+//!
 //! ## Shared memory
 //!
 //! The pointer-free locks ([`Tas`], [`Ttas`], [`Backoff`],
@@ -108,7 +118,34 @@ pub type TicketProportionalMutex<T> = lock_api::Mutex<TicketProportional, T>;
 pub type AndersonMutex<T> = lock_api::Mutex<Anderson, T>;
 /// `lock_api::Mutex` over [`GraunkeThakkar`].
 pub type GraunkeThakkarMutex<T> = lock_api::Mutex<GraunkeThakkar, T>;
-/// `lock_api::Mutex` over [`Mcs`].
+/// `lock_api::Mutex` over [`Mcs`]: a FIFO queue lock whose waiters each
+/// spin on their own cache line.
+///
+/// ```
+/// use std::sync::Arc;
+/// use symmetry_locks::McsMutex;
+///
+/// let counter = Arc::new(McsMutex::new(0u64));
+/// let workers: Vec<_> = (0..4)
+///     .map(|_| {
+///         let c = Arc::clone(&counter);
+///         std::thread::spawn(move || {
+///             for _ in 0..1000 {
+///                 *c.lock() += 1;
+///             }
+///         })
+///     })
+///     .collect();
+/// for w in workers {
+///     w.join().unwrap();
+/// }
+/// assert_eq!(*counter.lock(), 4000);
+/// // Any number of queue locks may be held at once, released in any order.
+/// let other = McsMutex::new(());
+/// let (a, b) = (counter.lock(), other.lock());
+/// drop(a);
+/// drop(b);
+/// ```
 pub type McsMutex<T> = lock_api::Mutex<Mcs, T>;
 /// `lock_api::Mutex` over [`Clh`].
 pub type ClhMutex<T> = lock_api::Mutex<Clh, T>;

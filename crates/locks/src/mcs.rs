@@ -38,7 +38,22 @@ fn new_node() -> NonNull<Node> {
 
 crate::node_pool::node_pool!(Node, new_node);
 
-/// MCS queue lock.
+/// MCS queue lock (Mellor-Crummey & Scott): FIFO, each waiter spins on a
+/// flag in its own queue node, so a release touches one waiter's cache line.
+/// Use it through `lock_api` (or the alias [`McsMutex`](crate::McsMutex));
+/// the queue node comes from a per-thread pool and travels in the guard.
+///
+/// ```
+/// use symmetry_locks::{Mcs, lock_api::Mutex};
+///
+/// let m: Mutex<Mcs, Vec<u32>> = Mutex::new(Vec::new());
+/// m.lock().push(7);
+/// assert!(m.try_lock().is_some());
+/// let held = m.lock();
+/// assert!(m.try_lock().is_none(), "held: try_lock fails, it never waits");
+/// drop(held);
+/// assert_eq!(*m.lock(), [7]);
+/// ```
 #[derive(Debug)]
 pub struct Mcs {
     /// Last node in the queue; null when free.

@@ -766,6 +766,26 @@ impl ShutdownReport {
 
 /// A user-level threads runtime: `P` processors running user threads
 /// under thread-management strategy `S`. See the crate docs.
+///
+/// ```
+/// use symmetry_threads::{JoinError, LocalReadyq, Runtime};
+///
+/// let mut rt: Runtime<LocalReadyq> = Runtime::new(2).unwrap(); // 2 processors
+/// let h = rt.handle();
+/// // block_on runs a user thread and waits for it from this OS thread.
+/// let sum = rt
+///     .block_on(move || {
+///         let kids: Vec<_> = (1..=10u64).map(|i| h.spawn(move || i * i)).collect();
+///         kids.into_iter().map(|k| k.join().unwrap()).sum::<u64>()
+///     })
+///     .unwrap();
+/// assert_eq!(sum, 385);
+/// // A panic in a user thread comes back from join as an error.
+/// let r = rt.spawn(|| -> u32 { panic!("boom") }).join();
+/// assert!(matches!(r, Err(JoinError::Panicked { .. })));
+/// let report = rt.shutdown();
+/// assert!(report.nothing_leaked());
+/// ```
 pub struct Runtime<S: Strategy, P: Processor = DefaultProcessor> {
     shared: Arc<Shared<S, P>>,
     workers: Vec<std::thread::JoinHandle<()>>,
