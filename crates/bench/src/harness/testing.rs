@@ -94,6 +94,7 @@ pub fn assert_machine_neutral(e: &Experiment, rows_small: &[Row], rows_big: &[Ro
 
 /// A synthetic row of experiment `id` with a repeat spread of `rel` of the
 /// value on each side (3 repeats) and parameters `params`.
+#[allow(clippy::too_many_arguments)] // one argument per column of a row
 pub fn row(
     id: &str,
     series: &str,

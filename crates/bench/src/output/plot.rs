@@ -235,10 +235,16 @@ pub fn render_svg(fig: &Figure) -> String {
         30.0
     };
     let header = title_h + caption_lines.len() as f64 * 15.0 + 6.0;
+    let panel_h = PANEL_HEIGHT
+        + fig
+            .panels
+            .iter()
+            .map(legend_below_height)
+            .fold(0.0, f64::max);
     let body = if rows == 0 {
         60.0
     } else {
-        rows as f64 * PANEL_HEIGHT
+        rows as f64 * panel_h
     };
     let height = header + body;
 
@@ -278,10 +284,10 @@ pub fn render_svg(fig: &Figure) -> String {
     }
     for (i, panel) in fig.panels.iter().enumerate() {
         let x0 = (i % columns) as f64 * PANEL_WIDTH;
-        let y0 = header + (i / columns) as f64 * PANEL_HEIGHT;
+        let y0 = header + (i / columns) as f64 * panel_h;
         match panel {
-            Panel::Line(p) => render_line_panel(&mut s, p, x0, y0),
-            Panel::Bar(p) => render_bar_panel(&mut s, p, x0, y0),
+            Panel::Line(p) => render_line_panel(&mut s, p, x0, y0, panel_h),
+            Panel::Bar(p) => render_bar_panel(&mut s, p, x0, y0, panel_h),
         }
     }
     s.push_str("</svg>\n");
@@ -855,17 +861,60 @@ fn draw_y_axis(s: &mut String, axis: &Axis, a: Area, y_of: &dyn Fn(f64) -> f64) 
 /// Legend entries: (name, colour, shape, dash, hollow).
 type LegendEntry = (String, &'static str, Option<usize>, &'static str, bool);
 
-/// Width the legend needs for `names`, or 0 without entries.
+/// Most legend entries drawn beside the plot; more go below it, in columns.
+const LEGEND_BESIDE_MAX: usize = 9;
+/// Height of one legend row below the plot.
+const LEGEND_ROW_H: f64 = 15.0;
+
+/// Width the legend needs for `names` (every name in full, up to 40
+/// characters), or 0 without entries.
 fn legend_width(names: &[&str]) -> f64 {
     let longest = names
         .iter()
-        .map(|n| n.chars().count().min(24))
+        .map(|n| n.chars().count().min(40))
         .max()
         .unwrap_or(0);
     if names.is_empty() {
         0.0
     } else {
-        (longest as f64 * 10.0 * CHAR_W + 34.0).clamp(70.0, 180.0)
+        (longest as f64 * 10.0 * CHAR_W + 34.0).max(70.0)
+    }
+}
+
+/// The legend names of a line panel (series, then "oversubscribed").
+fn legend_names(p: &LinePanel) -> Vec<&str> {
+    let mut names: Vec<&str> = p.series.iter().map(|s| s.name.as_str()).collect();
+    if line_has_oversubscribed(p) {
+        names.push("oversubscribed");
+    }
+    names
+}
+
+/// Whether the legend of `names` goes below the plot: too many entries,
+/// or names too long to leave the plot its width beside them.
+fn legend_below(names: &[&str]) -> bool {
+    names.len() > LEGEND_BESIDE_MAX || legend_width(names) > 180.0
+}
+
+/// Columns and rows of a legend below the plot.
+fn legend_grid(names: &[&str]) -> (usize, usize) {
+    let col_w = legend_width(names).max(1.0);
+    let cols = (((PANEL_WIDTH - 70.0) / col_w) as usize).clamp(1, names.len().max(1));
+    (cols, names.len().div_ceil(cols))
+}
+
+/// Extra panel height a legend below the plot needs (0 if beside).
+fn legend_below_height(panel: &Panel) -> f64 {
+    match panel {
+        Panel::Line(p) => {
+            let names = legend_names(p);
+            if legend_below(&names) {
+                legend_grid(&names).1 as f64 * LEGEND_ROW_H + 8.0
+            } else {
+                0.0
+            }
+        }
+        Panel::Bar(_) => 0.0,
     }
 }
 
@@ -917,20 +966,54 @@ fn draw_legend(s: &mut String, entries: &[LegendEntry], x: f64, width: f64, a: A
     }
 }
 
-fn render_line_panel(s: &mut String, p: &LinePanel, x0: f64, y0: f64) {
+/// Draws a legend in columns below the plot, rows from `top`.
+fn draw_legend_below(s: &mut String, entries: &[LegendEntry], left: f64, top: f64, names: &[&str]) {
+    let (cols, _) = legend_grid(names);
+    let col_w = legend_width(names);
+    for (i, (name, color, shape, dash, hollow)) in entries.iter().enumerate() {
+        let x = left + (i % cols) as f64 * col_w;
+        let y = top + (i / cols) as f64 * LEGEND_ROW_H + LEGEND_ROW_H / 2.0;
+        if let Some(shape) = shape {
+            if !hollow {
+                line(s, x, y, x + 22.0, y, color, 1.8, dash);
+            }
+            marker(s, *shape, x + 11.0, y, 3.5, color, *hollow);
+        }
+        text(
+            s,
+            x + 27.0,
+            y + 3.5,
+            10.0,
+            "start",
+            "normal",
+            "#222222",
+            name,
+        );
+    }
+}
+
+fn render_line_panel(s: &mut String, p: &LinePanel, x0: f64, y0: f64, h: f64) {
     panel_title(s, &p.title, x0, y0);
     let over = line_has_oversubscribed(p);
-    let names: Vec<&str> = p.series.iter().map(|s| s.name.as_str()).collect();
-    let mut legend_names = names.clone();
-    if over {
-        legend_names.push("oversubscribed");
-    }
-    let lw = legend_width(&legend_names);
+    let legend_names = legend_names(p);
+    let below = legend_below(&legend_names);
+    let lw = if below {
+        0.0
+    } else {
+        legend_width(&legend_names)
+    };
+    let below_h = if below {
+        legend_grid(&legend_names).1 as f64 * LEGEND_ROW_H + 8.0
+    } else {
+        0.0
+    };
+    // The strip between the panel title and the frame holds the labels of
+    // the cores line and the oversubscribed band, so they never cover data.
     let a = Area {
         left: x0 + 62.0,
-        top: y0 + 34.0,
+        top: y0 + 46.0,
         right: x0 + PANEL_WIDTH - 12.0 - if lw > 0.0 { lw + 8.0 } else { 0.0 },
-        bottom: y0 + PANEL_HEIGHT - 44.0,
+        bottom: y0 + h - 44.0 - below_h,
     };
     y_label(s, &p.y_label, x0, a);
     let xl = fit(&p.x_label, a.width(), 11.0);
@@ -974,7 +1057,11 @@ fn render_line_panel(s: &mut String, p: &LinePanel, x0: f64, y0: f64) {
         })
         .chain(over.then(|| ("oversubscribed".to_string(), "#444444", Some(0), "", true)))
         .collect();
-    draw_legend(s, &entries, a.right + 10.0, lw, a);
+    if below {
+        draw_legend_below(s, &entries, x0 + 62.0, a.bottom + 44.0, &legend_names);
+    } else {
+        draw_legend(s, &entries, a.right + 10.0, lw, a);
+    }
 
     if xs.is_empty() {
         no_data(s, a);
@@ -1030,10 +1117,10 @@ fn render_line_panel(s: &mut String, p: &LinePanel, x0: f64, y0: f64) {
         if a.right - start > 80.0 {
             text(
                 s,
-                a.right - 4.0,
-                a.top + 12.0,
+                start + 4.0,
+                a.top - 4.0,
                 9.0,
-                "end",
+                "start",
                 "normal",
                 "#8a6d4b",
                 "oversubscribed",
@@ -1070,13 +1157,13 @@ fn render_line_panel(s: &mut String, p: &LinePanel, x0: f64, y0: f64) {
     {
         let x = x_of(*mx);
         line(s, x, a.top, x, a.bottom, "#555555", 1.2, "5 4");
-        let t = fit(label, 120.0, 10.0);
+        let t = fit(label, (x - a.left).max(40.0), 10.0);
         text(
             s,
-            x + 4.0,
-            a.top + 24.0,
+            x - 4.0,
+            a.top - 4.0,
             10.0,
-            "start",
+            "end",
             "normal",
             "#555555",
             &t,
@@ -1121,7 +1208,7 @@ fn render_line_panel(s: &mut String, p: &LinePanel, x0: f64, y0: f64) {
     }
 }
 
-fn render_bar_panel(s: &mut String, p: &BarPanel, x0: f64, y0: f64) {
+fn render_bar_panel(s: &mut String, p: &BarPanel, x0: f64, y0: f64, h: f64) {
     panel_title(s, &p.title, x0, y0);
     let mut groups: Vec<&str> = Vec::new();
     for bar in &p.bars {
@@ -1157,7 +1244,7 @@ fn render_bar_panel(s: &mut String, p: &BarPanel, x0: f64, y0: f64) {
         left,
         top: y0 + 34.0,
         right,
-        bottom: y0 + PANEL_HEIGHT - 10.0 - label_h,
+        bottom: y0 + h - 10.0 - label_h,
     };
     y_label(s, &p.y_label, x0, a);
 

@@ -889,6 +889,41 @@ fn safe_url(url: &str) -> bool {
     }
 }
 
+/// Transitional: the "Measured" list of claims of an experiment not yet
+/// declared with rules (see `crate::harness::legacy`).
+pub fn claims_list<S: std::fmt::Display>(claims: &[(S, Option<bool>)]) -> String {
+    let mut out = String::new();
+    for (c, h) in claims {
+        out.push_str(&format!(
+            "- {c}: **{}**\n",
+            match h {
+                Some(true) => "holds",
+                Some(false) => "does not hold",
+                None => "not measured",
+            }
+        ));
+    }
+    out
+}
+
+impl Verdict {
+    /// Transitional: the verdict of claims held / failed / not measured, for
+    /// experiments not yet declared with rules.
+    pub fn of_claims(claims: impl IntoIterator<Item = Option<bool>>) -> Verdict {
+        let (mut held, mut known) = (0, 0);
+        for c in claims.into_iter().flatten() {
+            known += 1;
+            held += usize::from(c);
+        }
+        match held {
+            _ if known == 0 => Verdict::NotMeasurable,
+            h if h == known => Verdict::Holds,
+            0 => Verdict::Differs,
+            _ => Verdict::Partial,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1087,40 +1122,5 @@ mod tests {
         assert_eq!(Verdict::NotMeasurable.label(), "not measurable here");
         assert_eq!(Verdict::Partial.label(), "partly holds");
         assert_eq!(Verdict::Partial.to_string(), "partly holds");
-    }
-}
-
-/// Transitional: the "Measured" list of claims of an experiment not yet
-/// declared with rules (see `crate::harness::legacy`).
-pub fn claims_list<S: std::fmt::Display>(claims: &[(S, Option<bool>)]) -> String {
-    let mut out = String::new();
-    for (c, h) in claims {
-        out.push_str(&format!(
-            "- {c}: **{}**\n",
-            match h {
-                Some(true) => "holds",
-                Some(false) => "does not hold",
-                None => "not measured",
-            }
-        ));
-    }
-    out
-}
-
-impl Verdict {
-    /// Transitional: the verdict of claims held / failed / not measured, for
-    /// experiments not yet declared with rules.
-    pub fn of_claims(claims: impl IntoIterator<Item = Option<bool>>) -> Verdict {
-        let (mut held, mut known) = (0, 0);
-        for c in claims.into_iter().flatten() {
-            known += 1;
-            held += usize::from(c);
-        }
-        match held {
-            _ if known == 0 => Verdict::NotMeasurable,
-            h if h == known => Verdict::Holds,
-            0 => Verdict::Differs,
-            _ => Verdict::Partial,
-        }
     }
 }
