@@ -706,6 +706,16 @@ mod tests {
     }
 
     #[test]
+    fn rule_text_states_the_thresholds() {
+        assert!(CLAIMS[0].rule.contains(&format!("{MIN_SCALING}x")));
+        assert!(
+            CLAIMS[2]
+                .rule
+                .contains(&format!("{MIN_FRESH_OVER_POOLED}x"))
+        );
+    }
+
+    #[test]
     fn machine_neutral() {
         testing::assert_machine_neutral(
             &EXPERIMENT,
