@@ -486,7 +486,7 @@ fn measured(d: &Data<'_>, p: u32) -> String {
         _ => "n/a".into(),
     };
     format!(
-        "Create + delete without start, {TOTAL} threads split over P processors: at 1 processor \
+        "Create + delete without start, 1,000,000 threads split over P processors: at 1 processor \
          `single-lock` {} per thread (PRESTO's modified Presto: about 70 us on the Symmetry), \
          `local-freelist` {}. Gain in creation rate from 1 to {p} processors (time per thread at 1 \
          over time per thread at {p}, with the interval of the repeats): {gains}. No stack is touched: \
