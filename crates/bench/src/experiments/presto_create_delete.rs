@@ -31,11 +31,14 @@ use std::time::{Duration, Instant};
 
 use symmetry_threads::{Builder, DEFAULT_STACK_SIZE, Handle, Stack, Strategy};
 
-use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, ns,
+    rule, threads_panel, value,
+};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::{Section, Table, Verdict};
+use crate::output::report::Table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -43,11 +46,52 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Create and delete 1,000,000 threads without start; fresh vs pooled stacks",
     source: "PRESTO Fig. 3",
     uses_locks: false,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
 };
+
+/// PRESTO §3.3 (Fig. 3) and the SPEC's stack pooling (§2.2, after ALL89).
+/// The cache claims compare 1 processor with P = all cores, the most
+/// processors the machine runs without time-sharing cores.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "local-caches-scale",
+        paper: "\"The local thread caches with fixed stacks (curve LTQ-FSS) version shows no performance \
+                degradation. An inverse plot of this curve, giving throughput instead of elapsed time, would \
+                show an almost linear increase in the rate of thread creation\" (PRESTO §3.3, Fig. 3, up to \
+                20 processors).",
+        rule: "the creation rate of `local-freelist` (threads created and deleted per second) at P = all \
+               cores is at least 1.2x its rate at P = 1",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "local-beats-central",
+        paper: "Original Presto's performance \"degrades due to contention for the spinlocks protecting the \
+                shared caches of threads and stacks\"; \"the local thread cache implementation (curve LTQ) \
+                eliminates this lock contention\" (PRESTO §3.3, Fig. 3).",
+        rule: "from P = 1 to P = all cores, the creation rate of `local-freelist` gains more (a larger ratio) \
+               than that of `single-lock`",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "stacks-pooled",
+        paper: "Stacks are pooled because a fresh one is expensive: \"a fresh mmap costs ~10 us here, a reused \
+                stack ~6 ns\" (SPEC §2.2, after ALL89 §II); PRESTO bound fixed-size stacks once to avoid \
+                stack allocation on create (§3.3).",
+        rule: "a fresh stack (`stack-fresh-mmap`: mmap + mprotect + munmap) costs at least 100x a pooled one \
+               (`stack-pooled`)",
+        needs: Needs::NONE,
+    },
+];
+
+/// The least gain in creation rate from 1 processor to all cores that
+/// counts as scaling (`local-caches-scale`).
+const MIN_SCALING: f64 = 1.2;
+/// The least cost of a fresh stack, as a multiple of a pooled one, that
+/// makes pooling worth it (`stacks-pooled`).
+const MIN_FRESH_OVER_POOLED: f64 = 100.0;
 
 const STRATEGIES: &[&str] = &["single-lock", "multi-lock", "local-freelist"];
 const TOTAL: u64 = 1_000_000;
@@ -219,11 +263,6 @@ fn stack_pooled(iters: u64) -> f64 {
     t.elapsed().as_nanos() as f64 / iters as f64
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let sweep = ctx.sweep();
     let budget = ctx.budget(3_000, 30_000);
@@ -231,6 +270,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         EXPERIMENT.id,
         STRATEGIES.len() * sweep.len() + STACK_SERIES.len(),
     );
+    let per_thread = |o: &Out| o.elapsed.as_nanos() as f64 / o.threads.max(1) as f64;
     let mut rows = Vec::new();
     for &p in &sweep {
         for &name in STRATEGIES {
@@ -242,16 +282,24 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                         .ok_or_else(|| format!("unknown strategy {name}"))?,
                 );
             }
-            let per_thread = |o: &Out| o.elapsed.as_nanos() as f64 / o.threads.max(1) as f64;
+            let per: Vec<f64> = outs.iter().map(per_thread).collect();
+            let secs: Vec<f64> = outs.iter().map(|o| o.elapsed.as_secs_f64()).collect();
+            let (Some(per_spread), Some(secs_spread)) = (Spread::of(&per), Spread::of(&secs))
+            else {
+                return Err(format!("{name}, {p} processors: no repeat measured"));
+            };
+            // The reported run: the median by time per thread (the upper
+            // middle one for an even count).
             outs.sort_by(|a, b| per_thread(a).total_cmp(&per_thread(b)));
             let o = outs[outs.len() / 2];
-            let row = |metric: &str, v: f64, unit: &str| {
+            let row = |metric: &str, v: f64, unit: &str, s: &Spread| {
                 Row::new(EXPERIMENT.id, name, p as u32, ctx.over(p), metric, v, unit)
                     .param("total", o.threads)
                     .param("completed", o.completed)
+                    .with_spread(s)
             };
-            rows.push(row("elapsed_s", o.elapsed.as_secs_f64(), "s"));
-            rows.push(row("ns_per_thread", per_thread(&o), "ns"));
+            rows.push(row("elapsed_s", o.elapsed.as_secs_f64(), "s", &secs_spread));
+            rows.push(row("ns_per_thread", per_thread(&o), "ns", &per_spread));
             bar.inc(1);
         }
     }
@@ -269,12 +317,22 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     ];
     for (name, f, iters) in kernels {
         bar.set_message(name);
-        let v = median((0..reps).map(|_| f(iters)).collect());
+        let samples: Vec<f64> = (0..reps).map(|_| f(iters)).collect();
+        let spread = Spread::of(&samples).ok_or_else(|| format!("{name}: no repeat measured"))?;
         rows.push(
-            Row::new(EXPERIMENT.id, name, 1, false, "ns_per_stack", v, "ns")
-                .param("total", iters)
-                .param("completed", true)
-                .param("stack_bytes", DEFAULT_STACK_SIZE),
+            Row::new(
+                EXPERIMENT.id,
+                name,
+                1,
+                false,
+                "ns_per_stack",
+                spread.median,
+                "ns",
+            )
+            .param("total", iters)
+            .param("completed", true)
+            .param("stack_bytes", DEFAULT_STACK_SIZE)
+            .with_spread(&spread),
         );
         bar.inc(1);
     }
@@ -325,127 +383,360 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
+/// Time per thread of `series` at `p` processors, if measured with every
+/// processor on a core of its own (a point that was oversubscribed where
+/// it was measured says nothing of contention).
+fn per_thread(d: &Data<'_>, series: &str, p: u32) -> Option<Estimate> {
+    let r = d
+        .select(Sel::metric("ns_per_thread").series(series).threads(p))
+        .find(|r| !r.oversubscribed)?;
+    Some(d.estimate_of(r))
 }
 
-fn assess_old(rows: &[Row], m: &Machine) -> Section {
-    let cores = m.cores() as u32;
-    let v = |s: &str, t: u32| value(rows, s, t, "ns_per_thread", None);
-    let e = |s: &str, t: u32| value(rows, s, t, "elapsed_s", None);
-    let pmax = rows
-        .iter()
-        .filter(|r| r.metric == "elapsed_s")
-        .map(|r| r.threads)
-        .max()
-        .unwrap_or(1);
-    let mut cols: Vec<u32> = vec![1, cores, pmax];
-    cols.dedup();
-    let mut header = vec!["series".to_string()];
-    header.extend(
-        cols.iter()
-            .map(|p| format!("{p} proc{}", if *p > cores { " (over)" } else { "" })),
-    );
-    let mut table = Table {
-        header,
-        rows: vec![],
+/// The gain in creation rate of `series` from 1 to `p` processors: time
+/// per thread at 1 over time per thread at `p` (elapsed at 1 over elapsed
+/// at `p` for the same number of threads).
+fn gain(d: &Data<'_>, series: &str, p: u32) -> Option<Estimate> {
+    Some(per_thread(d, series, 1)?.ratio(per_thread(d, series, p)?))
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let p = m.cores() as u32;
+    let stack = |s: &str| d.estimate(Sel::metric("ns_per_stack").series(s).threads(1));
+    let missing = |s: &str| {
+        Finding::missing(&format!(
+            "`{s}` at 1 and at {p} processors (all cores, not oversubscribed)"
+        ))
     };
+    let local = gain(&d, "local-freelist", p);
+    let central = gain(&d, "single-lock", p);
+
+    let mut findings = Vec::new();
+    findings.push(match local {
+        Some(g) => Finding::new(
+            rule::at_least(g, MIN_SCALING),
+            format!(
+                "`local-freelist` creation rate at {p} processors / at 1: {}",
+                g.show(2)
+            ),
+        ),
+        None => missing("local-freelist"),
+    });
+    findings.push(match (local, central) {
+        (Some(l), Some(c)) => Finding::new(
+            rule::greater(l, c),
+            format!(
+                "gain from 1 to {p} processors: `local-freelist` {}, `single-lock` {}",
+                l.show(2),
+                c.show(2)
+            ),
+        ),
+        (None, _) => missing("local-freelist"),
+        (_, None) => missing("single-lock"),
+    });
+    let fresh = stack("stack-fresh-mmap");
+    let pooled = stack("stack-pooled");
+    findings.push(match (fresh, pooled) {
+        (Some(f), Some(q)) => {
+            let r = f.ratio(q);
+            Finding::new(
+                rule::at_least(r, MIN_FRESH_OVER_POOLED),
+                format!(
+                    "fresh {} ns, pooled {} ns per stack: {}x",
+                    f.show(0),
+                    q.show(1),
+                    r.show(0)
+                ),
+            )
+        }
+        _ => Finding::missing("`stack-fresh-mmap` and `stack-pooled`"),
+    });
+
+    Assessment {
+        findings,
+        measured: measured(&d, p),
+        notes: notes(&d, p, m),
+        table: Some(table(&d, p)),
+    }
+}
+
+/// What was measured, from the rows.
+fn measured(d: &Data<'_>, p: u32) -> String {
+    let v = |s: &str, t: u32| {
+        d.value(Sel::metric("ns_per_thread").series(s).threads(t))
+            .map_or("n/a".into(), ns)
+    };
+    let st = |s: &str| d.value(Sel::metric("ns_per_stack").series(s).threads(1));
+    let gains = STRATEGIES
+        .iter()
+        .map(|s| {
+            format!(
+                "`{s}` {}",
+                gain(d, s, p).map_or("n/a".into(), |g| g.show(2))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let fewer = match (
+        st("stack-fresh-mmap-touch").or(st("stack-fresh-mmap")),
+        st("stack-pooled"),
+    ) {
+        (Some(f), Some(q)) if q > 0.0 => format!("{:.0}x less", f / q),
+        _ => "n/a".into(),
+    };
+    format!(
+        "Create + delete without start, 1,000,000 threads split over P processors: at 1 processor \
+         `single-lock` {} per thread (PRESTO's modified Presto: about 70 us on the Symmetry), \
+         `local-freelist` {}. Gain in creation rate from 1 to {p} processors (time per thread at 1 \
+         over time per thread at {p}, with the interval of the repeats): {gains}. No stack is touched: \
+         stacks are bound at start, so this path is PRESTO's LTQ-FSS without binding a stack to every \
+         created thread. A fresh {} KiB stack costs {} (mmap + mprotect + munmap) and {} with its first \
+         page touched; a pooled one {}, {fewer}.",
+        v("single-lock", 1),
+        v("local-freelist", 1),
+        DEFAULT_STACK_SIZE / 1024,
+        st("stack-fresh-mmap").map_or("n/a".into(), ns),
+        st("stack-fresh-mmap-touch").map_or("n/a".into(), ns),
+        st("stack-pooled").map_or("n/a".into(), ns),
+    )
+}
+
+/// Explanations drawn from the rows and the machine's core count: how the
+/// time of one processor's create + delete changed when `p` processors ran
+/// at once, and which points were oversubscribed.
+fn notes(d: &Data<'_>, p: u32, m: &Machine) -> String {
+    let mut out = Vec::new();
+    if p >= 2 {
+        // Time per thread is elapsed / all threads; each processor did
+        // 1/P of them, so one processor's own time per create + delete is
+        // P times that.
+        let own: Vec<String> = STRATEGIES
+            .iter()
+            .filter_map(|s| {
+                let one = per_thread(d, s, 1)?.value;
+                let all = per_thread(d, s, p)?.value * f64::from(p);
+                Some(format!("`{s}` {} -> {}", ns(one), ns(all)))
+            })
+            .collect();
+        if !own.is_empty() {
+            out.push(format!(
+                "One processor's own time per create + delete (time per thread x P), alone and with \
+                 {p} processors running the loop at once: {}. A rise means the processors slow each \
+                 other down; with perfectly local caches it would stay flat.",
+                own.join(", ")
+            ));
+        }
+    }
+    let over: Vec<u32> = d
+        .threads(Sel::metric("ns_per_thread"))
+        .into_iter()
+        .filter(|&(t, o)| o || t as usize > m.cores())
+        .map(|(t, _)| t)
+        .collect();
+    if let (Some(lo), Some(hi)) = (over.first(), over.last()) {
+        out.push(format!(
+            "Points from {lo} to {hi} processors are oversubscribed (processors share cores, so \
+             their elapsed time measures time-sharing, not contention) and are not judged."
+        ));
+    }
+    out.join(" ")
+}
+
+/// Elapsed time and time per thread at 1 processor, at all cores and at
+/// the largest count measured, with the gain; then the stacks.
+fn table(d: &Data<'_>, p: u32) -> Table {
+    let points = d.threads(Sel::metric("elapsed_s"));
+    let mut cols: Vec<(u32, bool)> = points
+        .iter()
+        .copied()
+        .filter(|&(t, _)| t == 1 || t == p)
+        .collect();
+    if let Some(&last) = points.last()
+        && !cols.contains(&last)
+    {
+        cols.push(last);
+    }
+    let mut header = vec!["series".to_string()];
+    header.extend(cols.iter().map(|&(t, o)| {
+        format!(
+            "{t} proc{}",
+            if o || t > p { " (oversubscribed)" } else { "" }
+        )
+    }));
+    header.push(format!("gain 1 -> {p} proc"));
+    let mut table = Table::new(&header);
     for &s in STRATEGIES {
         let mut row = vec![s.to_string()];
-        for &p in &cols {
-            row.push(match (e(s, p), v(s, p)) {
-                (Some(el), Some(n)) => format!("{el:.3} s ({})", ns(n)),
-                _ => "n/a".into(),
-            });
+        for &(t, _) in &cols {
+            let sel = |metric| Sel::metric(metric).series(s).threads(t);
+            row.push(
+                match (d.value(sel("elapsed_s")), d.value(sel("ns_per_thread"))) {
+                    (Some(el), Some(n)) => format!("{el:.3} s ({})", ns(n)),
+                    _ => "n/a".into(),
+                },
+            );
         }
+        row.push(gain(d, s, p).map_or("n/a".into(), |g| g.show(2)));
         table.rows.push(row);
     }
-    let st = |s: &str| value(rows, s, 1, "ns_per_stack", None);
-    for s in STACK_SERIES {
+    for &s in STACK_SERIES {
         let mut row = vec![format!("{s} (per stack)")];
-        row.push(st(s).map_or("n/a".into(), ns));
+        row.push(
+            d.value(Sel::metric("ns_per_stack").series(s).threads(1))
+                .map_or("n/a".into(), ns),
+        );
         table.rows.push(row);
     }
-    let speedup = |s: &str| Some(e(s, 1)? / e(s, cores)?);
-    let local = speedup("local-freelist");
-    let central = speedup("single-lock");
-    let fresh = st("stack-fresh-mmap");
-    let fresh_touch = st("stack-fresh-mmap-touch");
-    let pooled = st("stack-pooled");
-    let caches_ok = match (local, central) {
-        (Some(l), Some(c)) => l > c && l > 1.2,
-        _ => false,
-    };
-    let stacks_ok = match (fresh, pooled) {
-        (Some(f), Some(p)) => f > 100.0 * p,
-        _ => false,
-    };
-    let times = |x: f64| {
-        if x >= 100.0 {
-            format!("{x:.0}x")
-        } else {
-            ratio(x)
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    /// Rows for `m`: every strategy at 1 processor, at all cores and at 2x
+    /// cores (oversubscribed), with `local-freelist` gaining `local` and the
+    /// others `central` in creation rate from 1 to all cores; a fresh stack
+    /// `fresh` times a pooled one. Every point has a repeat spread of `rel`.
+    fn rows(m: &Machine, local: f64, central: f64, fresh: f64, rel: f64) -> Vec<Row> {
+        let p = m.cores() as u32;
+        let mut out = Vec::new();
+        for (t, over) in [(1, 1.0), (p, 1.0), (2 * p, 1.5)] {
+            for &s in STRATEGIES {
+                let base = if s == "local-freelist" { 30.0 } else { 45.0 };
+                let g = if s == "local-freelist" {
+                    local
+                } else {
+                    central
+                };
+                let per = if t == 1 { base } else { over * base / g };
+                for (metric, v) in [("ns_per_thread", per), ("elapsed_s", per * 1e-3)] {
+                    out.push(testing::row(
+                        EXPERIMENT.id,
+                        s,
+                        t,
+                        m,
+                        metric,
+                        v,
+                        rel,
+                        &[("total", "1000000"), ("completed", "true")],
+                    ));
+                }
+            }
         }
-    };
-    let mut measured = format!(
-        "Create + delete without start, 1,000,000 threads: at 1 processor `single-lock` {} per thread \
-         (PRESTO's modified Presto: about 70 us on the Symmetry), `local-freelist` {}. Speedup from 1 \
-         to {cores} processors (elapsed at 1 / elapsed at {cores}): {} for the local caches \
-         (`local-freelist`), {} for one central locked cache (`single-lock`), {} for `multi-lock`. \
-         No stack is touched: stacks are bound at start. A fresh {} KiB stack costs {} (mmap + \
-         mprotect + munmap) and {} with its first page touched; a pooled one {}, {} less.",
-        v("single-lock", 1).map_or("n/a".into(), ns),
-        v("local-freelist", 1).map_or("n/a".into(), ns),
-        local.map_or("n/a".into(), ratio),
-        central.map_or("n/a".into(), ratio),
-        speedup("multi-lock").map_or("n/a".into(), ratio),
-        DEFAULT_STACK_SIZE / 1024,
-        fresh.map_or("n/a".into(), ns),
-        fresh_touch.map_or("n/a".into(), ns),
-        pooled.map_or("n/a".into(), ns),
-        match (fresh_touch.or(fresh), pooled) {
-            (Some(f), Some(p)) => times(f / p),
-            _ => "n/a".into(),
-        },
-    );
-    if !caches_ok && local.is_some() {
-        measured.push_str(
-            "\n\nThe local caches do not scale here although each processor reuses one control block \
-             from its own list. When this experiment was written, profiling showed why: \
-             `Handle::create` clones the runtime handle into the `Unstarted` it returns and its drop \
-             releases it, so every create + delete increments and decrements one `Arc` count shared \
-             by all processors, a hot cache line outside the free lists.",
+        for (s, v) in [
+            ("stack-fresh-mmap", 6.0 * fresh),
+            ("stack-fresh-mmap-touch", 9.0 * fresh),
+            ("stack-pooled", 6.0),
+        ] {
+            out.push(testing::row(
+                EXPERIMENT.id,
+                s,
+                1,
+                m,
+                "ns_per_stack",
+                v,
+                rel,
+                &[("stack_bytes", "262144")],
+            ));
+        }
+        out
+    }
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            let holds = rows(&m, 1.8, 0.4, 800.0, 0.03);
+            assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
+            let differs = rows(&m, 0.3, 0.9, 20.0, 0.03);
+            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
+            let partial = rows(&m, 0.3, 0.2, 800.0, 0.03);
+            assert_eq!(EXPERIMENT.section(&partial, &m).verdict, Verdict::Partial);
+            let tie = rows(&m, 1.2, 1.2, 100.0, 0.05);
+            assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Indistinct);
+        }
+        // Data from the small machine judged for the big one, without the
+        // stacks: no point at all cores, nothing to judge.
+        let small: Vec<Row> = rows(&small_vm(), 1.8, 0.4, 800.0, 0.03)
+            .into_iter()
+            .filter(|r| r.metric != "ns_per_stack")
+            .collect();
+        assert_eq!(
+            EXPERIMENT.section(&small, &big_metal()).verdict,
+            Verdict::NotMeasurable
+        );
+        // One core: the cache rules need two; the stacks are still judged.
+        let one = testing::machine(1, true);
+        let s = EXPERIMENT.section(&rows(&one, 1.8, 0.4, 800.0, 0.03), &one);
+        assert_eq!(s.verdict, Verdict::Holds);
+        assert!(
+            s.measured.contains("needs 2 or more cores"),
+            "{}",
+            s.measured
         );
     }
-    let verdict = match (caches_ok, stacks_ok) {
-        (true, true) => Verdict::Holds,
-        (false, false) => Verdict::Differs,
-        _ => Verdict::Partial,
-    };
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: "Original Presto's performance \"degrades due to contention for the spinlocks protecting the \
-                shared caches of threads and stacks\"; local thread caches (LTQ) eliminate this contention, \
-                and with stacks of fixed size bound once (LTQ-FSS) there is \"no performance degradation\" \
-                and an almost linear increase in creation rate (PRESTO §3.3, Fig. 3). Creation and deletion \
-                cost about 70 us per thread. ALL89 and the SPEC add why stacks are pooled at all: a fresh \
-                stack costs about 10 us, a reused one about 6 ns."
-            .into(),
-        measured,
-        verdict,
-        why: format!(
-            "Holds requires: `local-freelist` speeds up from 1 to {cores} processors by more than 1.2x and \
-             more than `single-lock`; and a fresh stack costs more than 100x a pooled one. This machine has \
-             {cores} cores, so the degradation PRESTO saw up to 20 processors can only be seen in its \
-             first step; points past {cores} processors are oversubscribed (processors share cores, so \
-             elapsed time measures time-sharing, not contention). The runtime binds stacks at start as \
-             ALL89 did, so its create/delete path is PRESTO's LTQ-FSS without the memory cost of binding \
-             a stack to every created thread."
-        ),
-        table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
+
+    #[test]
+    fn oversubscribed_points_are_not_judged() {
+        // The small machine's 4-processor points, judged as if 4 were all
+        // cores of the machine, were oversubscribed where they were run.
+        let m = testing::machine(4, true);
+        let rows = rows(&small_vm(), 1.8, 0.4, 800.0, 0.03);
+        let a = assess(&rows, &m);
+        assert!(matches!(
+            a.findings[0].outcome,
+            rule::Outcome::NotMeasurable(_)
+        ));
+    }
+
+    #[test]
+    fn hostile_rows_do_not_panic() {
+        let m = small_vm();
+        let mut rows = rows(&m, 1.8, 0.4, 800.0, 0.03);
+        for r in &mut rows {
+            r.value = f64::NAN;
+            r.params.clear();
+        }
+        let _ = EXPERIMENT.section(&rows, &m);
+        let _ = EXPERIMENT.section(&[], &m);
+        let _ = draw(&rows, &m);
+    }
+
+    #[test]
+    fn rule_text_states_the_thresholds() {
+        assert!(CLAIMS[0].rule.contains(&format!("{MIN_SCALING}x")));
+        assert!(
+            CLAIMS[2]
+                .rule
+                .contains(&format!("{MIN_FRESH_OVER_POOLED}x"))
+        );
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), 1.8, 0.4, 800.0, 0.03),
+            &rows(&big_metal(), 1.8, 0.4, 800.0, 0.03),
+        );
+    }
+
+    #[test]
+    fn a_quick_run_records_spreads() {
+        let ctx = Ctx {
+            threads: Some(vec![1, 2]),
+            ..Ctx::new(true, 2)
+        };
+        let rows = run(&ctx).expect("run");
+        for r in &rows {
+            let (lo, hi, n) = r.spread().expect("every point has its spread");
+            assert!(lo <= r.value && r.value <= hi && n >= 2, "{r:?}");
+        }
+        let d = Data::new(&rows);
+        assert!(gain(&d, "local-freelist", 2).is_some());
+        assert_eq!(d.series(Sel::metric("ns_per_stack")), STACK_SERIES.to_vec());
     }
 }

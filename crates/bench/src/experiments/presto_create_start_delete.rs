@@ -18,20 +18,26 @@
 //! The user pools ([`crate::registry::user_scheduler`]) are written against the
 //! public API only, as an application would. Every repeat runs the series
 //! in turn (interleaved), so slow drifts of the machine hit all of them
-//! alike; the points at 1 processor and at the core count get extra
-//! repeats because the user/built-in ratio is judged there.
+//! alike, and each series' time per thread is divided by the built-in
+//! pool's in the same repeat (`cost_vs_builtin`): the spread of those
+//! paired ratios is the noise the verdicts are judged against. The points
+//! at 1 processor and at the core count get extra repeats because the
+//! user/built-in ratio is judged there.
 //!
 //! [`Lifo`]: crate::registry::user_scheduler::Lifo
 //! [`Priority`]: crate::registry::user_scheduler::Priority
 
 use symmetry_threads::{LocalFreelist, LocalReadyq, SingleLock};
 
-use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
+    figure, ns, rule, threads_panel,
+};
 use crate::kernels::threads::{ChainCfg, ChainOut, null_chain};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
-use crate::output::report::{Section, Table, Verdict};
+use crate::output::report::Table;
 use crate::registry::user_scheduler::{LocalReadyqLifo, LocalReadyqPriority};
 
 /// Catalogue entry.
@@ -40,30 +46,91 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Create, start, delete 1,000,000 null threads: central vs local ready queues, user vs built-in scheduler",
     source: "PRESTO Figs. 4-5",
     uses_locks: false,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
 };
 
+/// PRESTO §3.4 (Figs. 4-5) and the SPEC's requirement on user-written
+/// schedulers (§2.2). Both compare series run in the same repeat.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "local-readyq-wins",
+        paper: "Per-processor ready queues (LTQ-FSS-LRQ) \"eliminate the performance degradation caused by \
+                contention for the lock protecting the single, shared ready queue\"; \"the figure shows \
+                improved performance from 2 processors on upwards\" (PRESTO §3.4, Fig. 4).",
+        rule: "at every P from 2 to all cores, `central-readyq` takes longer per thread than `local-readyq` \
+               in the same repeat (their ratio is above 1 beyond its repeat spread)",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "user-scheduler-free",
+        paper: "Presto's flexibility cost latency: 24% of thread startup went to \"extra layers of \
+                abstraction\" that let an application replace the default FIFO scheduling discipline; \
+                create + start + delete took 270 us, against 76.74 us for a less general package and about \
+                40 us for FastThreads (PRESTO §3.4). The SPEC's requirement (§2.2): a user-written scheduler \
+                costs no more than the built-in one.",
+        rule: "at P = 1 and at P = all cores, the user-written LIFO pool (`local-readyq+user-lifo`) takes at \
+               most 1.05x the time per thread of the built-in FIFO pool (`local-readyq`) in the same repeat",
+        needs: Needs::NONE,
+    },
+];
+
+/// The metric of the paired ratios: a series' time per thread over the
+/// built-in pool's in the same repeat.
+const COST: &str = "cost_vs_builtin";
+/// The central ready queue of PRESTO's LTQ-FSS.
+const CENTRAL: &str = "central-readyq";
 const BUILTIN: &str = "local-readyq";
 const LIFO: &str = "local-readyq+user-lifo";
 const PRIO: &str = "local-readyq+user-priority";
-const SERIES: &[&str] = &["single-lock", "central-readyq", BUILTIN, LIFO, PRIO];
+const SERIES: &[&str] = &["single-lock", CENTRAL, BUILTIN, LIFO, PRIO];
 /// A user scheduler "costs no more than the built-in one" when its time per
-/// thread is at most this multiple of the built-in's.
+/// thread is at most this multiple of the built-in's
+/// (`user-scheduler-free`).
 const SAME_COST: f64 = 1.05;
 const TOTAL: u64 = 1_000_000;
 
 fn chain(name: &str, cfg: &ChainCfg) -> Option<ChainOut> {
     Some(match name {
         "single-lock" => null_chain::<SingleLock>(cfg),
-        "central-readyq" => null_chain::<LocalFreelist>(cfg),
+        CENTRAL => null_chain::<LocalFreelist>(cfg),
         BUILTIN => null_chain::<LocalReadyq>(cfg),
         LIFO => null_chain::<LocalReadyqLifo>(cfg),
         PRIO => null_chain::<LocalReadyqPriority>(cfg),
         _ => return None,
     })
+}
+
+/// The repeats of one series at one processor count, in repeat order.
+struct Repeats {
+    outs: Vec<ChainOut>,
+}
+
+impl Repeats {
+    /// Time per thread of every repeat, in repeat order.
+    fn per_thread(&self) -> Vec<f64> {
+        self.outs.iter().map(ChainOut::ns_per_thread).collect()
+    }
+
+    /// The median repeat by time per thread (the upper middle one for an
+    /// even count) and the fastest one.
+    fn median_and_best(&self) -> Option<(ChainOut, ChainOut)> {
+        let mut o = self.outs.clone();
+        o.sort_by(|a, b| a.ns_per_thread().total_cmp(&b.ns_per_thread()));
+        Some((*o.get(o.len() / 2)?, *o.first()?))
+    }
+}
+
+/// `(hi - lo) / median` of a spread (the CSV's `spread` column); 0 for a
+/// median of 0.
+fn relative_range(s: &Spread) -> f64 {
+    if s.median == 0.0 {
+        0.0
+    } else {
+        ((s.hi - s.lo) / s.median).abs()
+    }
 }
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
@@ -85,37 +152,85 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             budget,
             pin: false,
         };
-        let mut outs: Vec<Vec<ChainOut>> = vec![Vec::with_capacity(repeats); SERIES.len()];
+        let mut all: Vec<Repeats> = SERIES
+            .iter()
+            .map(|_| Repeats {
+                outs: Vec::with_capacity(repeats),
+            })
+            .collect();
         for k in 0..repeats {
             bar.set_message(format!("{p} processors, repeat {}/{repeats}", k + 1));
-            for (i, name) in SERIES.iter().enumerate() {
-                outs[i].push(chain(name, &cfg).ok_or_else(|| format!("unknown series {name}"))?);
+            for (name, r) in SERIES.iter().zip(&mut all) {
+                r.outs
+                    .push(chain(name, &cfg).ok_or_else(|| format!("unknown series {name}"))?);
             }
         }
-        for (name, mut o) in SERIES.iter().zip(outs) {
-            o.sort_by(|a, b| a.ns_per_thread().total_cmp(&b.ns_per_thread()));
-            let med = o[o.len() / 2];
-            // Spread of the repeats around the median: the noise the
-            // user/built-in ratio is judged against.
-            let spread =
-                (o[o.len() - 1].ns_per_thread() - o[0].ns_per_thread()) / med.ns_per_thread();
-            let s = med.report.stats;
-            let row = |metric: &str, v: f64, unit: &str| {
-                Row::new(EXPERIMENT.id, name, p as u32, ctx.over(p), metric, v, unit)
+        let builtin = SERIES
+            .iter()
+            .position(|s| *s == BUILTIN)
+            .map(|i| all[i].per_thread())
+            .ok_or("the built-in pool is not among the series")?;
+        for (name, r) in SERIES.iter().zip(&all) {
+            let per = r.per_thread();
+            let secs: Vec<f64> = r.outs.iter().map(|o| o.elapsed.as_secs_f64()).collect();
+            let (Some(per_spread), Some(secs_spread), Some((med, best))) =
+                (Spread::of(&per), Spread::of(&secs), r.median_and_best())
+            else {
+                return Err(format!("{name}, {p} processors: no repeat measured"));
+            };
+            let st = med.report.stats;
+            // `spread`: the relative range of the time per thread (of the
+            // paired ratio for `cost_vs_builtin`); `lo`/`hi`: the point's
+            // own repeats, where it has them.
+            let row = |metric: &str, v: f64, unit: &str, s: Option<&Spread>, range: &Spread| {
+                let row = Row::new(EXPERIMENT.id, name, p as u32, ctx.over(p), metric, v, unit)
                     .param("total", med.threads)
-                    .param("completed", med.completed)
+                    .param("completed", r.outs.iter().all(|o| o.completed))
                     .param("repeats", repeats)
-                    .param("spread", format!("{spread:.4}"))
+                    .param("spread", format!("{:.4}", relative_range(range)))
                     .param(
                         "queues_examined_per_dequeue",
-                        format!("{:.3}", s.queues_examined as f64 / s.dequeues.max(1) as f64),
-                    )
+                        format!(
+                            "{:.3}",
+                            st.queues_examined as f64 / st.dequeues.max(1) as f64
+                        ),
+                    );
+                match s {
+                    Some(s) => row.with_spread(s),
+                    None => row,
+                }
             };
-            rows.push(row("elapsed_s", med.elapsed.as_secs_f64(), "s"));
-            rows.push(row("ns_per_thread", med.ns_per_thread(), "ns"));
+            rows.push(row(
+                "elapsed_s",
+                med.elapsed.as_secs_f64(),
+                "s",
+                Some(&secs_spread),
+                &per_spread,
+            ));
+            rows.push(row(
+                "ns_per_thread",
+                med.ns_per_thread(),
+                "ns",
+                Some(&per_spread),
+                &per_spread,
+            ));
             // The least disturbed repeat: other load on the machine only
             // ever adds time to a fixed amount of work.
-            rows.push(row("ns_per_thread_min", o[0].ns_per_thread(), "ns"));
+            rows.push(row(
+                "ns_per_thread_min",
+                best.ns_per_thread(),
+                "ns",
+                None,
+                &per_spread,
+            ));
+            if *name != BUILTIN {
+                // Paired with the built-in pool's run of the same repeat,
+                // so a drift of the machine during the sweep cancels.
+                let paired: Vec<f64> = per.iter().zip(&builtin).map(|(a, b)| a / b).collect();
+                let s = Spread::of(&paired)
+                    .ok_or_else(|| format!("{name}, {p} processors: no paired repeat"))?;
+                rows.push(row(COST, s.median, "ratio", Some(&s), &s));
+            }
             bar.inc(1);
         }
     }
@@ -150,174 +265,330 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn param(rows: &[Row], series: &str, p: u32, key: &str) -> Option<f64> {
-    rows.iter()
-        .find(|r| r.series == series && r.threads == p && r.metric == "ns_per_thread")
-        .and_then(|r| r.get_param(key)?.parse().ok())
+/// The first row of `metric` for `series` at `p` processors measured with
+/// every processor on a core of its own (a point oversubscribed where it
+/// was measured says nothing of contention between processors).
+fn point<'a>(d: &Data<'a>, metric: &str, series: &str, p: u32) -> Option<&'a Row> {
+    d.select(Sel::metric(metric).series(series).threads(p))
+        .find(|r| !r.oversubscribed)
 }
 
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
+/// `series`' time per thread over the built-in pool's in the same repeat,
+/// at `p` processors (see [`point`]).
+fn cost(d: &Data<'_>, series: &str, p: u32) -> Option<Estimate> {
+    point(d, COST, series, p).map(|r| d.estimate_of(r))
 }
 
-fn assess_old(rows: &[Row], m: &Machine) -> Section {
-    let cores = m.cores() as u32;
-    let v = |s: &str, p: u32| value(rows, s, p, "ns_per_thread", None);
-    let e = |s: &str, p: u32| value(rows, s, p, "elapsed_s", None);
-    let pmax = rows.iter().map(|r| r.threads).max().unwrap_or(1);
-    let mut cols: Vec<u32> = vec![1, cores, pmax];
-    cols.dedup();
-    let mut header = vec!["series".to_string()];
-    header.extend(
-        cols.iter()
-            .map(|p| format!("{p} proc{}", if *p > cores { " (over)" } else { "" })),
-    );
-    header.push(format!("best-of-repeats vs {BUILTIN} at 1 / {cores} proc"));
-    let mut table = Table {
-        header,
-        rows: vec![],
-    };
-    let best = |s: &str, p: u32| value(rows, s, p, "ns_per_thread_min", None);
-    let rel = |s: &str, p: u32| Some(best(s, p)? / best(BUILTIN, p)?);
-    for &s in SERIES {
-        let mut row = vec![s.to_string()];
-        for &p in &cols {
-            let spread =
-                param(rows, s, p, "spread").filter(|_| param(rows, s, p, "repeats") > Some(1.0));
-            row.push(match (e(s, p), v(s, p), spread) {
-                (Some(el), Some(n), Some(sp)) => {
-                    format!("{el:.3} s ({}, spread {:.0}%)", ns(n), 100.0 * sp)
-                }
-                (Some(el), Some(n), None) => format!("{el:.3} s ({})", ns(n)),
-                _ => "n/a".into(),
-            });
-        }
-        row.push(format!(
-            "{} / {}",
-            rel(s, 1).map_or("n/a".into(), ratio),
-            rel(s, cores).map_or("n/a".into(), ratio)
-        ));
-        table.rows.push(row);
+/// Processor counts as text, e.g. `2, 3, 5`, the first six and how many
+/// more.
+fn list_ps(ps: &[u32]) -> String {
+    let shown: Vec<String> = ps.iter().take(6).map(u32::to_string).collect();
+    match ps.len().saturating_sub(6) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
     }
-    // PRESTO: local ready queues beat the central one from 2 processors on
-    // (best of the repeats, as for the schedulers).
-    let lrq_wins = cores >= 2
-        && (2..=cores).all(|p| match (best(BUILTIN, p), best("central-readyq", p)) {
-            (Some(l), Some(c)) => l < c,
-            _ => false,
-        });
-    let lifo = (rel(LIFO, 1), rel(LIFO, cores));
-    let prio = (rel(PRIO, 1), rel(PRIO, cores));
-    let same = |r: (Option<f64>, Option<f64>)| matches!(r, (Some(a), Some(b)) if a <= SAME_COST && b <= SAME_COST);
-    let lifo_ok = same(lifo);
-    let two = |r: (Option<f64>, Option<f64>)| {
+}
+
+/// The paired ratios of `series` at `ps`, judged each by `judge` and
+/// combined with [`Outcome::all`]; missing points make it not measurable.
+fn judge_points(
+    d: &Data<'_>,
+    series: &str,
+    ps: &[u32],
+    judge: impl Fn(Estimate) -> Outcome,
+) -> Finding {
+    let what = format!("`{series}` / `{BUILTIN}` per thread");
+    let missing: Vec<u32> = ps
+        .iter()
+        .copied()
+        .filter(|&t| cost(d, series, t).is_none())
+        .collect();
+    if ps.is_empty() {
+        return Finding::not_measurable("no processor count to judge");
+    }
+    if !missing.is_empty() {
+        return Finding::missing(&format!(
+            "{what} at P = {} (not oversubscribed)",
+            list_ps(&missing)
+        ));
+    }
+    let pts: Vec<(u32, Estimate)> = ps
+        .iter()
+        .filter_map(|&t| Some((t, cost(d, series, t)?)))
+        .collect();
+    let outcomes: Vec<Outcome> = pts.iter().map(|&(_, e)| judge(e)).collect();
+    let evidence = if pts.len() <= 4 {
+        let each: Vec<String> = pts
+            .iter()
+            .map(|(t, e)| format!("P = {t}: {}", e.show(2)))
+            .collect();
+        format!("{what}, same repeat: {}", each.join("; "))
+    } else {
+        let held = outcomes.iter().filter(|o| **o == Outcome::Holds).count();
+        let by = |a: &&(u32, Estimate), b: &&(u32, Estimate)| a.1.value.total_cmp(&b.1.value);
+        let show = |p: Option<&(u32, Estimate)>| {
+            p.map_or("n/a".into(), |(t, e)| format!("{} at P = {t}", e.show(2)))
+        };
         format!(
-            "{} at 1 processor, {} at {cores}",
-            r.0.map_or("n/a".into(), ratio),
-            r.1.map_or("n/a".into(), ratio)
+            "{what}, same repeat: holds at {held} of {} points; lowest {}, highest {}",
+            pts.len(),
+            show(pts.iter().min_by(by)),
+            show(pts.iter().max_by(by)),
         )
     };
-    let spread = |p: u32| {
-        [BUILTIN, LIFO]
-            .iter()
-            .filter_map(|s| param(rows, s, p, "spread"))
-            .fold(0.0f64, f64::max)
-    };
-    let from_2 = if cores <= 2 {
-        format!("at {cores} processors")
-    } else {
-        format!("at every processor count from 2 to {cores}")
-    };
-    let measured = format!(
-        "Latency at 1 processor (create + start + finish of one null thread): `single-lock` {}, \
-         `central-readyq` {}, `local-readyq` {} (PRESTO: 270 us for modified Presto, 76.74 us for its \
-         FastThreads-style package, FastThreads about 40 us). At {cores} processors (best of the \
-         repeats): `central-readyq` {} per thread, `local-readyq` {} ({}). Best of the interleaved repeats, the user-written LIFO \
-         pool costs {} the built-in FIFO pool (the repeats spread up to {:.0}% at 1 processor and \
-         {:.0}% at {cores}, from other load on the machine); the user-written priority heap costs {}.",
-        v("single-lock", 1).map_or("n/a".into(), ns),
-        v("central-readyq", 1).map_or("n/a".into(), ns),
-        v(BUILTIN, 1).map_or("n/a".into(), ns),
-        best("central-readyq", cores).map_or("n/a".into(), ns),
-        best(BUILTIN, cores).map_or("n/a".into(), ns),
-        match (best("central-readyq", cores), best(BUILTIN, cores)) {
-            (Some(c), Some(l)) => format!("local / central = {}", ratio(l / c)),
-            _ => "n/a".into(),
-        },
-        two(lifo),
-        100.0 * spread(1),
-        100.0 * spread(cores),
-        two(prio),
-    );
-    let mut measured = measured;
-    if !lrq_wins && cores >= 2 {
-        measured.push_str(&format!(
-            "\n\nLocal ready queues do not beat the central one at {cores} processors here. Random \
-             placement sends {:.0}% of the new threads to another processor's queue (`local-readyq` \
-             examines {} queues per dequeue at {cores} processors), so a thread's control block \
-             usually changes cores; with {cores} processors the central queue's lock, held for a few \
-             nanoseconds, is not yet the bottleneck it was on PRESTO's Symmetry.",
-            100.0 * f64::from(cores - 1) / f64::from(cores),
-            param(rows, BUILTIN, cores, "queues_examined_per_dequeue")
-                .map_or("n/a".into(), |x| format!("{x:.2}")),
+    Finding::new(Outcome::all(outcomes), evidence)
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let p = m.cores() as u32;
+    let mut ends = vec![1, p];
+    ends.dedup();
+    let from_2: Vec<u32> = (2..=p).collect();
+    let findings = vec![
+        judge_points(&d, CENTRAL, &from_2, |e| {
+            rule::greater(e, Estimate::exact(1.0))
+        }),
+        judge_points(&d, LIFO, &ends, |e| rule::at_most(e, SAME_COST)),
+    ];
+    Assessment {
+        findings,
+        measured: measured(&d, p),
+        notes: notes(&d, p, m),
+        table: Some(table(&d, p)),
+    }
+}
+
+/// What was measured, from the rows.
+fn measured(d: &Data<'_>, p: u32) -> String {
+    let v = |s: &str, t: u32| point(d, "ns_per_thread", s, t).map_or("n/a".into(), |r| ns(r.value));
+    let c = |s: &str, t: u32| cost(d, s, t).map_or("n/a".into(), |e| e.show(2));
+    let paired = ["single-lock", CENTRAL, LIFO, PRIO]
+        .iter()
+        .map(|s| {
+            if p > 1 {
+                format!("`{s}` {} at 1, {} at {p}", c(s, 1), c(s, p))
+            } else {
+                format!("`{s}` {}", c(s, 1))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    format!(
+        "Latency at 1 processor (create + start + finish of one null thread, median of the repeats): \
+         `single-lock` {}, `{CENTRAL}` {}, `{BUILTIN}` {} (PRESTO: 270 us for modified Presto, 76.74 us \
+         for its FastThreads-style package, FastThreads about 40 us). At {p} processor{}: `{CENTRAL}` {} \
+         per thread, `{BUILTIN}` {}. Each series' time per thread over `{BUILTIN}`'s in the same \
+         repeat (median and range of the repeats): {paired}.",
+        v("single-lock", 1),
+        v(CENTRAL, 1),
+        v(BUILTIN, 1),
+        if p == 1 { "" } else { "s" },
+        v(CENTRAL, p),
+        v(BUILTIN, p),
+    )
+}
+
+/// Explanations drawn from the rows and the machine's core count.
+fn notes(d: &Data<'_>, p: u32, m: &Machine) -> String {
+    let mut out = Vec::new();
+    if p >= 2
+        && let Some(q) = point(d, "ns_per_thread", BUILTIN, p).and_then(|r| {
+            r.get_param("queues_examined_per_dequeue")?
+                .parse::<f64>()
+                .ok()
+        })
+    {
+        out.push(format!(
+            "With random placement over {p} ready queues, a new thread lands on another processor's \
+             queue with probability {:.0}%; `{BUILTIN}` examined {q:.2} queues per dequeue at {p} \
+             processors.",
+            100.0 * f64::from(p - 1) / f64::from(p)
         ));
     }
-    // When the LIFO pool misses the threshold, say whether the run could
-    // tell: a gap smaller than the spread of the repeats is noise.
-    let lifo_note = if lifo_ok {
-        "The pool is a type parameter, so a user's discipline is compiled into the dispatch path like \
-         the built-in one, and the measurement shows no cost for it: Presto's abstraction cost does not \
-         arise."
-            .to_string()
-    } else {
-        let worst = [lifo.0.map(|r| (1, r)), lifo.1.map(|r| (cores, r))]
-            .into_iter()
-            .flatten()
-            .max_by(|a, b| a.1.total_cmp(&b.1));
-        match worst {
-            Some((p, r)) if spread(p) > r - 1.0 => format!(
-                "The LIFO pool misses the threshold by a gap ({} at {p} processor(s)) smaller than the \
-                 spread of the repeats there ({:.0}%): this run cannot tell the two pools apart; run \
-                 it on a quiet machine (the pool is a type parameter, compiled into the dispatch path \
-                 like the built-in one).",
-                ratio(r),
-                100.0 * spread(p)
-            ),
-            _ => {
-                "The LIFO pool costs measurably more than the built-in one in this run.".to_string()
+    out.push(format!(
+        "The pools are type parameters, compiled into the dispatch path alike; the priority heap \
+         (`{PRIO}`) is reported, not judged: a heap does more work per operation than a FIFO by design."
+    ));
+    let over: Vec<u32> = d
+        .threads(Sel::metric("ns_per_thread"))
+        .into_iter()
+        .filter(|&(t, o)| o || t as usize > m.cores())
+        .map(|(t, _)| t)
+        .collect();
+    if let (Some(lo), Some(hi)) = (over.first(), over.last()) {
+        out.push(format!(
+            "Points from {lo} to {hi} processors are oversubscribed (processors share cores) and are \
+             not judged."
+        ));
+    }
+    out.join(" ")
+}
+
+/// Time per thread at 1 processor, at all cores and at the largest count
+/// measured; the paired ratio to the built-in pool at 1 and all cores.
+fn table(d: &Data<'_>, p: u32) -> Table {
+    let points = d.threads(Sel::metric("ns_per_thread"));
+    let mut cols: Vec<(u32, bool)> = points
+        .iter()
+        .copied()
+        .filter(|&(t, _)| t == 1 || t == p)
+        .collect();
+    if let Some(&last) = points.last()
+        && !cols.contains(&last)
+    {
+        cols.push(last);
+    }
+    let mut header = vec!["series".to_string()];
+    header.extend(cols.iter().map(|&(t, o)| {
+        format!(
+            "ns/thread, {t} proc{}",
+            if o || t > p { " (oversubscribed)" } else { "" }
+        )
+    }));
+    let mut ends = vec![1, p];
+    ends.dedup();
+    header.extend(ends.iter().map(|t| format!("vs `{BUILTIN}`, {t} proc")));
+    let mut table = Table::new(&header);
+    for &s in SERIES {
+        let mut row = vec![s.to_string()];
+        for &(t, _) in &cols {
+            row.push(
+                d.estimate(Sel::metric("ns_per_thread").series(s).threads(t))
+                    .map_or("n/a".into(), |e| e.show(0)),
+            );
+        }
+        for &t in &ends {
+            row.push(if s == BUILTIN {
+                "1".into()
+            } else {
+                cost(d, s, t).map_or("n/a".into(), |e| e.show(2))
+            });
+        }
+        table.rows.push(row);
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    /// Rows for `m` at every P from 1 to all cores and at 2x cores: time per
+    /// thread for every series and the paired ratios, `central-readyq` at
+    /// `central` and the LIFO pool at `lifo` times the built-in pool from
+    /// P = 2 on (`lifo` also at P = 1), with a repeat spread of `rel`.
+    fn rows(m: &Machine, central: f64, lifo: f64, rel: f64) -> Vec<Row> {
+        let cores = m.cores() as u32;
+        let mut out = Vec::new();
+        for t in (1..=cores).chain([2 * cores]) {
+            for &s in SERIES {
+                let ratio = match s {
+                    BUILTIN => 1.0,
+                    CENTRAL if t == 1 => 1.0,
+                    CENTRAL => central,
+                    LIFO => lifo,
+                    _ => 1.5,
+                };
+                let per = 100.0 * ratio * f64::from(t).sqrt();
+                let params = [("total", "1000000"), ("completed", "true")];
+                let row = |metric: &str, v: f64| {
+                    testing::row(EXPERIMENT.id, s, t, m, metric, v, rel, &params)
+                };
+                out.push(row("elapsed_s", per * 1e-3));
+                out.push(row("ns_per_thread", per));
+                if s != BUILTIN {
+                    out.push(row(COST, ratio));
+                }
             }
         }
-    };
-    let verdict = match (lrq_wins, lifo_ok) {
-        (true, true) => Verdict::Holds,
-        (false, false) => Verdict::Differs,
-        _ => Verdict::Partial,
-    };
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: "Per-processor ready queues (LTQ-FSS-LRQ) \"eliminate the performance degradation caused by \
-                contention for the lock protecting the single, shared ready queue\", improving performance \
-                \"from 2 processors on upwards\" (PRESTO §3.4, Fig. 4). Presto's flexibility cost latency: \
-                create + start + delete took 270 us, against 76.74 us for a less general package and about \
-                40 us for FastThreads; 24% of startup went to the abstraction layers that let a user \
-                replace the scheduler. The issue's requirement: a user-written scheduler costs no more \
-                than the built-in one."
-            .into(),
-        measured,
-        verdict,
-        why: format!(
-            "Holds requires: `local-readyq` faster per thread than `central-readyq` (best of the \
-             repeats) {from_2}; and the user-written LIFO pool within {SAME_COST}x of the built-in \
-             pool at 1 and at {cores} processors, comparing the best of the interleaved repeats (other load \
-             only adds time, so the best repeat is the least disturbed; medians are in the CSV). {lifo_note} \
-             The priority heap is reported, not judged: it does \
-             more work per operation by design. With {cores} cores, only the first steps of PRESTO's \
-             20-processor curves can be seen; points past {cores} processors are oversubscribed."
-        ),
-        table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
+        out
+    }
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            let holds = rows(&m, 1.5, 1.0, 0.01);
+            assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
+            let differs = rows(&m, 0.7, 1.3, 0.01);
+            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
+            let partial = rows(&m, 1.5, 1.3, 0.01);
+            assert_eq!(EXPERIMENT.section(&partial, &m).verdict, Verdict::Partial);
+            // Differences inside the repeat spread are ties, not verdicts.
+            let tie = rows(&m, 1.1, 1.05, 0.2);
+            assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Indistinct);
+        }
+        // Data from the small machine judged for the big one: no point at
+        // P = all cores that was not oversubscribed.
+        let small = rows(&small_vm(), 1.5, 1.0, 0.01);
+        let s = EXPERIMENT.section(&small, &big_metal());
+        assert_eq!(s.verdict, Verdict::NotMeasurable);
+        assert!(
+            s.measured.contains("not in this run's data"),
+            "{}",
+            s.measured
+        );
+        // One core: the ready-queue rule needs two; the scheduler rule is
+        // judged at P = 1 alone.
+        let one = testing::machine(1, true);
+        let s = EXPERIMENT.section(&rows(&one, 1.5, 1.0, 0.01), &one);
+        assert_eq!(s.verdict, Verdict::Holds);
+    }
+
+    #[test]
+    fn one_tie_among_many_points_is_a_tie() {
+        let m = big_metal();
+        let mut rows = rows(&m, 1.5, 1.0, 0.01);
+        for r in rows
+            .iter_mut()
+            .filter(|r| r.metric == COST && r.series == CENTRAL && r.threads == 17)
+        {
+            *r = testing::row(EXPERIMENT.id, CENTRAL, 17, &m, COST, 1.01, 0.05, &[]);
+        }
+        let a = assess(&rows, &m);
+        assert_eq!(a.findings[0].outcome, Outcome::Tie);
+        assert!(
+            a.findings[0].evidence.contains("62 of 63"),
+            "{}",
+            a.findings[0].evidence
+        );
+    }
+
+    #[test]
+    fn hostile_rows_do_not_panic() {
+        let m = small_vm();
+        let mut rows = rows(&m, 1.5, 1.0, 0.01);
+        for r in &mut rows {
+            r.value = f64::NAN;
+            r.params.clear();
+        }
+        let _ = EXPERIMENT.section(&rows, &m);
+        let _ = EXPERIMENT.section(&[], &m);
+        let _ = draw(&rows, &m);
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), 1.5, 1.0, 0.01),
+            &rows(&big_metal(), 1.5, 1.0, 0.01),
+        );
+    }
+
+    #[test]
+    fn rule_text_states_the_threshold() {
+        assert!(CLAIMS[1].rule.contains(&format!("{SAME_COST}x")));
+    }
+
+    #[test]
+    fn list_of_processor_counts() {
+        assert_eq!(list_ps(&[2, 3]), "2, 3");
+        assert_eq!(
+            list_ps(&(2..=10).collect::<Vec<_>>()),
+            "2, 3, 4, 5, 6, 7 and 3 more"
+        );
     }
 }
