@@ -412,8 +412,14 @@ fn main() -> ExitCode {
             })
         }
         Command::Analyze { profile, c, top } => {
-            symmetry_locks::spin_then_block::profiler::Profile::read(&profile)
-                .map_err(|e| format!("{}: {e}", profile.display()))
+            // Read here rather than with `Profile::read`, whose I/O error
+            // already names the file: every message names it once.
+            std::fs::read_to_string(&profile)
+                .map_err(|e| format!("cannot read {}: {e}", profile.display()))
+                .and_then(|text| {
+                    symmetry_locks::spin_then_block::profiler::Profile::parse(&text)
+                        .map_err(|e| format!("{}: {e}", profile.display()))
+                })
                 .map(|p| {
                     let label = profile.file_name().map_or_else(
                         || profile.display().to_string(),
