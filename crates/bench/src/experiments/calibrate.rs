@@ -36,9 +36,9 @@ const ALWAYS: [&str; 4] = ["atomic_rmw_ns", "cas_ns", "spin_iter_ns", "user_rtt_
 const CLAIMS: &[Claim] = &[
     Claim {
         key: "constants-measured",
-        paper: "The models and the spin-then-block policies take this machine's constants as inputs: KLMO91's C, \
-                \"the time for a context-switch (C) is equivalent to about 200 spins\" on the Firefly (KLMO91 §5), \
-                is measured, never assumed.",
+        paper: "The models and the spin-then-block policies take the constants of the machine they run on as \
+                inputs: KLMO91's C, \"the time for a context-switch (C) is equivalent to about 200 spins\" on the \
+                Firefly (KLMO91 §5), is measured, never assumed.",
         rule: "the run measured the spin length, the atomic RMW and CAS costs and the user-thread hand-off, and \
                every constant it measured is finite and above zero",
         needs: Needs::NONE,
@@ -186,13 +186,13 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
     if let (Some(u), Some(c)) = (v("user_block_wake_1p_ns"), v("c_spins_user_1p")) {
         measured.push(format!(
             "A user-thread block+wake hand-off (park/unpark on symmetry-threads, local-readyq) costs {} on a \
-             one-processor runtime ({c:.0} spin iterations: C for user threads).",
+             one-processor runtime ({c:.1} spin iterations: C for user threads).",
             ns(u)
         ));
     }
     if let (Some(u2), Some(c2)) = (v("user_block_wake_2p_ns"), v("c_spins_user_2p")) {
         measured.push(format!(
-            "On a two-processor runtime it costs {} ({c2:.0} spin iterations; random placement keeps some \
+            "On a two-processor runtime it costs {} ({c2:.1} spin iterations; random placement keeps some \
              hand-offs on one processor).",
             ns(u2)
         ));

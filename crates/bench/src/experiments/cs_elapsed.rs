@@ -631,8 +631,8 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     };
     let mut measured = format!(
         "Elapsed time (median of the repeats) of each policy at {} configuration{} (workload / threads kind / \
-         threads); the rules judge those with {cores} or more threads. C in force: {} spins for OS threads \
-         (futex), {} spins for user threads (see `cs-calibrate`).",
+         threads); the rules judge those with at least as many threads as cores ({cores}). C in force: {} spins \
+         for OS threads (futex), {} spins for user threads (see `cs-calibrate`).",
         cfgs.len(),
         if cfgs.len() == 1 { "" } else { "s" },
         c_of("os"),
