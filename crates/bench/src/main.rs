@@ -387,7 +387,7 @@ fn main() -> ExitCode {
             let e = experiments::find("calibrate").expect("calibrate is in the catalogue");
             run_many(&[e], &ctx(&common, None, None), &common.out).and_then(|_| {
                 let rows = data::read_csv(&common.out.join("calibrate.csv"))?;
-                let cal = experiments::cs_calibrate::calibration_from(|m| {
+                let cal = symmetry_bench::kernels::klmo91::calibration_from(|m| {
                     rows.iter().find(|r| r.metric == m).map(|r| r.value)
                 });
                 for r in rows {
@@ -396,7 +396,7 @@ fn main() -> ExitCode {
                         r.metric,
                         r.value,
                         r.unit,
-                        experiments::calibrate::describe(&r.metric)
+                        symmetry_bench::kernels::machine::describe(&r.metric)
                     );
                 }
                 match cal {
@@ -404,7 +404,7 @@ fn main() -> ExitCode {
                         println!(
                             "# spin-then-block constants (KLMO91's C); set them for any program using the locks:"
                         );
-                        println!("{}", experiments::cs_calibrate::export_line(&cal));
+                        println!("{}", symmetry_bench::kernels::klmo91::export_line(&cal));
                         Ok(())
                     }
                     None => Err("the spin length was not measured; no constants to export".into()),
@@ -412,8 +412,14 @@ fn main() -> ExitCode {
             })
         }
         Command::Analyze { profile, c, top } => {
-            symmetry_locks::spin_then_block::profiler::Profile::read(&profile)
-                .map_err(|e| format!("{}: {e}", profile.display()))
+            // Read here rather than with `Profile::read`, whose I/O error
+            // already names the file: every message names it once.
+            std::fs::read_to_string(&profile)
+                .map_err(|e| format!("cannot read {}: {e}", profile.display()))
+                .and_then(|text| {
+                    symmetry_locks::spin_then_block::profiler::Profile::parse(&text)
+                        .map_err(|e| format!("{}: {e}", profile.display()))
+                })
                 .map(|p| {
                     let label = profile.file_name().map_or_else(
                         || profile.display().to_string(),
@@ -421,7 +427,7 @@ fn main() -> ExitCode {
                     );
                     print!(
                         "{}",
-                        experiments::cs_analytic::analyze_text(&p, &label, c, top)
+                        symmetry_bench::kernels::klmo91::analyze_text(&p, &label, c, top)
                     );
                 })
         }

@@ -1,24 +1,19 @@
-//! `calibrate` — this machine's constants: uncontended atomic RMW cost, the
-//! cache-line round trip between two cores, one spin-wait iteration, the
-//! block+wake hand-off and C (KLMO91: the cost of blocking, in spins) for
-//! OS threads (futex) and for user threads (symmetry-threads park/unpark,
-//! on one processor and on two). The same code backs
-//! `symmetry calibrate`.
+//! `calibrate` — the machine's constants: uncontended atomic RMW cost, the
+//! cache-line round trip between a pair of cores, one spin-wait iteration,
+//! the block+wake hand-off and C (KLMO91: the cost of blocking, in spins)
+//! for OS threads (futex) and for user threads (symmetry-threads
+//! park/unpark, on a runtime of one processor and of two). The
+//! measurements are [`crate::kernels::machine::measure`], which also backs
+//! `symmetry calibrate`; every constant is recorded with the spread of its
+//! repeats.
 
-use std::hint::black_box;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
-
-use crossbeam_utils::CachePadded;
-use symmetry_threads::{LocalReadyq, Runtime, Thread};
-
-use crate::harness::{Ctx, Experiment, figure, ns};
-use crate::kernels::locks::{allowed_cpus, pin_to, work_ns_per_iter};
+use crate::harness::{Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Sel, figure, ns};
+use crate::harness::{Outcome, rule};
+use crate::kernels::machine::{self, describe};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::{Section, Table, Verdict};
+use crate::output::report::Table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -26,253 +21,56 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Machine constants: atomic RMW, cache-line round trip, block+wake of OS and user threads, C in spins",
     source: "harness (inputs to ALL89 §V, KLMO91 §5)",
     uses_locks: false,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
 };
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
+/// The constants every run measures, whatever its CPUs.
+const ALWAYS: [&str; 4] = ["atomic_rmw_ns", "cas_ns", "spin_iter_ns", "user_rtt_1p_ns"];
 
-fn per_op(iters: u64, f: impl Fn()) -> f64 {
-    let t = Instant::now();
-    for _ in 0..iters {
-        f();
-    }
-    t.elapsed().as_nanos() as f64 / iters as f64
-}
-
-/// Two pinned threads bounce one cache line: ns per round trip.
-fn cacheline_rtt(cpus: (usize, usize), rounds: u64) -> f64 {
-    let line = CachePadded::new(AtomicU64::new(0));
-    let (elapsed, _) = crate::kernels::locks::run_threads(2, |i| {
-        pin_to(if i == 0 { cpus.0 } else { cpus.1 });
-        if i == 0 {
-            for r in 0..rounds {
-                line.store(2 * r + 1, Ordering::Release);
-                while line.load(Ordering::Acquire) != 2 * r + 2 {
-                    std::hint::spin_loop();
-                }
-            }
-        } else {
-            for r in 0..rounds {
-                while line.load(Ordering::Acquire) != 2 * r + 1 {
-                    std::hint::spin_loop();
-                }
-                line.store(2 * r + 2, Ordering::Release);
-            }
-        }
-    });
-    elapsed.as_nanos() as f64 / rounds as f64
-}
-
-fn futex_wait(word: &AtomicU32, expected: u32) {
-    // SAFETY: FUTEX_WAIT on a valid, aligned u32 that outlives the call;
-    // spurious returns are handled by the caller's loop.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            std::ptr::null::<libc::timespec>(),
-        );
-    }
-}
-
-fn futex_wake(word: &AtomicU32) {
-    // SAFETY: FUTEX_WAKE on a valid, aligned u32.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            1,
-        );
-    }
-}
-
-/// Two threads on two cores hand a turn back and forth, each blocking in
-/// the kernel until woken: ns per round trip (two block+wake hand-offs).
-fn futex_rtt(cpus: (usize, usize), rounds: u64) -> f64 {
-    let turn = CachePadded::new(AtomicU32::new(0));
-    let (elapsed, _) = crate::kernels::locks::run_threads(2, |i| {
-        pin_to(if i == 0 { cpus.0 } else { cpus.1 });
-        let (mine, theirs) = if i == 0 { (0, 1) } else { (1, 0) };
-        for _ in 0..rounds {
-            while turn.load(Ordering::Acquire) != mine {
-                futex_wait(&turn, theirs);
-            }
-            turn.store(theirs, Ordering::Release);
-            futex_wake(&turn);
-        }
-    });
-    elapsed.as_nanos() as f64 / rounds as f64
-}
-
-/// A turn handed back and forth between two user threads.
-struct UserPingPong {
-    /// Even: side 0's turn, odd: side 1's.
-    turn: CachePadded<AtomicU64>,
-    /// Each side's handle, for the other to unpark.
-    sides: [OnceLock<Thread>; 2],
-}
-
-impl UserPingPong {
-    /// One side: waits for its turn (parking), passes it on, wakes the
-    /// other side. Side 0 times the rounds after `warm` up to the other
-    /// side's last pass.
-    fn play(&self, side: usize, warm: u64, total: u64) -> Option<Duration> {
-        let me = symmetry_threads::current().expect("runs as a user thread");
-        let _ = self.sides[side].set(me);
-        let other = loop {
-            if let Some(t) = self.sides[1 - side].get() {
-                break *t;
-            }
-            symmetry_threads::yield_now();
-        };
-        let wait_for = |turn: u64| {
-            // Acquire: pairs with the other side's Release store of the turn.
-            while self.turn.load(Ordering::Acquire) != turn {
-                symmetry_threads::park();
-            }
-        };
-        let mut t0 = None;
-        for r in 0..total {
-            if side == 0 && r == warm {
-                t0 = Some(Instant::now());
-            }
-            let mine = 2 * r + side as u64;
-            wait_for(mine);
-            // Release: publishes the turn to the other side's Acquire load.
-            self.turn.store(mine + 1, Ordering::Release);
-            other.unpark();
-        }
-        if side == 0 {
-            wait_for(2 * total);
-            t0.map(|t| t.elapsed())
-        } else {
-            None
-        }
-    }
-}
-
-/// Two user threads on a `processors`-processor `local-readyq` runtime
-/// (processors pinned) hand a turn back and forth, each parking until the
-/// other unparks it: ns per round trip (two block+wake hand-offs).
-fn user_rtt(processors: usize, rounds: u64) -> f64 {
-    let rt: Runtime<LocalReadyq> = Runtime::builder()
-        .processors(processors)
-        .pin(true)
-        .build()
-        .expect("a symmetry-threads runtime");
-    let game = Arc::new(UserPingPong {
-        turn: CachePadded::new(AtomicU64::new(0)),
-        sides: [OnceLock::new(), OnceLock::new()],
-    });
-    let warm = rounds / 10 + 100;
-    let players: Vec<_> = (0..2)
-        .map(|side| {
-            let g = Arc::clone(&game);
-            rt.spawn(move || g.play(side, warm, warm + rounds))
-        })
-        .collect();
-    let elapsed = players
-        .into_iter()
-        .filter_map(|p| p.join().expect("ping-pong player panicked"))
-        .next()
-        .expect("side 0 times the rounds");
-    elapsed.as_nanos() as f64 / rounds as f64
-}
-
-/// The measured constants, in display order: (metric, value, unit, threads).
-pub fn measure(quick: bool) -> Vec<(&'static str, f64, &'static str, u32)> {
-    let iters: u64 = if quick { 2_000_000 } else { 20_000_000 };
-    let cpus = allowed_cpus();
-    let (rmw, cas, spin) = crate::kernels::locks::on_pinned_thread(|| single_thread_costs(iters));
-    let mut out = vec![
-        ("atomic_rmw_ns", rmw, "ns", 1),
-        ("cas_ns", cas, "ns", 1),
-        ("spin_iter_ns", spin, "ns", 1),
-        ("work_iter_ns", work_ns_per_iter(), "ns", 1),
-    ];
-    if cpus.len() >= 2 {
-        let pair = (cpus[0], cpus[1]);
-        let rounds = if quick { 200_000 } else { 2_000_000 };
-        out.push((
-            "cacheline_rtt_ns",
-            median((0..3).map(|_| cacheline_rtt(pair, rounds)).collect()),
-            "ns",
-            2,
-        ));
-        let frounds = if quick { 5_000 } else { 50_000 };
-        let rtt = median((0..3).map(|_| futex_rtt(pair, frounds)).collect());
-        out.push(("futex_rtt_ns", rtt, "ns", 2));
-        out.push(("block_wake_ns", rtt / 2.0, "ns", 2));
-        out.push(("c_spins_os", rtt / 2.0 / spin, "spins", 2));
-    }
-    // User threads: park/unpark hand-offs on one processor (a pure user
-    // space switch through the ready queue) and on two (random placement
-    // sends about half the woken threads to the other processor).
-    let urounds = if quick { 50_000 } else { 500_000 };
-    let mut user = |p: usize, names: [&'static str; 3]| {
-        let rtt = median((0..3).map(|_| user_rtt(p, urounds)).collect());
-        out.push((names[0], rtt, "ns", p as u32));
-        out.push((names[1], rtt / 2.0, "ns", p as u32));
-        out.push((names[2], rtt / 2.0 / spin, "spins", p as u32));
-    };
-    user(
-        1,
-        ["user_rtt_1p_ns", "user_block_wake_1p_ns", "c_spins_user_1p"],
-    );
-    if cpus.len() >= 2 {
-        user(
-            2,
-            ["user_rtt_2p_ns", "user_block_wake_2p_ns", "c_spins_user_2p"],
-        );
-    }
-    out
-}
-
-/// Uncontended fetch_add, CAS and spin-iteration costs (medians of 5).
-fn single_thread_costs(iters: u64) -> (f64, f64, f64) {
-    let word = AtomicU64::new(0);
-    let rmw = median(
-        (0..5)
-            .map(|_| {
-                per_op(iters, || {
-                    black_box(black_box(&word).fetch_add(1, Ordering::AcqRel));
-                })
-            })
-            .collect(),
-    );
-    let cas = median(
-        (0..5)
-            .map(|_| {
-                per_op(iters, || {
-                    let w = black_box(&word);
-                    let v = w.load(Ordering::Relaxed);
-                    let _ = w.compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Relaxed);
-                })
-            })
-            .collect(),
-    );
-    let spin = median(
-        (0..5)
-            .map(|_| per_op(iters / 4, std::hint::spin_loop))
-            .collect(),
-    );
-    (rmw, cas, spin)
-}
+/// What the calibration checks: that its constants were measured, and the
+/// premise behind user-level threads that the report's KLMO91 sections
+/// lean on.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "constants-measured",
+        paper: "The models and the spin-then-block policies take the constants of the machine they run on as \
+                inputs: KLMO91's C, \"the time for a context-switch (C) is equivalent to about 200 spins\" on the \
+                Firefly (KLMO91 §5), is measured, never assumed.",
+        rule: "the run measured the spin length, the atomic RMW and CAS costs and the user-thread hand-off, and \
+               every constant it measured is finite and above zero",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "user-block-cheaper",
+        paper: "\"The thread system used in our measurements is a kernel-level implementation. The cost of a \
+                context-switch is larger than it would be with a user-level implementation of threads\" (KLMO91 \
+                §7; the premise of ALL89 and PRESTO).",
+        rule: "a user-thread block+wake hand-off (park/unpark on a one-processor runtime, \
+               `user_block_wake_1p_ns`) costs less than a futex block+wake hand-off between a pair of cores \
+               (`block_wake_ns`)",
+        needs: Needs::cores(2),
+    },
+];
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let bar = ctx.bar(EXPERIMENT.id, 1);
-    let rows = measure(ctx.quick)
+    let rows = machine::measure(ctx.quick)
         .into_iter()
-        .map(|(metric, v, unit, t)| Row::new(EXPERIMENT.id, "machine", t, false, metric, v, unit))
+        .map(|c| {
+            Row::new(
+                EXPERIMENT.id,
+                "machine",
+                c.threads,
+                false,
+                c.metric,
+                c.value(),
+                c.unit,
+            )
+            .with_spread(&c.spread)
+        })
         .collect();
     bar.finish_and_clear();
     Ok(rows)
@@ -301,137 +99,199 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-/// What each constant means, for the report and the CLI.
-pub fn describe(metric: &str) -> &'static str {
-    match metric {
-        "atomic_rmw_ns" => "uncontended fetch_add on a private line",
-        "cas_ns" => "uncontended load + compare_exchange",
-        "spin_iter_ns" => "one spin-wait iteration (core::hint::spin_loop)",
-        "work_iter_ns" => "one step of the harness's local work loop",
-        "cacheline_rtt_ns" => "one cache line bounced between two cores and back",
-        "futex_rtt_ns" => {
-            "two threads on two cores hand a turn back and forth through futex wait/wake"
-        }
-        "block_wake_ns" => "one block + wake hand-off (half the futex round trip)",
-        "c_spins_os" => "KLMO91's C for OS threads: block+wake cost in spin iterations",
-        "user_rtt_1p_ns" => {
-            "two user threads on one processor hand a turn back and forth through park/unpark"
-        }
-        "user_block_wake_1p_ns" => {
-            "one user-thread block + wake hand-off on one processor (half the round trip)"
-        }
-        "c_spins_user_1p" => {
-            "KLMO91's C for user threads on one processor: block+wake cost in spin iterations"
-        }
-        "user_rtt_2p_ns" => {
-            "two user threads on a two-processor runtime hand a turn back and forth through park/unpark"
-        }
-        "user_block_wake_2p_ns" => {
-            "one user-thread block + wake hand-off on a two-processor runtime (half the round trip)"
-        }
-        "c_spins_user_2p" => {
-            "KLMO91's C for user threads on a two-processor runtime: block+wake cost in spin iterations"
-        }
-        _ => "",
+/// A constant for the table: `ns` compactly, spins and others as numbers.
+fn show(v: f64, unit: &str) -> String {
+    if unit == "ns" {
+        ns(v)
+    } else {
+        format!("{v:.0} {unit}")
     }
 }
 
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
+/// The first finding: the constants every run measures are there, and all
+/// measured constants are finite and positive.
+fn measured_finding(rows: &[Row]) -> Finding {
+    let missing: Vec<&str> = ALWAYS
+        .iter()
+        .copied()
+        .filter(|k| !rows.iter().any(|r| r.metric == *k))
+        .collect();
+    let bad: Vec<String> = rows
+        .iter()
+        .filter(|r| !(r.value.is_finite() && r.value > 0.0))
+        .map(|r| format!("`{}` = {}", r.metric, r.value))
+        .collect();
+    if !bad.is_empty() {
+        return Finding::new(
+            Outcome::Fails,
+            format!("not finite or not above zero: {}", bad.join(", ")),
+        );
+    }
+    if !missing.is_empty() {
+        return Finding::missing(&crate::harness::names(&missing));
+    }
+    Finding::new(
+        Outcome::Holds,
+        format!(
+            "{} constant{}, all finite and above zero",
+            rows.len(),
+            if rows.len() == 1 { "" } else { "s" }
+        ),
+    )
 }
 
-fn assess_old(rows: &[Row], _m: &Machine) -> Section {
-    let table = Table {
-        header: vec!["constant".into(), "value".into(), "meaning".into()],
-        rows: rows
-            .iter()
-            .map(|r| {
-                vec![
-                    format!("`{}`", r.metric),
-                    if r.unit == "ns" {
-                        ns(r.value)
-                    } else {
-                        format!("{:.0} {}", r.value, r.unit)
-                    },
-                    describe(&r.metric).into(),
-                ]
-            })
-            .collect(),
-    };
-    let get = |m: &str| rows.iter().find(|r| r.metric == m).map(|r| r.value);
-    let os = match (
-        get("block_wake_ns"),
-        get("c_spins_os"),
-        get("cacheline_rtt_ns"),
-    ) {
-        (Some(b), Some(c), Some(l)) => Some((
-            b,
+fn assess(rows: &[Row], _m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let mut table = Table::new(&["constant", "value", "repeats span", "meaning"]);
+    for r in rows {
+        table.push(&[
+            format!("`{}`", r.metric),
+            show(r.value, &r.unit),
+            r.spread().map_or("-".into(), |(lo, hi, n)| {
+                format!("{} to {} ({n})", show(lo, &r.unit), show(hi, &r.unit))
+            }),
+            describe(&r.metric).to_string(),
+        ]);
+    }
+    let est = |k: &str| d.estimate(Sel::metric(k));
+    let user1 = est("user_block_wake_1p_ns");
+    let futex = est("block_wake_ns");
+    let cheaper = match (user1, futex) {
+        (Some(u), Some(b)) => Finding::new(
+            rule::less(u, b),
             format!(
-                "A futex block+wake hand-off between two cores costs {} ({c:.0} spin iterations: C for OS threads); a \
-                 cache line crosses between two cores and back in {}.",
-                ns(b),
-                ns(l)
+                "user hand-off {} ns, futex hand-off {} ns",
+                u.show(1),
+                b.show(1)
             ),
-        )),
-        _ => None,
+        ),
+        (None, _) => Finding::missing("`user_block_wake_1p_ns`"),
+        (_, None) => Finding::missing("`block_wake_ns` (a futex hand-off between a pair of CPUs)"),
     };
-    let user1 = get("user_block_wake_1p_ns").zip(get("c_spins_user_1p"));
-    let user2 = get("user_block_wake_2p_ns").zip(get("c_spins_user_2p"));
-    let mut measured = os.as_ref().map(|(_, t)| t.clone()).unwrap_or_else(|| {
-        "Fewer than two CPUs are available: the two-core constants are not measurable.".into()
-    });
-    if let Some((u, c)) = user1 {
-        measured.push_str(&format!(
-            " A user-thread block+wake hand-off (park/unpark on symmetry-threads, local-readyq) costs {} on one \
-             processor ({c:.0} spin iterations: C for user threads)",
+    let v = |k: &str| d.value(Sel::metric(k));
+    let mut measured = Vec::new();
+    match (v("block_wake_ns"), v("c_spins_os"), v("cacheline_rtt_ns")) {
+        (Some(b), Some(c), Some(l)) => measured.push(format!(
+            "A futex block+wake hand-off between a pair of cores costs {} ({c:.0} spin iterations: C for OS \
+             threads); a cache line crosses between them and back in {}.",
+            ns(b),
+            ns(l)
+        )),
+        _ => measured.push(
+            "The run had fewer than two CPUs to pin a pair of threads to: the cache-line round trip and the \
+             futex hand-off were not measured."
+                .to_string(),
+        ),
+    }
+    if let (Some(u), Some(c)) = (v("user_block_wake_1p_ns"), v("c_spins_user_1p")) {
+        measured.push(format!(
+            "A user-thread block+wake hand-off (park/unpark on symmetry-threads, local-readyq) costs {} on a \
+             one-processor runtime ({c:.1} spin iterations: C for user threads).",
             ns(u)
         ));
-        match user2 {
-            Some((u2, c2)) => measured.push_str(&format!(
-                " and {} on a two-processor runtime ({c2:.0} spin iterations; random placement keeps some hand-offs on \
-                 one processor).",
-                ns(u2)
-            )),
-            None => measured.push('.'),
-        }
-        if let Some((b, _)) = os {
-            measured.push_str(&format!(
-                " The futex hand-off costs {:.1}x the one-processor user hand-off{}.",
-                b / u,
-                user2.map_or(String::new(), |(u2, _)| format!(
-                    " and {:.1}x the two-processor one",
-                    b / u2
-                ))
-            ));
+    }
+    if let (Some(u2), Some(c2)) = (v("user_block_wake_2p_ns"), v("c_spins_user_2p")) {
+        measured.push(format!(
+            "On a two-processor runtime it costs {} ({c2:.1} spin iterations; random placement keeps some \
+             hand-offs on one processor).",
+            ns(u2)
+        ));
+    }
+    if let Some(b) = v("block_wake_ns") {
+        let times = ["user_block_wake_1p_ns", "user_block_wake_2p_ns"]
+            .iter()
+            .zip(["one-processor", "two-processor"])
+            .filter_map(|(k, label)| Some(format!("{:.1}x the {label} user hand-off", b / v(k)?)))
+            .collect::<Vec<_>>();
+        if !times.is_empty() {
+            measured.push(format!("The futex hand-off costs {}.", times.join(" and ")));
         }
     }
-    let (verdict, why) = match (os, user1) {
-        (Some((b, _)), Some((u, _))) if u < b => (
-            Verdict::Holds,
-            "Both Cs are measured in the same run; a user-level block+wake is cheaper than a kernel one here.",
-        ),
-        (Some(_), Some(_)) => (
-            Verdict::Differs,
-            "Both Cs are measured in the same run, and on this machine the user-level hand-off is not the cheaper one.",
-        ),
-        _ => (
-            Verdict::NotMeasurable,
-            "The OS-thread hand-off needs two CPUs; only the one-processor user-thread C is measured.",
-        ),
-    };
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: "These are this machine's inputs to the models and to the spin-then-block policies (KLMO91's C is \
-                \"the cost of blocking\", measured here, never assumed). The premise of user-level thread packages (ALL89, \
-                PRESTO): blocking and waking a user thread costs less than blocking and waking a kernel thread."
+    Assessment {
+        findings: vec![measured_finding(rows), cheaper],
+        measured: measured.join(" "),
+        notes: "Every constant is the median of its repeats; the table gives the range they spanned. The \
+                spin-then-block experiments (`cs-calibrate` and after) install C from these measurements."
             .into(),
-        measured,
-        verdict,
-        why: why.into(),
         table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    /// A run's constants with a futex hand-off of `futex` ns and a
+    /// one-processor user hand-off of `user` ns; `cas` as given.
+    fn rows(m: &Machine, futex: f64, user: f64, cas: f64) -> Vec<Row> {
+        let r = |metric: &str, v: f64, t: u32| {
+            testing::row(EXPERIMENT.id, "machine", t, m, metric, v, 0.02, &[])
+        };
+        let spin = 15.0;
+        vec![
+            r("atomic_rmw_ns", 9.0, 1),
+            r("cas_ns", cas, 1),
+            r("spin_iter_ns", spin, 1),
+            r("work_iter_ns", 1.5, 1),
+            r("cacheline_rtt_ns", 170.0, 2),
+            r("futex_rtt_ns", 2.0 * futex, 2),
+            r("block_wake_ns", futex, 2),
+            r("c_spins_os", futex / spin, 2),
+            r("user_rtt_1p_ns", 2.0 * user, 1),
+            r("user_block_wake_1p_ns", user, 1),
+            r("c_spins_user_1p", user / spin, 1),
+        ]
+    }
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            let holds = rows(&m, 5000.0, 100.0, 12.0);
+            assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
+            let differs = rows(&m, 100.0, 5000.0, 0.0);
+            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
+            let partial = rows(&m, 100.0, 101.0, 12.0);
+            assert_eq!(EXPERIMENT.section(&partial, &m).verdict, Verdict::Partial);
+            assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+        }
+        // One core: no pair to hand off between; the constants still count.
+        let one = testing::machine(1, true);
+        let s = EXPERIMENT.section(&rows(&one, 5000.0, 100.0, 12.0), &one);
+        assert_eq!(s.verdict, Verdict::Holds);
+        assert!(
+            s.measured.contains("needs 2 or more cores"),
+            "{}",
+            s.measured
+        );
+    }
+
+    #[test]
+    fn a_missing_constant_is_not_a_failure() {
+        let m = small_vm();
+        let mut r = rows(&m, 5000.0, 100.0, 12.0);
+        r.retain(|r| r.metric != "spin_iter_ns");
+        let f = measured_finding(&r);
+        assert!(matches!(f.outcome, Outcome::NotMeasurable(_)), "{f:?}");
+        r.push(Row::new(
+            "calibrate",
+            "machine",
+            1,
+            false,
+            "x",
+            f64::NAN,
+            "ns",
+        ));
+        assert_eq!(measured_finding(&r).outcome, Outcome::Fails);
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), 5000.0, 100.0, 12.0),
+            &rows(&big_metal(), 5000.0, 100.0, 12.0),
+        );
     }
 }

@@ -1,26 +1,29 @@
 //! `cs-calibrate` — KLMO91 §5: C, the cost of a block+wake in spins, for
-//! OS threads (futex hand-off between two cores) and for user threads
-//! (`symmetry-threads` park/unpark), and the length of one spin. The
-//! numbers come from [`calibrate::measure`](super::calibrate::measure)
-//! (one code path for `symmetry calibrate` and this experiment); they are
-//! installed with `calibration::install` so the experiments that follow in
-//! the same process (`cs-analytic`, `cs-elapsed`, `peer-locks`) run their
-//! spin-then-block locks with this machine's C.
+//! OS threads (futex hand-off between a pair of cores) and for user
+//! threads (`symmetry-threads` park/unpark), and the length of one spin.
+//! The numbers come from [`crate::kernels::machine::measure`] (one code
+//! path for `symmetry calibrate`, `calibrate` and this experiment); they
+//! are installed by [`klmo91::measure_and_install`] so the experiments that
+//! follow in the same process (`cs-analytic`, `cs-elapsed`, `peer-locks`)
+//! run their spin-then-block locks with the measured C.
 //!
-//! Rows: series `os` (threads 2: two cores) and `user` (threads = the
-//! runtime's processors, 1 and 2), metrics `c_spins`, `block_wake_ns`,
-//! `ns_per_spin`; parameter `installed` says which user C is in force (the
-//! one of a runtime with one processor per core, which the workloads use).
+//! Rows: series `os` (threads 2: a pair of cores) and `user` (threads =
+//! the runtime's processors, 1 and 2), metrics `c_spins`,
+//! `block_wake_ns`, `ns_per_spin`, each with the spread of its repeats;
+//! parameter `installed` says which user C is in force (the one of a
+//! runtime with more than one processor, as the workloads build, when the
+//! run had one).
 
-use std::sync::OnceLock;
-
-use symmetry_locks::spin_then_block::calibration::{self, Calibration};
-
-use crate::harness::{Ctx, Experiment, figure, ns};
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, ns,
+    rule,
+};
+use crate::kernels::klmo91;
+use crate::kernels::machine::Constant;
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::{Section, Table, Verdict};
+use crate::output::report::Table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -28,7 +31,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "C in spins: block+wake cost of OS threads (futex) and user threads, and the length of a spin",
     source: "KLMO91 §5",
     uses_locks: false,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
@@ -37,95 +40,67 @@ pub const EXPERIMENT: Experiment = Experiment {
 /// KLMO91's C on the Firefly: "the time for a context-switch (C) is
 /// equivalent to about 200 spins" (§5), "assumed to be a constant 200
 /// usec" (§4).
-pub const FIREFLY_C_SPINS: f64 = 200.0;
+const FIREFLY_C_SPINS: f64 = 200.0;
 /// KLMO91's context-switch time on the Firefly, us.
-pub const FIREFLY_C_US: f64 = 200.0;
+const FIREFLY_C_US: f64 = 200.0;
+/// "Of the same order" as the Firefly's C: within this factor either way.
+const SAME_ORDER: f64 = 5.0;
 
-/// The constants a spin-then-block lock needs, from `calibrate`'s
-/// measurements (looked up by metric name): `ns_per_spin` =
-/// `spin_iter_ns`, C for OS threads = `c_spins_os`, C for user threads =
-/// `c_spins_user_2p` (a runtime with two processors, as the workloads
-/// build) or else `c_spins_user_1p`. `None` if the spin length is missing.
-pub fn calibration_from(get: impl Fn(&str) -> Option<f64>) -> Option<Calibration> {
-    let ns_per_spin = get("spin_iter_ns").filter(|v| v.is_finite() && *v > 0.0)?;
-    let c = |v: Option<f64>| {
-        v.filter(|v| v.is_finite())
-            .map_or(0, |v| v.round().max(1.0) as u32)
-    };
-    Some(Calibration {
-        ns_per_spin,
-        c_spins_os: c(get("c_spins_os")),
-        c_spins_user: c(get("c_spins_user_2p").or_else(|| get("c_spins_user_1p"))),
-    })
-}
-
-/// The `export ...` line `symmetry calibrate` prints, for shells and for
-/// `calibration`'s environment variables.
-pub fn export_line(cal: &Calibration) -> String {
-    format!(
-        "export SYMMETRY_NS_PER_SPIN={:.3} SYMMETRY_C_OS={} SYMMETRY_C_USER={}",
-        cal.ns_per_spin, cal.c_spins_os, cal.c_spins_user
-    )
-}
-
-/// Where the constants in force came from.
-static IN_FORCE: OnceLock<(Calibration, &'static str)> = OnceLock::new();
-
-/// Measures and installs, once per process. `cs-calibrate` measures; the
-/// experiments after it reuse its values. Run alone, they measure here
-/// (about a second), unless the environment sets `SYMMETRY_C_OS`, which
-/// then wins, as it does for any program using the locks.
-pub fn ensure(quick: bool) -> Calibration {
-    IN_FORCE
-        .get_or_init(|| {
-            if std::env::var_os("SYMMETRY_C_OS").is_some() {
-                (calibration::current(), "environment")
-            } else {
-                (measure_and_install(quick).0, "measured")
-            }
-        })
-        .0
-}
-
-/// Measures with `calibrate::measure`, installs, and returns the
-/// constants and the raw measurements.
-fn measure_and_install(quick: bool) -> (Calibration, Vec<(&'static str, f64, &'static str, u32)>) {
-    let m = super::calibrate::measure(quick);
-    let get = |k: &str| m.iter().find(|x| x.0 == k).map(|x| x.1);
-    let cal = calibration_from(get).unwrap_or_else(calibration::current);
-    calibration::install(cal);
-    (calibration::current(), m)
-}
+/// KLMO91 §5 and §7.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "c-os-order",
+        paper: "\"Since the time for a context-switch (C) is equivalent to about 200 spins, we measured our programs \
+                with both 100 (C/2) and 200 (C) spins\" (KLMO91 §5); \"the time for a context switch is assumed to \
+                be a constant 200 usec\" (§4). The policies fixed-spin(C), fixed-spin(C/2), random-walk (capped at \
+                C) and the off-line optimum are all defined in terms of C.",
+        rule: "C for OS threads (a futex block+wake hand-off between a pair of cores, in spin-wait iterations) is \
+               of the Firefly's order: within 5x of 200 spins either way",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "c-user-smaller",
+        paper: "\"The thread system used in our measurements is a kernel-level implementation. The cost of a \
+                context-switch is larger than it would be with a user-level implementation of threads\" (KLMO91 §7).",
+        rule: "the C installed for user threads (park/unpark, in spins) is below the C for OS threads",
+        needs: Needs::cores(2),
+    },
+];
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let bar = ctx.bar(EXPERIMENT.id, 1);
-    let (cal, m) = measure_and_install(ctx.quick);
-    let _ = IN_FORCE.set((cal, "measured"));
-    let get = |k: &str| m.iter().find(|x| x.0 == k).map(|x| x.1);
-    let spin = get("spin_iter_ns").unwrap_or(cal.ns_per_spin);
-    let mut rows = Vec::new();
-    let mut push = |series: &str, p: u32, bw: Option<f64>, c: Option<f64>, installed: bool| {
-        let (Some(bw), Some(c)) = (bw, c) else { return };
-        for (metric, v, unit) in [
-            ("c_spins", c, "spins"),
-            ("block_wake_ns", bw, "ns"),
-            ("ns_per_spin", spin, "ns"),
-        ] {
-            rows.push(
-                Row::new(EXPERIMENT.id, series, p, false, metric, v, unit)
-                    .param("processors", p)
-                    .param("installed", installed)
-                    .param(
-                        "c_installed",
-                        if series == "os" {
-                            cal.c_spins_os
-                        } else {
-                            cal.c_spins_user
-                        },
-                    ),
-            );
-        }
+    let (cal, m) = klmo91::measure_and_install(ctx.quick);
+    let get = |k: &str| {
+        m.iter()
+            .find(|c| c.metric == k)
+            .map(|c: &Constant| c.spread)
     };
+    let spin = get("spin_iter_ns").unwrap_or_else(|| Spread::single(cal.ns_per_spin));
+    let mut rows = Vec::new();
+    let mut push =
+        |series: &str, p: u32, bw: Option<Spread>, c: Option<Spread>, installed: bool| {
+            let (Some(bw), Some(c)) = (bw, c) else { return };
+            for (metric, s, unit) in [
+                ("c_spins", c, "spins"),
+                ("block_wake_ns", bw, "ns"),
+                ("ns_per_spin", spin, "ns"),
+            ] {
+                rows.push(
+                    Row::new(EXPERIMENT.id, series, p, false, metric, s.median, unit)
+                        .param("processors", p)
+                        .param("installed", installed)
+                        .param(
+                            "c_installed",
+                            if series == "os" {
+                                cal.c_spins_os
+                            } else {
+                                cal.c_spins_user
+                            },
+                        )
+                        .with_spread(&s),
+                );
+            }
+        };
     push("os", 2, get("block_wake_ns"), get("c_spins_os"), true);
     let two = get("c_spins_user_2p").is_some();
     push(
@@ -162,7 +137,7 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
             .collect()
     };
     figure(
-        "cs-calibrate (KLMO91 §5): C, the block+wake cost, on this machine",
+        "cs-calibrate (KLMO91 §5): C, the block+wake cost, in this run",
         m,
         vec![
             Panel::Bar(BarPanel {
@@ -186,45 +161,50 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn get(rows: &[Row], series: &str, metric: &str, installed_only: bool) -> Option<f64> {
-    rows.iter()
-        .find(|r| {
-            r.series == series
-                && r.metric == metric
-                && (!installed_only || r.get_param("installed") == Some("true"))
-        })
-        .map(|r| r.value)
+/// The installed row of `series` and `metric` (the first if none is
+/// marked installed).
+fn installed<'a>(d: &Data<'a>, series: &str, metric: &str) -> Option<&'a Row> {
+    let sel = Sel::metric(metric).series(series);
+    d.row(sel.params(&[("installed", "true")]))
+        .or_else(|| d.row(sel))
 }
 
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
+/// `r` as an estimate: the range of its own repeats when it has two or
+/// more, else [`Data::estimate_of`] (widened to the metric's pooled noise).
+/// Every `c_spins` point of a run has repeats of its own, and the series
+/// differ by orders of magnitude in noise (a user C of a few spins is
+/// quantized, an OS C of hundreds is not): pooling them would give an OS C
+/// the user C's relative spread.
+fn own(d: &Data<'_>, r: &Row) -> Estimate {
+    match r.spread() {
+        Some((lo, hi, n)) if n >= 2 => Estimate::new(r.value, lo, hi),
+        _ => d.estimate_of(r),
+    }
 }
 
-fn assess_old(rows: &[Row], _m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
     let mut table = Table::new(&[
         "thread kind",
         "processors",
         "block + wake",
         "C (spins)",
+        "C over the repeats",
         "spin",
         "C vs Firefly (200 spins)",
         "used by the locks",
     ]);
-    for r in rows.iter().filter(|r| r.metric == "c_spins") {
-        let bw = rows
-            .iter()
-            .find(|x| x.series == r.series && x.threads == r.threads && x.metric == "block_wake_ns")
-            .map(|x| x.value);
-        let sp = rows
-            .iter()
-            .find(|x| x.series == r.series && x.threads == r.threads && x.metric == "ns_per_spin")
-            .map(|x| x.value);
+    for r in d.select(Sel::metric("c_spins")) {
+        let at = |metric: &str| d.value(Sel::metric(metric).series(&r.series).threads(r.threads));
         table.push(&[
             r.series.clone(),
             r.threads.to_string(),
-            bw.map_or("n/a".into(), ns),
+            at("block_wake_ns").map_or("n/a".into(), ns),
             format!("{:.0}", r.value),
-            sp.map_or("n/a".into(), ns),
+            r.spread().map_or("-".into(), |(lo, hi, n)| {
+                format!("{lo:.0} to {hi:.0} ({n})")
+            }),
+            at("ns_per_spin").map_or("n/a".into(), ns),
             format!("{:.2}x", r.value / FIREFLY_C_SPINS),
             if r.get_param("installed") == Some("true") {
                 "yes".into()
@@ -234,121 +214,176 @@ fn assess_old(rows: &[Row], _m: &Machine) -> Section {
         ]);
     }
     table.push(&[
-        "Firefly (KLMO91)".to_string(),
-        "6".into(),
-        "200 us".into(),
-        "200".into(),
-        "~1 us".into(),
-        "1.00x".into(),
-        "-".into(),
+        "Firefly (KLMO91)",
+        "6",
+        "200 us",
+        "200",
+        "-",
+        "~1 us",
+        "1.00x",
+        "-",
     ]);
-    let os_c = get(rows, "os", "c_spins", true);
-    let os_bw = get(rows, "os", "block_wake_ns", true);
-    let user_c = get(rows, "user", "c_spins", true);
-    let user_bw = get(rows, "user", "block_wake_ns", true);
-    let spin = get(rows, "os", "ns_per_spin", false).or(get(rows, "user", "ns_per_spin", false));
+    let est = |series: &str, metric: &str| installed(&d, series, metric).map(|r| own(&d, r));
+    let os_c = est("os", "c_spins");
+    let user_c = est("user", "c_spins");
+    let firefly = Estimate::exact(FIREFLY_C_SPINS);
+    let order = match os_c {
+        Some(c) => Finding::new(
+            rule::within_factor(c, firefly, SAME_ORDER),
+            format!(
+                "C for OS threads {} spins = {}x the Firefly's 200",
+                c.show(0),
+                c.ratio(firefly).show(2)
+            ),
+        ),
+        None => Finding::missing("C for OS threads"),
+    };
+    let smaller = match (user_c, os_c) {
+        (Some(u), Some(o)) => Finding::new(
+            rule::less(u, o),
+            format!(
+                "C for user threads {} spins, for OS threads {} spins",
+                u.show(0),
+                o.show(0)
+            ),
+        ),
+        _ => Finding::missing("C for user threads and for OS threads"),
+    };
+    let v = |series: &str, metric: &str| installed(&d, series, metric).map(|r| r.value);
     let mut measured = String::new();
-    if let (Some(c), Some(bw)) = (os_c, os_bw) {
+    if let (Some(c), Some(bw)) = (v("os", "c_spins"), v("os", "block_wake_ns")) {
         measured.push_str(&format!(
-            "OS threads: a futex block+wake hand-off between two cores costs {} = **C = {c:.0} spins** \
+            "OS threads: a futex block+wake hand-off between a pair of cores costs {} = **C = {c:.0} spins** \
              ({:.2}x the Firefly's 200 spins; in time {:.0}x shorter than its 200 us). ",
             ns(bw),
             c / FIREFLY_C_SPINS,
             FIREFLY_C_US * 1e3 / bw
         ));
     }
-    if let (Some(c), Some(bw)) = (user_c, user_bw) {
+    if let (Some(c), Some(bw)) = (v("user", "c_spins"), v("user", "block_wake_ns")) {
         measured.push_str(&format!(
             "User threads: a park/unpark hand-off costs {} = **C = {c:.0} spins** ({:.2}x the Firefly's). ",
             ns(bw),
             c / FIREFLY_C_SPINS
         ));
     }
-    if let Some(s) = spin {
+    if let Some(s) = v("os", "ns_per_spin").or_else(|| v("user", "ns_per_spin")) {
         measured.push_str(&format!(
-            "One spin (a `pause`-style spin-wait iteration) takes {} here, against about 1 us on a CVAX. ",
+            "One spin (a `pause`-style spin-wait iteration) takes {} in this run, against about 1 us on a CVAX. ",
             ns(s)
         ));
     }
-    if let (Some(o), Some(u)) = (os_c, user_c) {
-        measured.push_str(&format!(
+    if measured.is_empty() {
+        measured.push_str("No C was measured in this run.");
+    } else {
+        measured.push_str(
             "These values are installed for the experiments that follow (`cs-analytic`, `cs-elapsed`, \
-             `peer-locks`). Blocking a user thread costs {:.1}x less than blocking an OS thread.",
+             `peer-locks`).",
+        );
+    }
+    let mut notes = String::from(
+        "C is a property of the machine and the thread system, which is why it is measured, never assumed.",
+    );
+    if let Some(c) = os_c {
+        notes.push_str(&format!(
+            " Over the repeats C for OS threads spanned {:.0} to {:.0} spins; the experiments record the C they \
+             ran with.",
+            c.lo, c.hi
+        ));
+    }
+    if m.virtualized {
+        notes.push_str(&format!(
+            " The run reported a hypervisor ({}): a futex hand-off there includes waking the other virtual CPU.",
+            m.hypervisor.as_deref().unwrap_or("unknown")
+        ));
+    }
+    if let (Some(o), Some(u)) = (v("os", "c_spins"), v("user", "c_spins"))
+        && u > 0.0
+    {
+        notes.push_str(&format!(
+            " Blocking a user thread costs {:.1}x less than blocking an OS thread; with a small C blocking is \
+             cheap, so `always-block` loses little and the policies bunch together, as KLMO91 §7 expected \
+             (\"reduced context-switch time might be expected to decrease the value of competitive algorithms, \
+             since the penalty for blocking inappropriately is reduced\").",
             o / u
         ));
     }
-    // "Of the same order" as the Firefly's 200 spins: within 5x either way.
-    let same_order = |c: f64| (0.2..=5.0).contains(&(c / FIREFLY_C_SPINS));
-    let (verdict, why) = match (os_c, user_c) {
-        (Some(o), Some(u)) => (
-            match (same_order(o), same_order(u)) {
-                (true, true) => Verdict::Holds,
-                (false, false) => Verdict::Differs,
-                _ => Verdict::Partial,
-            },
-            format!(
-                "C is a property of the machine and the thread system, which is why it is measured, never \
-                 assumed (a value of the same order as the Firefly's counts as agreeing: within 5x). For OS \
-                 threads C = {o:.0} spins ({:.1}x the Firefly's): {} For user threads C = {u:.0} spins ({:.2}x): \
-                 blocking is so cheap that `always-block` loses little and the policies bunch together; KLMO91 §7 \
-                 expected exactly this (\"reduced context-switch time might be expected to decrease the value of \
-                 competitive algorithms, since the penalty for blocking inappropriately is reduced\"). C for OS \
-                 threads varies from run to run on this virtual machine (a futex hand-off between two cores costs \
-                 microseconds to tens of microseconds, depending on how fast the host wakes the other vCPU), so \
-                 the experiments record the C they ran with.",
-                o / FIREFLY_C_SPINS,
-                if same_order(o) {
-                    "a spin and a kernel context switch both got faster, by similar factors, so the paper's \
-                     spin-vs-block trade-off carries over to OS threads in spin units."
-                } else {
-                    "a spin and a kernel context switch did not get faster by the same factor, so the thresholds \
-                     (C, C/2) shift in spins against the waits they must cover."
-                },
-                u / FIREFLY_C_SPINS
-            ),
-        ),
-        _ => (
-            Verdict::NotMeasurable,
-            "The OS-thread hand-off needs two CPUs.".to_string(),
-        ),
-    };
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: "\"The time for a context-switch (C) is equivalent to about 200 spins\" on the Firefly (KLMO91 §5), \
-                \"assumed to be a constant 200 usec\" (§4). The policies fixed-spin(C), fixed-spin(C/2), random-walk \
-                (capped at C) and the off-line optimum are all defined in terms of C."
-            .into(),
+    Assessment {
+        findings: vec![order, smaller],
         measured,
-        verdict,
-        why,
+        notes,
         table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    /// Rows with C = `os` spins for OS threads and `user` for the
+    /// installed (two-processor) user runtime; one spin is 20 ns.
+    fn rows(m: &Machine, os: f64, user: f64) -> Vec<Row> {
+        let mut out = Vec::new();
+        for (series, p, c, installed) in [
+            ("os", 2, os, "true"),
+            ("user", 1, user / 6.0, "false"),
+            ("user", 2, user, "true"),
+        ] {
+            for (metric, v) in [
+                ("c_spins", c),
+                ("block_wake_ns", c * 20.0),
+                ("ns_per_spin", 20.0),
+            ] {
+                out.push(testing::row(
+                    EXPERIMENT.id,
+                    series,
+                    p,
+                    m,
+                    metric,
+                    v,
+                    0.02,
+                    &[("installed", installed), ("processors", &p.to_string())],
+                ));
+            }
+        }
+        out
+    }
 
     #[test]
-    fn calibration_prefers_the_two_processor_user_c() {
-        let m = [
-            ("spin_iter_ns", 14.6),
-            ("c_spins_os", 406.2),
-            ("c_spins_user_1p", 6.6),
-            ("c_spins_user_2p", 41.0),
-        ];
-        let get = |k: &str| m.iter().find(|x| x.0 == k).map(|x| x.1);
-        let c = calibration_from(get).unwrap();
-        assert_eq!(c.c_spins_os, 406);
-        assert_eq!(c.c_spins_user, 41);
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            let holds = rows(&m, 342.0, 31.0);
+            assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
+            let differs = rows(&m, 5000.0, 6000.0);
+            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
+            let tie = rows(&m, 1000.0, 1000.0);
+            assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Indistinct);
+            assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+        }
+        // One core: no pair of cores for the futex hand-off.
+        let one = testing::machine(1, true);
         assert_eq!(
-            export_line(&c),
-            "export SYMMETRY_NS_PER_SPIN=14.600 SYMMETRY_C_OS=406 SYMMETRY_C_USER=41"
+            EXPERIMENT.section(&rows(&one, 342.0, 31.0), &one).verdict,
+            Verdict::NotMeasurable
         );
-        assert!(calibration_from(|_| None).is_none());
+    }
+
+    #[test]
+    fn the_installed_user_c_is_judged() {
+        let m = small_vm();
+        let r = rows(&m, 342.0, 31.0);
+        let d = Data::new(&r);
+        assert_eq!(installed(&d, "user", "c_spins").map(|r| r.threads), Some(2));
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), 342.0, 31.0),
+            &rows(&big_metal(), 342.0, 31.0),
+        );
     }
 }

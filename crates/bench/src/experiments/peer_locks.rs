@@ -14,17 +14,20 @@
 
 use symmetry_locks::registry::LockKind;
 
-use super::cs_elapsed::{
-    ADAPTIVE, ExecKind, Point, RunOut, Runner, Workload, install_opt_known, median_runs, policy,
-    run_point,
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, ns,
+    ratio, rule, threads_panel, value,
 };
-use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::kernels::klmo91::{
+    self, ADAPTIVE, ExecKind, Point, RunOut, Runner, Workload, install_opt_known, median_runs,
+    policy, run_point,
+};
 use crate::kernels::locks::{CounterCfg, on_pinned_thread, uncontended_bare_atomic};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::{Section, Table, Verdict};
-use crate::registry::locks as locks_table;
+use crate::output::report::Table;
+use crate::registry::locks::{self as locks_table, acquire_row};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -32,19 +35,45 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Uncontended cost and contended throughput of every lock and baseline",
     source: "modern peers",
     uses_locks: true,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
 };
 
+/// The project's targets for the uncontended path (issue #2), judged on
+/// one pinned thread against a bare atomic measured in the same run.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "tas-near-bare",
+        paper: "Target (issue #2): `tas` uncontended within 1.3x of a bare exchange + release store; all locks pay \
+                the same `lock_api::Mutex` interface cost.",
+        rule: "uncontended lock+unlock of `tas` over `bare-atomic` is at most 1.3",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "mcs-near-bare",
+        paper: "Target (issue #2): `mcs` uncontended within 3x of a bare exchange + release store.",
+        rule: "uncontended lock+unlock of `mcs` over `bare-atomic` is at most 3",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "clh-near-bare",
+        paper: "Target (issue #2): `clh` uncontended within 3x of a bare exchange + release store.",
+        rule: "uncontended lock+unlock of `clh` over `bare-atomic` is at most 3",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "best-below-parking-lot",
+        paper: "Target (issue #2): the best symmetry lock at or below `parking_lot` uncontended.",
+        rule: "the fastest symmetry spin or queue lock's uncontended lock+unlock takes less time than \
+               `parking_lot`'s",
+        needs: Needs::NONE,
+    },
+];
+
 const BARE: &str = "bare-atomic";
 const REPEATS: usize = 7;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let locks = locks_table::select(ctx.locks.as_deref())?;
@@ -75,10 +104,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     let names = std::iter::once(BARE).chain(locks.iter().map(|l| l.name));
     for (name, s) in names.zip(samples) {
-        let (lo, hi) = (
-            s.iter().copied().fold(f64::INFINITY, f64::min),
-            s.iter().copied().fold(0.0, f64::max),
-        );
+        let s = Spread::of(&s).unwrap_or_else(|| Spread::single(f64::NAN));
         rows.push(
             Row::new(
                 EXPERIMENT.id,
@@ -86,21 +112,21 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 1,
                 false,
                 "uncontended_ns",
-                median(s),
+                s.median,
                 "ns",
             )
             .param("iters", iters)
-            .param("repeats", REPEATS)
-            .param("min_ns", format!("{lo:.3}"))
-            .param("max_ns", format!("{hi:.3}")),
+            .param("repeats", s.n)
+            .param("min_ns", format!("{:.3}", s.lo))
+            .param("max_ns", format!("{:.3}", s.hi))
+            .with_spread(&s),
         );
     }
     for lock in &locks {
         for &t in &contended_threads {
             bar.set_message(format!("{} x{t}", lock.name));
-            let out = super::counter_point(
+            let (out, spread) = lock.counter_point(
                 ctx,
-                lock,
                 CounterCfg {
                     threads: t,
                     target: 2_000_000,
@@ -109,7 +135,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     budget,
                 },
             );
-            rows.push(super::acquire_row(EXPERIMENT.id, lock.name, ctx, t, &out));
+            rows.push(acquire_row(EXPERIMENT.id, lock.name, ctx, t, &out, &spread));
             bar.inc(1);
         }
     }
@@ -131,26 +157,34 @@ const WORKLOAD_PEERS: [(&str, Runner); 3] = [
 /// Repeats of each workload run (median kept), interleaved across locks.
 const WORKLOAD_REPEATS: usize = 3;
 
-/// Regsim and Hanoi at 4x cores on OS threads: the adaptive policies
-/// against the peers (module docs).
 /// Runner name of random-walk with the profiler off (a control, not a
 /// series of the report's tables).
 const UNPROFILED: &str = "random-walk-unprofiled";
 
 /// random-walk on OS threads with the lock-waiting-time profiler off.
 fn random_walk_unprofiled(pt: &Point) -> Result<RunOut, String> {
+    let walk = policy("random-walk").ok_or("random-walk is not among the policies")?;
     symmetry_locks::spin_then_block::profiler::set_enabled(false);
-    let out = (policy("random-walk").expect("random-walk").os)(pt);
+    let out = (walk.os)(pt);
     symmetry_locks::spin_then_block::profiler::set_enabled(true);
     out
 }
 
+/// Regsim and Hanoi at 4x cores on OS threads: the adaptive policies
+/// against the peers (module docs).
 fn workload_rows(ctx: &Ctx) -> Result<Vec<Row>, String> {
-    super::cs_calibrate::ensure(ctx.quick);
+    klmo91::ensure(ctx.quick);
     let t = 4 * ctx.cores;
-    let runners: Vec<(&'static str, Runner)> = ADAPTIVE
+    let adaptive = ADAPTIVE
         .iter()
-        .map(|n| (*n, policy(n).expect("an adaptive policy").os))
+        .map(|n| {
+            policy(n)
+                .map(|p| (*n, p.os))
+                .ok_or_else(|| format!("{n} is not among the policies"))
+        })
+        .collect::<Result<Vec<(&'static str, Runner)>, String>>()?;
+    let runners: Vec<(&'static str, Runner)> = adaptive
+        .into_iter()
         .chain(WORKLOAD_PEERS)
         .chain([(UNPROFILED, random_walk_unprofiled as Runner)])
         .collect();
@@ -175,41 +209,45 @@ fn workload_rows(ctx: &Ctx) -> Result<Vec<Row>, String> {
             bar.set_message(format!("{} x{t}: {n}", w.name()));
             bar.inc(1);
         })?;
-        let row = |series: &str, metric: &str, v: f64, unit: &str| {
+        let row = |series: &str, metric: &str, s: Spread, unit: &str| {
             Row::new(
                 EXPERIMENT.id,
                 series,
                 t as u32,
                 ctx.over(t),
                 metric,
-                v,
+                s.median,
                 unit,
             )
             .param("workload", w.name())
             .param("exec", "os")
-            .param("repeats", WORKLOAD_REPEATS)
+            .with_spread(&s)
         };
-        for (n, ms, _) in &res {
-            rows.push(row(n, "elapsed_ms", *ms, "ms"));
+        for r in &res {
+            rows.push(row(r.name, "elapsed_ms", r.ms, "ms"));
         }
         let best = res
             .iter()
-            .filter(|r| ADAPTIVE.contains(&r.0))
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|r| (r.0, r.1));
+            .filter(|r| ADAPTIVE.contains(&r.name))
+            .min_by(|a, b| a.ms.median.total_cmp(&b.ms.median));
         // The profiler is on for every symmetry lock above (the peers have
         // none); its cost is random-walk's time over the same policy's
         // time with recording off.
-        let ms_of = |n: &str| res.iter().find(|r| r.0 == n).map(|r| r.1);
+        let ms_of = |n: &str| res.iter().find(|r| r.name == n).map(|r| r.ms);
         if let (Some(on), Some(off)) = (ms_of("random-walk"), ms_of(UNPROFILED)) {
-            rows.push(row("random-walk", "profiler_on_vs_off", on / off, "ratio"));
+            rows.push(row(
+                "random-walk",
+                "profiler_on_vs_off",
+                on.ratio(off),
+                "ratio",
+            ));
         }
-        if let Some((bn, bms)) = best {
+        if let Some(best) = best {
             for (peer, _) in WORKLOAD_PEERS {
-                if let Some((_, pms, _)) = res.iter().find(|r| r.0 == peer) {
+                if let Some(p) = ms_of(peer) {
                     rows.push(
-                        row(peer, "best_adaptive_vs_peer", bms / pms, "ratio")
-                            .param("best_adaptive", bn),
+                        row(peer, "best_adaptive_vs_peer", best.ms.ratio(p), "ratio")
+                            .param("best_adaptive", best.name),
                     );
                 }
             }
@@ -366,19 +404,42 @@ fn workload_text(rows: &[Row]) -> String {
         {
             out.push_str(&format!(
                 " The symmetry locks ran with the lock-waiting-time profiler on; `random-walk` with it on / off: {} \
-                 (1.00x = free; within this VM's run-to-run noise of a few percent it is left on).",
-                ratio(r.value)
+                 (1.00x = free){}.",
+                ratio(r.value),
+                r.spread().map_or(String::new(), |(lo, hi, _)| format!(
+                    ", {} to {} over the repeats",
+                    ratio(lo),
+                    ratio(hi)
+                ))
             ));
         }
     }
     out
 }
 
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
+/// A lock's uncontended time over `bare-atomic`'s, judged `<= limit`.
+fn near_bare(d: &Data<'_>, lock: &str, bare: Option<Estimate>, limit: f64) -> Finding {
+    let u = |s: &str| d.estimate(Sel::metric("uncontended_ns").series(s).threads(1));
+    match (u(lock), bare) {
+        (Some(l), Some(b)) => {
+            let r = l.ratio(b);
+            Finding::new(
+                rule::at_most(r, limit),
+                format!(
+                    "`{lock}` {} ns, `{BARE}` {} ns: {}x",
+                    l.show(1),
+                    b.show(1),
+                    r.show(2)
+                ),
+            )
+        }
+        (None, _) => Finding::missing(&format!("`{lock}`")),
+        (_, None) => Finding::missing(&format!("`{BARE}`")),
+    }
 }
 
-fn assess_old(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
     let cores = m.cores() as u32;
     let u = |s: &str| value(rows, s, 1, "uncontended_ns", None);
     let bare = u(BARE);
@@ -392,103 +453,148 @@ fn assess_old(rows: &[Row], m: &Machine) -> Section {
         ],
         rows: vec![],
     };
-    for n in crate::harness::series_names(rows, "uncontended_ns") {
+    let uncontended = crate::harness::series_names(rows, "uncontended_ns");
+    for n in &uncontended {
         table.rows.push(vec![
             n.clone(),
-            u(&n).map_or("n/a".into(), ns),
-            match (u(&n), bare) {
+            u(n).map_or("n/a".into(), ns),
+            match (u(n), bare) {
                 (Some(a), Some(b)) => ratio(a / b),
                 _ => "n/a".into(),
             },
-            value(rows, &n, cores, "ns_per_acquire", None).map_or("-".into(), ns),
-            value(rows, &n, 4 * cores, "ns_per_acquire", None).map_or("-".into(), ns),
+            value(rows, n, cores, "ns_per_acquire", None).map_or("-".into(), ns),
+            value(rows, n, 4 * cores, "ns_per_acquire", None).map_or("-".into(), ns),
         ]);
     }
-    let mut checks: Vec<(String, Option<bool>)> = Vec::new();
-    let rel = |s: &str| Some(u(s)? / bare?);
-    checks.push((
-        format!(
-            "`tas` within 1.3x of `bare-atomic`: {}",
-            rel("tas").map_or("n/a".into(), ratio)
-        ),
-        rel("tas").map(|r| r <= 1.3),
-    ));
-    for q in ["mcs", "clh"] {
-        checks.push((
-            format!(
-                "`{q}` within 3x of `bare-atomic`: {}",
-                rel(q).map_or("n/a".into(), ratio)
-            ),
-            rel(q).map(|r| r <= 3.0),
-        ));
-    }
-    let best = crate::harness::series_names(rows, "uncontended_ns")
-        .into_iter()
+    let est = |s: &str| d.estimate(Sel::metric("uncontended_ns").series(s).threads(1));
+    let bare_e = est(BARE);
+    let best = uncontended
+        .iter()
         .filter(|n| {
             matches!(
                 symmetry_locks::registry::find(n).map(|l| l.kind),
                 Some(LockKind::Spin | LockKind::Queue)
             )
         })
-        .filter_map(|n| Some((u(&n)?, n)))
-        .min_by(|a, b| a.0.total_cmp(&b.0));
-    let pl = u("parking_lot");
-    checks.push((
-        format!(
-            "best symmetry lock (`{}`, {}) at or below `parking_lot` ({})",
-            best.as_ref().map_or("n/a", |b| b.1.as_str()),
-            best.as_ref().map_or("n/a".into(), |b| ns(b.0)),
-            pl.map_or("n/a".into(), ns)
-        ),
-        match (&best, pl) {
-            (Some(b), Some(p)) => Some(b.0 <= p),
-            _ => None,
-        },
-    ));
-    let met = checks.iter().filter(|c| c.1 == Some(true)).count();
-    let known = checks.iter().filter(|c| c.1.is_some()).count();
-    let verdict = if known == 0 {
-        Verdict::NotMeasurable
-    } else if met == known {
-        Verdict::Holds
-    } else if met == 0 {
-        Verdict::Differs
-    } else {
-        Verdict::Partial
-    };
-    let mut measured = checks
-        .iter()
-        .map(|(t, ok)| {
+        .filter_map(|n| Some((n.as_str(), est(n)?)))
+        .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
+    let below = match (best, est("parking_lot")) {
+        (Some((n, b)), Some(p)) => Finding::new(
+            rule::less(b, p),
             format!(
-                "- {t} — {}",
-                match ok {
-                    Some(true) => "met",
-                    Some(false) => "missed",
-                    None => "not run",
-                }
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    measured.push_str(&workload_text(rows));
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: "Targets (issue #2): `tas` uncontended within 1.3x of a bare exchange + release store; `mcs` and `clh` \
-                within 3x; the best symmetry lock at or below `parking_lot`. All locks pay the same \
-                `lock_api::Mutex` interface cost."
-            .into(),
+                "fastest symmetry lock `{n}` {} ns, `parking_lot` {} ns",
+                b.show(1),
+                p.show(1)
+            ),
+        ),
+        (None, _) => Finding::missing("a symmetry spin or queue lock"),
+        (_, None) => Finding::missing("`parking_lot`"),
+    };
+    let findings = vec![
+        near_bare(&d, "tas", bare_e, 1.3),
+        near_bare(&d, "mcs", bare_e, 3.0),
+        near_bare(&d, "clh", bare_e, 3.0),
+        below,
+    ];
+    let locks = uncontended.iter().filter(|n| *n != BARE).count();
+    let mut measured = format!(
+        "Uncontended lock+unlock of {locks} lock{} beside `{BARE}` on one pinned thread (median of {REPEATS} \
+         repeats interleaved across locks), and time per acquisition of a contended counter with no work.",
+        if locks == 1 { "" } else { "s" }
+    );
+    let workloads = workload_text(rows);
+    if !workloads.is_empty() {
+        measured.push('\n');
+        measured.push_str(&workloads);
+    }
+    Assessment {
+        findings,
         measured,
-        verdict,
-        why: "Ratios are taken within one run on one core (median of 7 interleaved repeats), so they do not depend on \
-              this machine's absolute speed. The queue locks pay for a thread-local node pool on every acquisition. \
-              The KLMO91 workloads run at 4x cores, where a lock holder can be preempted: the peers (futex locks \
-              that spin briefly, or not at all, before sleeping) face the same spin-or-block decision as the \
-              KLMO91 policies, with hand-tuned spin counts instead of a measured C."
+        notes: "Ratios are taken within one run on one pinned thread, so they do not depend on the machine's \
+                absolute speed. The queue locks pay for a thread-local node pool on every acquisition. The KLMO91 \
+                workloads run at 4x cores, where a lock holder can be preempted: the peers (futex locks that spin \
+                briefly, or not at all, before sleeping) face the same spin-or-block decision as the KLMO91 \
+                policies, with hand-tuned spin counts instead of a measured C."
             .into(),
         table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    /// Uncontended rows: `bare-atomic` 10 ns and the given locks.
+    fn rows(m: &Machine, locks: &[(&str, f64)]) -> Vec<Row> {
+        std::iter::once((BARE, 10.0))
+            .chain(locks.iter().copied())
+            .map(|(n, v)| {
+                testing::row(
+                    EXPERIMENT.id,
+                    n,
+                    1,
+                    m,
+                    "uncontended_ns",
+                    v,
+                    0.02,
+                    &[("iters", "1000")],
+                )
+            })
+            .collect()
+    }
+
+    const GOOD: [(&str, f64); 4] = [
+        ("tas", 11.0),
+        ("mcs", 20.0),
+        ("clh", 15.0),
+        ("parking_lot", 20.0),
+    ];
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            assert_eq!(
+                EXPERIMENT.section(&rows(&m, &GOOD), &m).verdict,
+                Verdict::Holds
+            );
+            let bad = [
+                ("tas", 20.0),
+                ("mcs", 40.0),
+                ("clh", 40.0),
+                ("parking_lot", 5.0),
+            ];
+            assert_eq!(
+                EXPERIMENT.section(&rows(&m, &bad), &m).verdict,
+                Verdict::Differs
+            );
+            let edge = [
+                ("tas", 13.0),
+                ("mcs", 30.0),
+                ("clh", 30.0),
+                ("parking_lot", 13.0),
+            ];
+            assert_eq!(
+                EXPERIMENT.section(&rows(&m, &edge), &m).verdict,
+                Verdict::Indistinct
+            );
+            // `--locks pthread`: none of the judged locks ran.
+            assert_eq!(
+                EXPERIMENT
+                    .section(&rows(&m, &[("pthread", 25.0)]), &m)
+                    .verdict,
+                Verdict::NotMeasurable
+            );
+        }
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), &GOOD),
+            &rows(&big_metal(), &GOOD),
+        );
     }
 }
