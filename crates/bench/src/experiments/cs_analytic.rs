@@ -384,28 +384,6 @@ fn paper_table() -> String {
     s
 }
 
-/// "Most of them hold": holds if more than half hold, fails if fewer than
-/// half could hold even with every tie counted as holding, else a tie.
-/// Not-measurable entries are left out; none left is not measurable.
-fn majority(outcomes: &[Outcome]) -> Outcome {
-    let judged: Vec<&Outcome> = outcomes
-        .iter()
-        .filter(|o| !matches!(o, Outcome::NotMeasurable(_)))
-        .collect();
-    let n = judged.len();
-    let holds = judged.iter().filter(|o| ***o == Outcome::Holds).count();
-    let ties = judged.iter().filter(|o| ***o == Outcome::Tie).count();
-    if n == 0 {
-        Outcome::NotMeasurable("nothing to judge".into())
-    } else if 2 * holds > n {
-        Outcome::Holds
-    } else if 2 * (holds + ties) <= n {
-        Outcome::Fails
-    } else {
-        Outcome::Tie
-    }
-}
-
 /// A finding from per-input outcomes combined by `combine`, with their
 /// evidence; `what` names the data when there is none.
 fn combined(
@@ -546,7 +524,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             every,
             "an input where off-line blocks in at most half of the waits",
         ),
-        combined(adaptive, majority, "an input with contended waits"),
+        combined(adaptive, Outcome::majority, "an input with contended waits"),
         combined(within, every, "an input with contended waits"),
     ];
 

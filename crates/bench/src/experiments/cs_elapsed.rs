@@ -404,29 +404,6 @@ fn paper_tables() -> String {
     s
 }
 
-/// "Most of them hold": holds if more than half hold beyond the spread,
-/// fails if fewer than half could hold even with every tie counted as
-/// holding, else a tie. Not-measurable entries are left out; none left is
-/// not measurable.
-fn majority(outcomes: &[Outcome]) -> Outcome {
-    let judged: Vec<&Outcome> = outcomes
-        .iter()
-        .filter(|o| !matches!(o, Outcome::NotMeasurable(_)))
-        .collect();
-    let n = judged.len();
-    let holds = judged.iter().filter(|o| ***o == Outcome::Holds).count();
-    let ties = judged.iter().filter(|o| ***o == Outcome::Tie).count();
-    if n == 0 {
-        Outcome::NotMeasurable("nothing to judge".into())
-    } else if 2 * holds > n {
-        Outcome::Holds
-    } else if 2 * (holds + ties) <= n {
-        Outcome::Fails
-    } else {
-        Outcome::Tie
-    }
-}
-
 /// Estimates of the elapsed time of each policy at a configuration.
 struct Times<'a> {
     d: Data<'a>,
@@ -459,7 +436,7 @@ impl Times<'_> {
     }
 }
 
-/// A finding from per-configuration outcomes combined by [`majority`],
+/// A finding from per-configuration outcomes combined by [`Outcome::majority`],
 /// with their evidence; `what` names the data when there is none.
 fn majority_finding(per: Vec<(Outcome, String)>, what: &str) -> Finding {
     if per.is_empty() {
@@ -468,7 +445,7 @@ fn majority_finding(per: Vec<(Outcome, String)>, what: &str) -> Finding {
     let outcomes: Vec<Outcome> = per.iter().map(|p| p.0.clone()).collect();
     let held = outcomes.iter().filter(|o| **o == Outcome::Holds).count();
     Finding::new(
-        majority(&outcomes),
+        Outcome::majority(&outcomes),
         format!(
             "holds in {held} of {}: {}",
             per.len(),
@@ -529,7 +506,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 .collect();
             let faster = outs.iter().filter(|o| **o == Outcome::Holds).count();
             beaten.push((
-                majority(&outs),
+                Outcome::majority(&outs),
                 format!("{}: {faster} of {} faster", tag(c), outs.len()),
             ));
         }
@@ -765,16 +742,6 @@ mod tests {
                 .verdict,
             Verdict::NotMeasurable
         );
-    }
-
-    #[test]
-    fn majority_counts_ties_as_undecided() {
-        use Outcome::*;
-        assert_eq!(majority(&[Holds, Holds, Fails]), Holds);
-        assert_eq!(majority(&[Holds, Fails]), Fails);
-        assert_eq!(majority(&[Holds, Tie, Fails]), Tie);
-        assert_eq!(majority(&[Fails, Tie, Fails]), Fails);
-        assert!(matches!(majority(&[]), NotMeasurable(_)));
     }
 
     #[test]

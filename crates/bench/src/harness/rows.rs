@@ -97,7 +97,9 @@ impl<'a> Data<'a> {
     }
 
     /// The first selected row as an estimate: its own `lo`/`hi` if it has
-    /// them, widened to the metric's pooled noise ([`Data::pooled_noise`]).
+    /// them, widened to the pooled noise of its series' points of the same
+    /// metric ([`Data::pooled_noise_of`]; the metric's across all series if
+    /// the series has no repeated point).
     pub fn estimate(&self, sel: Sel<'_>) -> Option<Estimate> {
         let r = self.row(sel)?;
         Some(self.estimate_of(r))
@@ -109,23 +111,35 @@ impl<'a> Data<'a> {
             Some((lo, hi, _)) => Estimate::new(r.value, lo, hi),
             None => Estimate::exact(r.value),
         };
-        own.widen(self.pooled_noise(&r.metric))
+        let noise = self
+            .pooled_noise_of(&r.metric, Some(&r.series))
+            .unwrap_or_else(|| self.pooled_noise(&r.metric));
+        own.widen(noise)
     }
 
     /// The pooled relative noise of `metric` in this run: the median over
     /// its points measured more than once of `(hi - lo) / |value|`; 0 when
     /// no point of the metric was repeated.
     pub fn pooled_noise(&self, metric: &str) -> f64 {
+        self.pooled_noise_of(metric, None).unwrap_or(0.0)
+    }
+
+    /// The pooled relative noise of `metric` among the points of `series`
+    /// (all series if `None`); `None` if none of them was repeated. A
+    /// series is pooled on its own first, as noise differs between series
+    /// (a lock that parks waiters varies more than one that spins).
+    pub fn pooled_noise_of(&self, metric: &str, series: Option<&str>) -> Option<f64> {
         let rel: Vec<f64> = self
             .rows
             .iter()
             .filter(|r| r.metric == metric && r.value != 0.0 && r.value.is_finite())
+            .filter(|r| series.is_none_or(|s| r.series == s))
             .filter_map(|r| {
                 let (lo, hi, n) = r.spread()?;
                 (n >= 2).then(|| ((hi - lo) / r.value).abs())
             })
             .collect();
-        median(&rel).unwrap_or(0.0)
+        median(&rel)
     }
 
     /// Distinct series of the selected rows, in first-seen order.
@@ -217,15 +231,20 @@ mod tests {
     fn pooled_noise_widens_single_points() {
         let rows = vec![
             row("a", 1, 100.0, Some((95.0, 105.0))),
-            row("b", 1, 200.0, Some((190.0, 210.0))),
+            row("b", 1, 200.0, Some((170.0, 230.0))),
             row("a", 4, 50.0, None),
+            row("c", 4, 10.0, None),
         ];
         let d = Data::new(&rows);
-        assert!((d.pooled_noise("m") - 0.1).abs() < 1e-12);
+        assert!((d.pooled_noise("m") - 0.2).abs() < 1e-12);
+        // Series `a` is pooled on its own (10%) ...
         let e = d.estimate(Sel::metric("m").series("a").threads(4)).unwrap();
         assert_eq!((e.lo, e.hi), (45.0, 55.0));
+        // ... `c` has no repeats of its own and takes the metric's (20%).
+        let e = d.estimate(Sel::metric("m").series("c")).unwrap();
+        assert!((e.lo - 8.0).abs() < 1e-12 && (e.hi - 12.0).abs() < 1e-12);
         assert!(d.estimate(Sel::metric("nope")).is_none());
-        assert_eq!(d.series(Sel::metric("m")), vec!["a", "b"]);
+        assert_eq!(d.series(Sel::metric("m")), vec!["a", "b", "c"]);
         assert_eq!(d.threads(Sel::metric("m")), vec![(1, false), (4, false)]);
     }
 }

@@ -145,6 +145,30 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// Most outcomes must hold (the not-measurable ones left out): holds if
+    /// more than half hold, fails if at most half would hold even were
+    /// every tie to hold, else a tie. Nothing judged is not measurable.
+    pub fn majority(outcomes: &[Outcome]) -> Outcome {
+        let judged: Vec<&Outcome> = outcomes
+            .iter()
+            .filter(|o| !matches!(o, Outcome::NotMeasurable(_)))
+            .collect();
+        let n = judged.len();
+        let holds = judged.iter().filter(|o| ***o == Outcome::Holds).count();
+        let ties = judged.iter().filter(|o| ***o == Outcome::Tie).count();
+        if n == 0 {
+            Outcome::NotMeasurable("nothing to judge".into())
+        } else if 2 * holds > n {
+            Outcome::Holds
+        } else if 2 * (holds + ties) <= n {
+            Outcome::Fails
+        } else {
+            Outcome::Tie
+        }
+    }
+}
+
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.label())
@@ -318,6 +342,15 @@ mod tests {
         assert_eq!((r.value, r.lo, r.hi), (2.0, 1.2, 5.0));
         let d = e(4.0, 3.0, 5.0).minus(e(2.0, 1.0, 2.5));
         assert_eq!((d.value, d.lo, d.hi), (2.0, 0.5, 4.0));
+    }
+
+    #[test]
+    fn majority_counts_ties_as_undecided() {
+        use Outcome::*;
+        assert_eq!(Outcome::majority(&[Holds, Holds, Fails]), Holds);
+        assert_eq!(Outcome::majority(&[Holds, Tie, Fails]), Tie);
+        assert_eq!(Outcome::majority(&[Holds, Fails, Fails]), Fails);
+        assert!(matches!(Outcome::majority(&[]), NotMeasurable(_)));
     }
 
     #[test]
