@@ -221,12 +221,23 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         .filter_map(|n| Some((n, d.value(sel.series(n).threads(cores))?)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map_or("n/a".into(), |(n, v)| format!("`{n}` ({})", ns(v * 1e3)));
-    let measured = format!(
-        "Time per processor to pass the barrier, spin locks fastest first: at P = 2: {}; at P = {cores} (all \
-         cores): {}. Fastest of all locks at P = {cores}: {fastest}.",
-        ranked(&d, 2),
-        ranked(&d, cores),
-    );
+    let ranks = if cores == 2 {
+        format!("at P = 2 (all cores): {}", ranked(&d, 2))
+    } else {
+        format!(
+            "at P = 2: {}; at P = {cores} (all cores): {}",
+            ranked(&d, 2),
+            ranked(&d, cores)
+        )
+    };
+    let measured = if locks.is_empty() {
+        format!("No `{METRIC}` points in this run's data.")
+    } else {
+        format!(
+            "Time per processor to pass the barrier, spin locks fastest first, {ranks}. Fastest of all locks \
+             at P = {cores}: {fastest}."
+        )
+    };
     let over = measured_ps.iter().filter(|(_, o)| *o).count();
     let notes = format!(
         "Were there neither degradation of the holder nor delay in handing the lock over, the curve would be flat \

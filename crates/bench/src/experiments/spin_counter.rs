@@ -255,7 +255,10 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let mut ps = vec![1, pm, cores];
     ps.dedup();
     let mut header = vec!["lock".to_string()];
-    header.extend(ps.iter().map(|p| format!("{p} threads")));
+    header.extend(ps.iter().map(|&p| match p {
+        1 => "1 thread".to_string(),
+        p => format!("{p} threads"),
+    }));
     header.push(format!("{over} threads (oversubscribed)"));
     header.push(format!("vs tas at {cores}"));
     header.push(format!("vs tas at {over}"));
@@ -278,16 +281,20 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         .select(Sel::metric(METRIC))
         .filter(|r| r.get_param("completed") == Some("false"))
         .count();
-    let measured = format!(
-        "At {cores} threads (all cores) these take less time per acquisition than `tas` beyond the repeat spread: \
+    let measured = if locks.is_empty() {
+        format!("No `{METRIC}` points in this run's data.")
+    } else {
+        format!(
+            "At {cores} threads (all cores) these take less time per acquisition than `tas` beyond the repeat spread: \
          {}; these do not: {}. At {over} threads (4x oversubscribed) these beat `tas`: {}; these do not: {}. \
-         {incomplete} point(s) hit the time budget before {TARGET} acquisitions; for them only `{METRIC}` over \
+         {incomplete} point(s) hit the time budget before the target of {TARGET} acquisitions; for them only `{METRIC}` over \
          the acquisitions done is reported (no extrapolated elapsed time).",
-        names(&better_c),
-        names(&worse_c),
-        names(&better_o),
-        names(&worse_o)
-    );
+            names(&better_c),
+            names(&worse_c),
+            names(&better_o),
+            names(&worse_o)
+        )
+    };
     let notes = format!(
         "ALL89 measured up to 20 processors on a bus; with {cores} logical CPUs at most {} waiter{} can spin while \
          the holder runs. Oversubscribed points measure something else: a spinning thread occupies a core the \
