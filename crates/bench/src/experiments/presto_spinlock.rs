@@ -4,13 +4,16 @@
 //! (Graunke-Thakkar: `graunke-thakkar`) and FastThreads (Anderson's
 //! queue-based lock: `anderson`).
 
-use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, figure, ns,
+    ratio, rule, threads_panel,
+};
 use crate::kernels::locks::{CounterCfg, work_iters_for_ns};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
-use crate::output::report::{Section, Table, Verdict};
-use crate::registry::locks as locks_table;
+use crate::output::report::Table;
+use crate::registry::locks::{self as locks_table, acquire_row};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -18,11 +21,50 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "1,000,000 acquisitions, tiny critical section, compute phase after release",
     source: "PRESTO Fig. 1",
     uses_locks: true,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
 };
+
+/// PRESTO §3.1, each rule judged with the shortest compute phase of the
+/// run (the most contention): the uncontended end at P = 1, the contended
+/// end at P = all cores.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "queue-slower-uncontended",
+        paper: "FastThreads and HP_Spinlock \"show slightly higher latency than the original Presto spinlock when \
+                there is little contention for the lock, due to the greater number of instructions executed\" \
+                (PRESTO §3.1, Fig. 1).",
+        rule: "at P = 1 with the shortest compute phase, each of `graunke-thakkar` and `anderson` that ran takes \
+               longer per acquisition than `tas`",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "tas-degrades",
+        paper: "\"The curve for the original version of Presto shows how performance degrades due to the delay in \
+                servicing the lock holder's memory requests caused by the test-and-set based cache coherency \
+                traffic\" (PRESTO §3.1, Fig. 1, up to 12 processors, 20 us compute phase).",
+        rule: "with the shortest compute phase, `tas` takes longer per acquisition at P = all cores than at its \
+               best P from 1 to all cores",
+        needs: Needs::cores(8),
+    },
+    Claim {
+        key: "queue-no-degradation",
+        paper: "\"In comparison, the curves for both FastThreads and for Presto with the high-contention spinlock \
+                (curve HP_Spinlock) show a levelling off of performance but no degradation as contention \
+                increases\" (PRESTO §3.1, Fig. 1).",
+        rule: "at P = all cores with the shortest compute phase, each of `graunke-thakkar` and `anderson` that ran \
+               takes less time per acquisition than `tas`",
+        needs: Needs::cores(8),
+    },
+];
+
+/// The metric every rule reads.
+const METRIC: &str = "ns_per_acquire";
+
+/// PRESTO's queue locks: HP_Spinlock and FastThreads'.
+const QUEUE: &[&str] = &["graunke-thakkar", "anderson"];
 
 const DEFAULT_LOCKS: &[&str] = &[
     "tas",
@@ -59,9 +101,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         for lock in &locks {
             for &t in &sweep {
                 bar.set_message(format!("{} x{t} compute={compute}ns", lock.name));
-                let out = super::counter_point(
+                let (out, spread) = lock.counter_point(
                     ctx,
-                    lock,
                     CounterCfg {
                         threads: t,
                         target: 1_000_000,
@@ -71,7 +112,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     },
                 );
                 rows.push(
-                    super::acquire_row(EXPERIMENT.id, lock.name, ctx, t, &out)
+                    acquire_row(EXPERIMENT.id, lock.name, ctx, t, &out, &spread)
                         .param("compute_ns", compute),
                 );
                 bar.inc(1);
@@ -82,16 +123,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// The compute phases in the rows, shortest first.
 fn compute_values(rows: &[Row]) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for r in rows {
-        if let Some(c) = r.get_param("compute_ns")
-            && !v.iter().any(|x| x == c)
-        {
-            v.push(c.to_string());
-        }
-    }
-    v
+    Data::new(rows).param_values(Sel::metric(METRIC), "compute_ns")
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
@@ -116,98 +150,237 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
+/// An estimate in nanoseconds, e.g. `12.3 [11.9, 13.0] ns`.
+fn show_ns(e: Estimate) -> String {
+    format!("{} ns", e.show(1))
 }
 
-fn assess_old(rows: &[Row], m: &Machine) -> Section {
+/// `lock`'s time per acquisition at `p` threads with compute phase `c`,
+/// if measured without oversubscription.
+fn at(d: &Data<'_>, lock: &str, p: u32, c: &str) -> Option<Estimate> {
+    d.row(
+        Sel::metric(METRIC)
+            .series(lock)
+            .threads(p)
+            .params(&[("compute_ns", c)]),
+    )
+    .filter(|r| !r.oversubscribed)
+    .map(|r| d.estimate_of(r))
+}
+
+/// The queue locks against `tas` at `p` with compute phase `c`: each
+/// slower (`slower`) or each faster.
+fn queue_vs_tas(d: &Data<'_>, p: u32, c: &str, slower: bool) -> Finding {
+    let queues: Vec<(&str, Estimate)> = QUEUE
+        .iter()
+        .filter_map(|q| Some((*q, at(d, q, p, c)?)))
+        .collect();
+    let Some(tas) = at(d, "tas", p, c).filter(|_| !queues.is_empty()) else {
+        return Finding::missing(&format!(
+            "`tas` and `graunke-thakkar` or `anderson` at P = {p} with the {c} ns compute phase"
+        ));
+    };
+    let cmp = if slower { rule::greater } else { rule::less };
+    Finding::new(
+        Outcome::all(queues.iter().map(|(_, q)| cmp(*q, tas))),
+        format!(
+            "at P = {p}, {c} ns compute: `tas` {}; {}",
+            show_ns(tas),
+            queues
+                .iter()
+                .map(|(n, q)| format!("`{n}` {}", show_ns(*q)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )
+}
+
+/// `tas-degrades`: `tas` at `p` slower than at its best P below `p`
+/// (compute phase `c`).
+fn tas_degrades(d: &Data<'_>, p: u32, c: &str) -> Finding {
+    let params = [("compute_ns", c)];
+    let sel = Sel::metric(METRIC).series("tas").params(&params);
+    let best = d
+        .threads(sel)
+        .into_iter()
+        .filter(|&(t, over)| t < p && !over)
+        .filter_map(|(t, _)| Some((t, at(d, "tas", t, c)?)))
+        .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
+    let (Some((bp, best)), Some(last)) = (best, at(d, "tas", p, c)) else {
+        return Finding::missing(&format!(
+            "`tas` at P = {p} and at fewer threads with the {c} ns compute phase"
+        ));
+    };
+    Finding::new(
+        rule::greater(last, best),
+        format!(
+            "`tas` at its best P = {bp}: {}; at P = {p}: {}",
+            show_ns(best),
+            show_ns(last)
+        ),
+    )
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
     let cores = m.cores() as u32;
     let over = 4 * cores;
-    let c = compute_values(rows)
-        .first()
-        .cloned()
-        .unwrap_or_else(|| "200".into());
-    let v = |l: &str, t: u32| value(rows, l, t, "ns_per_acquire", Some(("compute_ns", &c)));
-    let mut table = Table {
-        header: vec![
-            "lock".into(),
-            "1 thread".into(),
-            format!("{cores} threads"),
-            format!("{over} threads (over)"),
-            format!("{cores} thr vs 1"),
-        ],
-        rows: vec![],
-    };
-    for n in crate::harness::series_names(rows, "ns_per_acquire") {
-        table.rows.push(vec![
-            n.clone(),
-            v(&n, 1).map_or("n/a".into(), ns),
-            v(&n, cores).map_or("n/a".into(), ns),
-            v(&n, over).map_or("n/a".into(), ns),
-            match (v(&n, cores), v(&n, 1)) {
-                (Some(a), Some(b)) => ratio(a / b),
-                _ => "n/a".into(),
-            },
-        ]);
-    }
-    let (verdict, measured) = match (
-        v("tas", 1),
-        v("graunke-thakkar", 1),
-        v("tas", cores),
-        v("graunke-thakkar", cores),
-    ) {
-        (Some(t1), Some(g1), Some(tc), Some(gc)) => {
-            let low = g1 >= t1;
-            let high = gc <= tc;
-            (
-                if low || high {
-                    Verdict::Partial
-                } else {
-                    Verdict::Differs
+    let computes = compute_values(rows);
+    let mut table = Table::new(&[
+        "lock".to_string(),
+        "compute".to_string(),
+        "1 thread".to_string(),
+        format!("{cores} threads"),
+        format!("{over} threads (over)"),
+        format!("{cores} thr vs 1"),
+    ]);
+    for c in &computes {
+        for n in d.series(Sel::metric(METRIC).params(&[("compute_ns", c)])) {
+            let v = |t: u32| {
+                d.value(
+                    Sel::metric(METRIC)
+                        .series(&n)
+                        .threads(t)
+                        .params(&[("compute_ns", c)]),
+                )
+            };
+            table.rows.push(vec![
+                n.clone(),
+                format!("{c} ns"),
+                v(1).map_or("n/a".into(), ns),
+                v(cores).map_or("n/a".into(), ns),
+                v(over).map_or("n/a".into(), ns),
+                match (v(cores), v(1)) {
+                    (Some(a), Some(b)) => ratio(a / b),
+                    _ => "n/a".into(),
                 },
-                format!(
-                    "With a {c} ns compute phase: uncontended (1 thread) `graunke-thakkar` costs {} vs `tas` {} \
-                     ({}: PRESTO expects the queue lock to be slightly slower); at {cores} threads `graunke-thakkar` \
-                     costs {} vs `tas` {} ({}: PRESTO expects the queue lock not to degrade).",
-                    ns(g1),
-                    ns(t1),
-                    if low {
-                        "as expected"
-                    } else {
-                        "queue lock not slower"
-                    },
-                    ns(gc),
-                    ns(tc),
-                    if high {
-                        "as expected"
-                    } else {
-                        "tas still ahead"
-                    }
-                ),
-            )
+            ]);
         }
-        _ => (
-            Verdict::NotMeasurable,
-            "tas and graunke-thakkar were not both run (see --locks).".into(),
-        ),
+    }
+    let Some(c) = computes.first() else {
+        let none = || Finding::missing("`ns_per_acquire` with a compute phase");
+        return Assessment {
+            findings: vec![none(), none(), none()],
+            measured: "No points with a compute phase in this run's data.".into(),
+            notes: String::new(),
+            table: Some(table),
+        };
     };
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: "The test-and-set lock of original Presto degrades as contention increases; FastThreads and Presto \
-                with HP_Spinlock \"show a levelling off of performance but no degradation\", with \"slightly higher \
-                latency ... when there is little contention\" (PRESTO §3.1, up to 12 processors, 20 us compute)."
-            .into(),
+    let max_p = d.threads(Sel::metric(METRIC)).last().map_or(0, |&(t, _)| t);
+    let measured = format!(
+        "Elapsed time over acquisitions, P = 1 to {max_p}, with a compute phase of {} ns after each release; the \
+         rules use the {c} ns phase (the most contention).",
+        computes.join(" and ")
+    );
+    let notes = format!(
+        "PRESTO's 20 us compute phase ran on a 16 MHz i386; a phase 100x shorter puts a CPU about 100x faster back \
+         into the contention PRESTO measured (a full run adds the literal 20 us). PRESTO measured up to 12 \
+         processors; in this run every thread has a core of its own up to P = {cores}, and points beyond are \
+         oversubscribed."
+    );
+    Assessment {
+        findings: vec![
+            queue_vs_tas(&d, 1, c, true),
+            tas_degrades(&d, cores, c),
+            queue_vs_tas(&d, cores, c, false),
+        ],
         measured,
-        verdict,
-        why: format!(
-            "PRESTO's 20 us compute phase on a 16 MHz i386 is about 100x shorter in instructions on this CPU, so the \
-             quick run uses a {c} ns phase (the full run adds the literal 20 us). With {cores} cores the contention \
-             that grows with processors in Fig. 1 stops at {cores}; beyond that, points are oversubscribed."
-        ),
+        notes,
         table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    /// Rows for `m` with a 200 ns compute phase at P = 1, 2, all cores and
+    /// 4x cores; `curve(lock)` gives the values at the first three (the
+    /// oversubscribed point repeats the last).
+    fn rows(m: &Machine, curve: impl Fn(&str) -> [f64; 3]) -> Vec<Row> {
+        let c = m.cores() as u32;
+        let mut out = Vec::new();
+        for lock in ["tas", "graunke-thakkar", "anderson", "mcs"] {
+            let v = curve(lock);
+            let mut ps = vec![(1, v[0]), (2, v[1]), (c, v[2]), (4 * c, v[2])];
+            ps.dedup_by_key(|(p, _)| *p);
+            for (p, x) in ps {
+                out.push(testing::row(
+                    EXPERIMENT.id,
+                    lock,
+                    p,
+                    m,
+                    METRIC,
+                    x,
+                    0.02,
+                    &[("compute_ns", "200")],
+                ));
+            }
+        }
+        out
+    }
+
+    /// PRESTO's Fig. 1: queue locks a little slower alone, `tas` degrading
+    /// past its best, queue locks levelling off below it.
+    fn paper(lock: &str) -> [f64; 3] {
+        match lock {
+            "tas" => [200.0, 100.0, 300.0],
+            _ => [220.0, 110.0, 60.0],
+        }
+    }
+
+    /// The opposite: queue locks faster alone, slower under contention,
+    /// `tas` improving with P.
+    fn opposite(lock: &str) -> [f64; 3] {
+        match lock {
+            "tas" => [220.0, 110.0, 50.0],
+            _ => [200.0, 120.0, 90.0],
+        }
+    }
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [big_metal(), testing::machine(8, true)] {
+            let v = |f: fn(&str) -> [f64; 3]| EXPERIMENT.section(&rows(&m, f), &m).verdict;
+            assert_eq!(v(paper), Verdict::Holds);
+            assert_eq!(v(opposite), Verdict::Differs);
+            assert_eq!(v(|_| [200.0, 201.0, 201.0]), Verdict::Indistinct);
+        }
+        // Small machine: only the uncontended rule is judged.
+        let m = small_vm();
+        let s = EXPERIMENT.section(&rows(&m, paper), &m);
+        assert_eq!(s.verdict, Verdict::Holds);
+        assert!(s.measured.contains("needs 8 or more cores, the run had 2"));
+        // A 1.5% gap at P = 1 is inside a 2% repeat spread: a tie.
+        let close = rows(&m, |l| match l {
+            "tas" => [200.0, 100.0, 100.0],
+            _ => [203.0, 100.0, 100.0],
+        });
+        assert_eq!(EXPERIMENT.section(&close, &m).verdict, Verdict::Indistinct);
+        // `--locks tas,mcs`: neither of PRESTO's queue locks ran.
+        let narrowed: Vec<Row> = rows(&m, paper)
+            .into_iter()
+            .filter(|r| r.series == "tas" || r.series == "mcs")
+            .collect();
+        assert_eq!(
+            EXPERIMENT.section(&narrowed, &m).verdict,
+            Verdict::NotMeasurable
+        );
+        // No rows at all.
+        assert_eq!(
+            EXPERIMENT.section(&[], &big_metal()).verdict,
+            Verdict::NotMeasurable
+        );
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), paper),
+            &rows(&big_metal(), paper),
+        );
     }
 }

@@ -2,12 +2,14 @@
 //! episode every thread takes the lock once to bump a counter, then waits
 //! until all have; time per episode divided by the number of threads.
 
-use crate::harness::names as list;
-use crate::harness::{Ctx, Experiment, figure, ns, threads_panel, value};
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, figure,
+    median_run, ns, rule, threads_panel,
+};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
-use crate::output::report::{Section, Table, Verdict};
+use crate::output::report::Table;
 use crate::registry::locks as locks_table;
 
 /// Catalogue entry.
@@ -16,11 +18,43 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Lock-based barrier, time per processor",
     source: "ALL89 Fig. 8",
     uses_locks: true,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
 };
+
+/// ALL89 §IV-E on Fig. 8: each end of the curve judged where it lies on
+/// the machine at hand, the small-P end at P = 2 and the large-P end at
+/// P = all cores.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "tas-fastest-small-p",
+        paper: "\"For small numbers of processors, spinning on the xchgb instruction is fastest, since a processor \
+                immediately acquires the lock when it is released\" (ALL89 §IV-E, Fig. 8).",
+        rule: "at P = 2, `tas` takes less time per processor than each of `ttas`, `backoff` and \
+               `backoff-persistent` that ran",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "tas-outweighed-large-p",
+        paper: "\"As more processors are added, however, even though the lock is acquired faster, this is \
+                outweighed by the degradation of the processor holding the lock\" (ALL89 §IV-E, Fig. 8, up to \
+                20 processors).",
+        rule: "at P = all cores, `ttas` or `backoff` takes less time per processor than `tas`",
+        needs: Needs::cores(8),
+    },
+];
+
+/// The metric every rule reads.
+const METRIC: &str = "us_per_processor";
+
+/// The spin-waiting alternatives of ALL89 Fig. 8 that `tas` is compared
+/// with at small P.
+const OTHER_SPINS: &[&str] = &["ttas", "backoff", "backoff-persistent"];
+
+/// The alternatives of which one should overtake `tas` at large P.
+const OVERTAKERS: &[&str] = &["ttas", "backoff"];
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let locks = locks_table::select(ctx.locks.as_deref())?;
@@ -32,24 +66,25 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for lock in &locks {
         for &t in &sweep {
             bar.set_message(format!("{} x{t}", lock.name));
-            let (done, elapsed) = crate::kernels::locks::median_run(
+            let ((done, elapsed), spread) = median_run(
                 ctx.repeats(t),
                 || (lock.barrier)(t, episodes, budget),
                 |(d, e)| e.as_nanos() as f64 / (*d).max(1) as f64,
             );
-            let per = elapsed.as_nanos() as f64 / done.max(1) as f64 / t as f64 / 1e3;
+            let per_processor = |ns_per_episode: f64| ns_per_episode / t as f64 / 1e3;
             rows.push(
                 Row::new(
                     EXPERIMENT.id,
                     lock.name,
                     t as u32,
                     ctx.over(t),
-                    "us_per_processor",
-                    per,
+                    METRIC,
+                    per_processor(elapsed.as_nanos() as f64 / done.max(1) as f64),
                     "us",
                 )
                 .param("episodes", done)
-                .param("completed", done >= episodes),
+                .param("completed", done >= episodes)
+                .with_spread(&spread.map(per_processor)),
             );
             bar.inc(1);
         }
@@ -64,7 +99,7 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
         m,
         vec![threads_panel(
             rows,
-            "us_per_processor",
+            METRIC,
             None,
             "time per processor per barrier",
             "us (log)",
@@ -74,86 +109,262 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
+/// An estimate in microseconds, e.g. `1.23 [1.20, 1.31] us`.
+fn show_us(e: Estimate) -> String {
+    format!("{} us", e.show(3))
 }
 
-fn assess_old(rows: &[Row], m: &Machine) -> Section {
-    let cores = m.cores() as u32;
-    let metric = "us_per_processor";
-    let names = crate::harness::series_names(rows, metric);
-    let sweep: Vec<u32> = {
-        let mut v: Vec<u32> = rows
+/// `lock`'s time per processor at `p` threads, if measured without
+/// oversubscription.
+fn at(d: &Data<'_>, lock: &str, p: u32) -> Option<Estimate> {
+    d.row(Sel::metric(METRIC).series(lock).threads(p))
+        .filter(|r| !r.oversubscribed)
+        .map(|r| d.estimate_of(r))
+}
+
+/// Those of `locks` measured at `p`, with their estimates.
+fn present<'n>(d: &Data<'_>, locks: &[&'n str], p: u32) -> Vec<(&'n str, Estimate)> {
+    locks
+        .iter()
+        .filter_map(|n| Some((*n, at(d, n, p)?)))
+        .collect()
+}
+
+/// `` `tas` 1.2 us; `ttas` 1.5 us, ... `` at `p`.
+fn evidence(p: u32, tas: Estimate, others: &[(&str, Estimate)]) -> String {
+    format!(
+        "at P = {p}: `tas` {}; {}",
+        show_us(tas),
+        others
             .iter()
-            .filter(|r| r.metric == metric)
-            .map(|r| r.threads)
-            .collect();
-        v.sort();
-        v.dedup();
-        v
+            .map(|(n, e)| format!("`{n}` {}", show_us(*e)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// `tas-fastest-small-p` at `p`: `tas` faster than every other spin lock.
+fn tas_fastest(d: &Data<'_>, p: u32) -> Finding {
+    let others = present(d, OTHER_SPINS, p);
+    let Some(tas) = at(d, "tas", p).filter(|_| !others.is_empty()) else {
+        return Finding::missing(&format!("`tas` and another spin lock at P = {p}"));
     };
-    let mut table = Table {
-        header: vec!["lock".into()],
-        rows: vec![],
+    Finding::new(
+        Outcome::all(others.iter().map(|(_, o)| rule::less(tas, *o))),
+        evidence(p, tas, &others),
+    )
+}
+
+/// `tas-outweighed-large-p` at `p`: some overtaker faster than `tas`
+/// (holds if one is beyond the spread, fails if `tas` is faster than all
+/// of them beyond it, else a tie).
+fn tas_outweighed(d: &Data<'_>, p: u32) -> Finding {
+    let others = present(d, OVERTAKERS, p);
+    let Some(tas) = at(d, "tas", p).filter(|_| !others.is_empty()) else {
+        return Finding::missing(&format!("`tas` and `ttas` or `backoff` at P = {p}"));
     };
-    for t in &sweep {
-        table.header.push(format!(
-            "{t} thr{}",
-            if *t > cores { " (over)" } else { "" }
-        ));
+    let outcomes: Vec<Outcome> = others.iter().map(|(_, o)| rule::less(*o, tas)).collect();
+    let outcome = if outcomes.contains(&Outcome::Holds) {
+        Outcome::Holds
+    } else if outcomes.iter().all(|o| *o == Outcome::Fails) {
+        Outcome::Fails
+    } else {
+        Outcome::Tie
+    };
+    Finding::new(outcome, evidence(p, tas, &others))
+}
+
+/// The spin locks at `p`, fastest first, as `` `tas` 1.2 us, ... `` (or
+/// `none`).
+fn ranked(d: &Data<'_>, p: u32) -> String {
+    let mut v = present(d, &[&["tas"], OTHER_SPINS].concat(), p);
+    v.sort_by(|a, b| a.1.value.total_cmp(&b.1.value));
+    if v.is_empty() {
+        return "none".into();
     }
-    for n in &names {
+    v.iter()
+        .map(|(n, e)| format!("`{n}` {}", ns(e.value * 1e3)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let cores = m.cores() as u32;
+    let sel = Sel::metric(METRIC);
+    let locks = d.series(sel);
+    let measured_ps = d.threads(sel);
+    let mut ps: Vec<(u32, bool)> = measured_ps
+        .iter()
+        .copied()
+        .filter(|(t, _)| [1, 2, cores, 2 * cores, 4 * cores].contains(t))
+        .collect();
+    ps.dedup();
+    let mut header = vec!["lock".to_string()];
+    header.extend(
+        ps.iter()
+            .map(|(t, o)| format!("{t} thr{}", if *o { " (over)" } else { "" })),
+    );
+    let mut table = Table::new(&header);
+    for n in &locks {
         let mut row = vec![n.clone()];
-        for &t in &sweep {
-            row.push(value(rows, n, t, metric, None).map_or("n/a".into(), |v| ns(v * 1e3)));
+        for (t, _) in &ps {
+            row.push(
+                d.value(sel.series(n).threads(*t))
+                    .map_or("n/a".into(), |v| ns(v * 1e3)),
+            );
         }
         table.rows.push(row);
     }
-    let spin = ["tas", "ttas", "backoff", "backoff-persistent"];
-    let at = |t: u32| -> Vec<(String, f64)> {
-        let mut v: Vec<(String, f64)> = spin
-            .iter()
-            .filter_map(|s| Some((s.to_string(), value(rows, s, t, metric, None)?)))
-            .collect();
-        v.sort_by(|a, b| a.1.total_cmp(&b.1));
-        v
-    };
-    let ranked = at(cores);
-    let fastest = ranked.first().map(|(n, _)| n.clone());
-    let verdict = match &fastest {
-        None => Verdict::NotMeasurable,
-        Some(f) if f == "tas" => Verdict::Partial,
-        Some(_) => Verdict::Differs,
-    };
-    let order: Vec<String> = ranked
+    let fastest = locks
         .iter()
-        .map(|(n, v)| format!("{n} {}", ns(v * 1e3)))
-        .collect();
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: "\"For small numbers of processors, spinning on the xchgb instruction is fastest, since a processor \
-                immediately acquires the lock when it is released. As more processors are added ... this is \
-                outweighed by the degradation of the processor holding the lock\" (ALL89 §IV-E)."
-            .into(),
-        measured: format!(
-            "Spin locks at {cores} threads, fastest first: {}. Fastest of all locks at {cores} threads: {}.",
-            list(&order),
-            names
-                .iter()
-                .filter_map(|n| Some((n, value(rows, n, cores, metric, None)?)))
-                .min_by(|a, b| a.1.total_cmp(&b.1))
-                .map_or("n/a".into(), |(n, v)| format!("`{n}` ({})", ns(v * 1e3)))
-        ),
-        verdict,
-        why: format!(
-            "Only the small-P end of Fig. 8 exists on {cores} cores; the crossover where the holder's degradation \
-             outweighs tas's fast hand-over needs more processors than this machine has. Oversubscribed points \
-             are dominated by descheduled waiters (the barrier waits yield after 2,000 spins)."
-        ),
+        .filter_map(|n| Some((n, d.value(sel.series(n).threads(cores))?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or("n/a".into(), |(n, v)| format!("`{n}` ({})", ns(v * 1e3)));
+    let ranks = if cores == 2 {
+        format!("at P = 2 (all cores): {}", ranked(&d, 2))
+    } else {
+        format!(
+            "at P = 2: {}; at P = {cores} (all cores): {}",
+            ranked(&d, 2),
+            ranked(&d, cores)
+        )
+    };
+    let measured = if locks.is_empty() {
+        format!("No `{METRIC}` points in this run's data.")
+    } else {
+        format!(
+            "Time per processor to pass the barrier, spin locks fastest first, {ranks}. Fastest of all locks \
+             at P = {cores}: {fastest}."
+        )
+    };
+    let over = measured_ps.iter().filter(|(_, o)| *o).count();
+    let notes = format!(
+        "Were there neither degradation of the holder nor delay in handing the lock over, the curve would be flat \
+         (ALL89). {}",
+        match over {
+            0 => String::new(),
+            1 => format!(
+                "The thread count above {cores} is oversubscribed and dominated by descheduled waiters (the \
+                 barrier's waits yield after 2,000 spins)."
+            ),
+            _ => format!(
+                "The {over} thread counts above {cores} are oversubscribed and dominated by descheduled waiters \
+                 (the barrier's waits yield after 2,000 spins)."
+            ),
+        }
+    );
+    Assessment {
+        findings: vec![tas_fastest(&d, 2), tas_outweighed(&d, cores)],
+        measured,
+        notes,
         table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    /// Rows for `m` at P = 1, 2, all cores and 4x cores; `curve(lock)`
+    /// gives the values at the first three (the oversubscribed point
+    /// repeats the last).
+    fn rows(m: &Machine, curve: impl Fn(&str) -> [f64; 3]) -> Vec<Row> {
+        let c = m.cores() as u32;
+        let mut out = Vec::new();
+        for lock in ["tas", "ttas", "backoff", "mcs"] {
+            let v = curve(lock);
+            let mut ps = vec![(1, v[0]), (2, v[1]), (c, v[2]), (4 * c, v[2])];
+            ps.dedup_by_key(|(p, _)| *p);
+            for (p, x) in ps {
+                out.push(testing::row(
+                    EXPERIMENT.id,
+                    lock,
+                    p,
+                    m,
+                    METRIC,
+                    x,
+                    0.02,
+                    &[("completed", "true")],
+                ));
+            }
+        }
+        out
+    }
+
+    /// ALL89's Fig. 8: `tas` fastest at 2, overtaken at many.
+    fn paper(lock: &str) -> [f64; 3] {
+        match lock {
+            "tas" => [1.0, 1.0, 5.0],
+            "ttas" => [1.0, 1.5, 3.0],
+            _ => [1.0, 2.0, 3.0],
+        }
+    }
+
+    /// `tas` slowest at 2 and fastest at many.
+    fn opposite(lock: &str) -> [f64; 3] {
+        match lock {
+            "tas" => [1.0, 3.0, 1.0],
+            "ttas" => [1.0, 1.5, 3.0],
+            _ => [1.0, 2.0, 3.0],
+        }
+    }
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [big_metal(), testing::machine(8, true)] {
+            let v = |f: fn(&str) -> [f64; 3]| EXPERIMENT.section(&rows(&m, f), &m).verdict;
+            assert_eq!(v(paper), Verdict::Holds);
+            assert_eq!(v(opposite), Verdict::Differs);
+            assert_eq!(v(|_| [1.0, 1.01, 1.01]), Verdict::Indistinct);
+        }
+        // Two cores: the small-P end is judged, the large-P end needs cores.
+        let m = small_vm();
+        let v = |f: fn(&str) -> [f64; 3]| EXPERIMENT.section(&rows(&m, f), &m);
+        let s = v(paper);
+        assert_eq!(s.verdict, Verdict::Holds);
+        assert!(s.measured.contains("needs 8 or more cores, the run had 2"));
+        assert_eq!(v(opposite).verdict, Verdict::Differs);
+        // One core: P = 2 is oversubscribed, nothing to judge.
+        let one = testing::machine(1, true);
+        assert_eq!(
+            EXPERIMENT.section(&rows(&one, paper), &one).verdict,
+            Verdict::NotMeasurable
+        );
+        // Only `tas` and a queue lock ran (`--locks tas,mcs`).
+        let m = big_metal();
+        let narrowed: Vec<Row> = rows(&m, paper)
+            .into_iter()
+            .filter(|r| r.series == "tas" || r.series == "mcs")
+            .collect();
+        assert_eq!(
+            EXPERIMENT.section(&narrowed, &m).verdict,
+            Verdict::NotMeasurable
+        );
+    }
+
+    #[test]
+    fn one_overtaker_is_enough() {
+        let m = big_metal();
+        let rows = rows(&m, |lock| match lock {
+            "tas" => [1.0, 1.0, 5.0],
+            "ttas" => [1.0, 1.5, 9.0],
+            _ => [1.0, 2.0, 3.0],
+        });
+        assert_eq!(
+            tas_outweighed(&Data::new(&rows), 64).outcome,
+            Outcome::Holds
+        );
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), paper),
+            &rows(&big_metal(), paper),
+        );
     }
 }

@@ -3,13 +3,16 @@
 
 use std::time::Duration;
 
-use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
+    figure, names, ns, ratio, rule, threads_panel,
+};
 use crate::kernels::locks::{CounterCfg, CounterOut};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
-use crate::output::report::{Section, Table, Verdict};
-use crate::registry::locks as locks_table;
+use crate::output::report::Table;
+use crate::registry::locks::{self as locks_table, acquire_row};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -17,13 +20,58 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Shared counter to 1,000,000 per lock x threads",
     source: "ALL89 Fig. 6",
     uses_locks: true,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
 };
 
+/// ALL89 §IV-E and §IV-F. The "moderate number of spinning processors" is
+/// judged at P = min(all cores, 11): the most threads the machine runs
+/// without oversubscription, but no more than the ten waiters up to which
+/// ALL89 says backoff degrades only slightly.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "spin-degrades",
+        paper: "\"Both spinning on the xchgb instruction and spinning on a read degrade processor performance \
+                badly for even a moderate number of spinning processors\"; with no parallelism to gain, \"if \
+                spinning processors did not slow the processor holding the lock, the curve would be flat\" \
+                (ALL89 §IV-E, Fig. 6, up to 20 processors).",
+        rule: "`tas` and `ttas` each take longer per acquisition at P = min(all cores, 11) than at P = 1",
+        needs: Needs::cores(4),
+    },
+    Claim {
+        key: "backoff-slight",
+        paper: "\"By contrast, the backoff algorithm results in only slight degradation unless the number of \
+                spin-waiting processors exceeds ten\" (ALL89 §IV-E).",
+        rule: "at P = min(all cores, 11) (at most ten waiters), `backoff` takes less time per acquisition than \
+               both `tas` and `ttas`",
+        needs: Needs::cores(4),
+    },
+    Claim {
+        key: "queue-beats-tas",
+        paper: "\"Explicitly queueing spinning processors can further improve performance\": a queue-based \
+                algorithm \"uses only O(1) bus transactions per execution of the critical section\" (ALL89 \
+                §IV-F).",
+        rule: "at P = all cores, each O(1) queue lock that ran (`anderson`, `graunke-thakkar`, `mcs`, `clh`) \
+               takes less time per acquisition than `tas`",
+        needs: Needs::cores(8),
+    },
+];
+
+/// Acquisitions per point (ALL89's counter target).
 const TARGET: u64 = 1_000_000;
+
+/// The metric every rule reads.
+const METRIC: &str = "ns_per_acquire";
+
+/// Waiters up to which ALL89 says backoff degrades only slightly.
+const MODERATE_WAITERS: u32 = 10;
+
+/// The queue locks whose hand-over touches O(1) cache lines (each waiter
+/// spins on its own flag); `ticket` and `ticket-proportional` are queue
+/// locks too, but every waiter reads the one `now serving` word.
+const O1_QUEUE: &[&str] = &["anderson", "graunke-thakkar", "mcs", "clh"];
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let locks = locks_table::select(ctx.locks.as_deref())?;
@@ -34,9 +82,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for lock in &locks {
         for &t in &sweep {
             bar.set_message(format!("{} x{t}", lock.name));
-            let out = super::counter_point(
+            let (out, spread) = lock.counter_point(
                 ctx,
-                lock,
                 CounterCfg {
                     threads: t,
                     target: TARGET,
@@ -45,7 +92,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     budget,
                 },
             );
-            rows.extend(counter_rows(ctx, lock.name, t, &out, budget));
+            rows.extend(counter_rows(ctx, lock.name, t, &out, &spread, budget));
             bar.inc(1);
         }
     }
@@ -54,25 +101,31 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 }
 
 /// Rows for one contended-counter point: `ns_per_acquire` always, and
-/// `elapsed_s` only when the full target was reached (never extrapolated).
+/// `elapsed_s` only when the median run reached the full target (never
+/// extrapolated). Both carry the repeats' spread; for `elapsed_s` it is
+/// the repeats' time per acquisition times the target.
 fn counter_rows(
     ctx: &Ctx,
     series: &str,
     threads: usize,
     out: &CounterOut,
+    spread: &Spread,
     budget: Duration,
 ) -> Vec<Row> {
-    let base = super::acquire_row(EXPERIMENT.id, series, ctx, threads, out)
+    let base = acquire_row(EXPERIMENT.id, series, ctx, threads, out, spread)
         .param("target", TARGET)
         .param("budget_ms", budget.as_millis());
     let mut rows = vec![base.clone()];
     if out.completed {
-        rows.push(Row {
-            metric: "elapsed_s".into(),
-            value: out.elapsed.as_secs_f64(),
-            unit: "s".into(),
-            ..base
-        });
+        rows.push(
+            Row {
+                metric: "elapsed_s".into(),
+                value: out.elapsed.as_secs_f64(),
+                unit: "s".into(),
+                ..base
+            }
+            .with_spread(&spread.map(|ns| ns * TARGET as f64 / 1e9)),
+        );
     }
     rows
 }
@@ -83,7 +136,7 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
         m,
         vec![threads_panel(
             rows,
-            "ns_per_acquire",
+            METRIC,
             None,
             "ns per acquisition",
             "ns (log)",
@@ -93,159 +146,304 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-/// Lock families as ALL89 groups them.
-const SPIN_READ: &str = "ttas";
-const BACKOFF: &[&str] = &["backoff", "backoff-persistent"];
-const QUEUE: &[&str] = &[
-    "ticket",
-    "ticket-proportional",
-    "anderson",
-    "graunke-thakkar",
-    "mcs",
-    "clh",
-];
+/// The P at which ALL89's "moderate number" of waiters is judged:
+/// min(all cores, 11).
+fn moderate_p(m: &Machine) -> u32 {
+    (m.cores() as u32).min(MODERATE_WAITERS + 1)
+}
 
-/// The common claim/measurement logic of the ALL89 lock figures: at
-/// `threads`, which of backoff and queue locks beat `tas`.
-pub(crate) fn beats_tas(
-    rows: &[Row],
-    metric: &str,
-    threads: u32,
-    param: Option<(&str, &str)>,
-) -> (Vec<String>, Vec<String>) {
-    let Some(tas) = value(rows, "tas", threads, metric, param) else {
-        return (vec![], vec![]);
+/// An estimate in nanoseconds, e.g. `12.3 [11.9, 13.0] ns`.
+fn show_ns(e: Estimate) -> String {
+    format!("{} ns", e.show(1))
+}
+
+/// `lock`'s time per acquisition at `p` threads, if measured without
+/// oversubscription.
+fn at(d: &Data<'_>, lock: &str, p: u32) -> Option<Estimate> {
+    d.row(Sel::metric(METRIC).series(lock).threads(p))
+        .filter(|r| !r.oversubscribed)
+        .map(|r| d.estimate_of(r))
+}
+
+/// `spin-degrades`: `tas` and `ttas` slower at `p` than alone.
+fn spin_degrades(d: &Data<'_>, p: u32) -> Finding {
+    let mut outcomes = Vec::new();
+    let mut evidence = Vec::new();
+    for lock in ["tas", "ttas"] {
+        let (Some(one), Some(many)) = (at(d, lock, 1), at(d, lock, p)) else {
+            return Finding::missing(&format!("`tas` and `ttas` at P = 1 and P = {p}"));
+        };
+        outcomes.push(rule::greater(many, one));
+        evidence.push(format!(
+            "`{lock}` {} alone, {} at P = {p}",
+            show_ns(one),
+            show_ns(many)
+        ));
+    }
+    Finding::new(Outcome::all(outcomes), evidence.join("; "))
+}
+
+/// `backoff-slight`: `backoff` faster than `tas` and `ttas` at `p`.
+fn backoff_slight(d: &Data<'_>, p: u32) -> Finding {
+    let (Some(b), Some(t), Some(tt)) = (at(d, "backoff", p), at(d, "tas", p), at(d, "ttas", p))
+    else {
+        return Finding::missing(&format!("`backoff`, `tas` and `ttas` at P = {p}"));
+    };
+    Finding::new(
+        Outcome::all([rule::less(b, t), rule::less(b, tt)]),
+        format!(
+            "at P = {p}: `backoff` {}, `tas` {}, `ttas` {}",
+            show_ns(b),
+            show_ns(t),
+            show_ns(tt)
+        ),
+    )
+}
+
+/// `queue-beats-tas`: every O(1) queue lock that ran faster than `tas`
+/// at `p`.
+fn queue_beats_tas(d: &Data<'_>, p: u32) -> Finding {
+    let queues: Vec<(&str, Estimate)> = O1_QUEUE
+        .iter()
+        .filter_map(|q| Some((*q, at(d, q, p)?)))
+        .collect();
+    let Some(tas) = at(d, "tas", p).filter(|_| !queues.is_empty()) else {
+        return Finding::missing(&format!("`tas` and an O(1) queue lock at P = {p}"));
+    };
+    Finding::new(
+        Outcome::all(queues.iter().map(|(_, q)| rule::less(*q, tas))),
+        format!(
+            "at P = {p}: `tas` {}; {}",
+            show_ns(tas),
+            queues
+                .iter()
+                .map(|(n, q)| format!("`{n}` {}", show_ns(*q)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )
+}
+
+/// The locks that take less time than `tas` at `p` beyond the spread, and
+/// those that do not.
+fn beats_tas(d: &Data<'_>, locks: &[String], p: u32) -> (Vec<String>, Vec<String>) {
+    let sel = Sel::metric(METRIC).threads(p);
+    let Some(tas) = d.estimate(sel.series("tas")) else {
+        return (Vec::new(), Vec::new());
     };
     let mut better = Vec::new();
-    let mut worse = Vec::new();
-    for name in BACKOFF
-        .iter()
-        .chain(QUEUE)
-        .chain(std::iter::once(&SPIN_READ))
-    {
-        if let Some(v) = value(rows, name, threads, metric, param) {
-            if v < tas {
-                better.push(name.to_string())
+    let mut rest = Vec::new();
+    for n in locks.iter().filter(|n| n.as_str() != "tas") {
+        if let Some(e) = d.estimate(sel.series(n)) {
+            if rule::less(e, tas) == Outcome::Holds {
+                better.push(n.clone());
             } else {
-                worse.push(name.to_string())
+                rest.push(n.clone());
             }
         }
     }
-    (better, worse)
+    (better, rest)
 }
 
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
-}
-
-fn assess_old(rows: &[Row], m: &Machine) -> Section {
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
     let cores = m.cores() as u32;
+    let pm = moderate_p(m);
     let over = 4 * cores;
-    let metric = "ns_per_acquire";
-    let mut names: Vec<String> = Vec::new();
-    for r in rows.iter().filter(|r| r.metric == metric) {
-        if !names.contains(&r.series) {
-            names.push(r.series.clone());
-        }
-    }
-    let tas_at = |t| value(rows, "tas", t, metric, None);
-    let mut table = Table {
-        header: vec![
-            "lock".into(),
-            "1 thread".into(),
-            format!("{cores} threads"),
-            format!("{over} threads (oversubscribed)"),
-            format!("vs tas at {cores}"),
-            format!("vs tas at {over}"),
-        ],
-        rows: vec![],
-    };
-    for n in &names {
-        let v = |t| value(rows, n, t, metric, None);
-        let r = |t: u32| match (v(t), tas_at(t)) {
+    let locks = d.series(Sel::metric(METRIC));
+    let value = |n: &str, t: u32| d.value(Sel::metric(METRIC).series(n).threads(t));
+    let mut ps = vec![1, pm, cores];
+    ps.dedup();
+    let mut header = vec!["lock".to_string()];
+    header.extend(ps.iter().map(|&p| match p {
+        1 => "1 thread".to_string(),
+        p => format!("{p} threads"),
+    }));
+    header.push(format!("{over} threads (oversubscribed)"));
+    header.push(format!("vs tas at {cores}"));
+    header.push(format!("vs tas at {over}"));
+    let mut table = Table::new(&header);
+    for n in &locks {
+        let vs_tas = |t: u32| match (value(n, t), value("tas", t)) {
             (Some(a), Some(b)) => ratio(a / b),
             _ => "n/a".into(),
         };
-        table.rows.push(vec![
-            n.clone(),
-            v(1).map_or("n/a".into(), ns),
-            v(cores).map_or("n/a".into(), ns),
-            v(over).map_or("n/a".into(), ns),
-            r(cores),
-            r(over),
-        ]);
+        let mut row = vec![n.clone()];
+        row.extend(ps.iter().map(|&p| value(n, p).map_or("n/a".into(), ns)));
+        row.push(value(n, over).map_or("n/a".into(), ns));
+        row.push(vs_tas(cores));
+        row.push(vs_tas(over));
+        table.rows.push(row);
     }
-    let (better_c, worse_c) = beats_tas(rows, metric, cores, None);
-    let (better_o, worse_o) = beats_tas(rows, metric, over, None);
-    let incomplete = rows
-        .iter()
-        .filter(|r| r.metric == metric && r.get_param("completed") == Some("false"))
+    let (better_c, worse_c) = beats_tas(&d, &locks, cores);
+    let (better_o, worse_o) = beats_tas(&d, &locks, over);
+    let incomplete = d
+        .select(Sel::metric(METRIC))
+        .filter(|r| r.get_param("completed") == Some("false"))
         .count();
-    let backoff_wins = BACKOFF
-        .iter()
-        .filter(|b| better_c.contains(&b.to_string()))
-        .count();
-    let queue_wins = QUEUE
-        .iter()
-        .filter(|q| better_c.contains(&q.to_string()))
-        .count();
-    let verdict = if tas_at(cores).is_none() {
-        Verdict::NotMeasurable
-    } else if backoff_wins > 0 && queue_wins * 2 >= QUEUE.len() {
-        Verdict::Partial
-    } else if backoff_wins == 0 && queue_wins == 0 {
-        Verdict::Differs
+    let measured = if locks.is_empty() {
+        format!("No `{METRIC}` points in this run's data.")
     } else {
-        Verdict::Partial
+        format!(
+            "At {cores} threads (all cores) these take less time per acquisition than `tas` beyond the repeat spread: \
+         {}; these do not: {}. At {over} threads (4x oversubscribed) these beat `tas`: {}; these do not: {}. \
+         {incomplete} point(s) hit the time budget before the target of {TARGET} acquisitions; for them only `{METRIC}` over \
+         the acquisitions done is reported (no extrapolated elapsed time).",
+            names(&better_c),
+            names(&worse_c),
+            names(&better_o),
+            names(&worse_o)
+        )
     };
-    let measured = format!(
-        "At {cores} threads (all cores) these beat `tas`: {}; these do not: {}. \
-         Under 4x oversubscription ({over} threads on {cores} cores) these beat `tas`: {}; these do not: {}. \
-         {incomplete} point(s) hit the time budget before 1,000,000 acquisitions; for them only \
-         `ns_per_acquire` over the acquisitions done is reported (no extrapolated elapsed time).",
-        list(&better_c),
-        list(&worse_c),
-        list(&better_o),
-        list(&worse_o)
+    let notes = format!(
+        "ALL89 measured up to 20 processors on a bus; with {cores} logical CPUs at most {} waiter{} can spin while \
+         the holder runs. Oversubscribed points measure something else: a spinning thread occupies a core the \
+         holder (or the next FIFO waiter) needs, so FIFO queue locks pay a scheduler quantum per hand-over to a \
+         descheduled waiter, while unfair locks (`tas`, `backoff`) let whoever runs take the lock. Even with a core \
+         per thread, a FIFO lock hands the lock to another core on every release (at least one cross-core \
+         cache-line transfer, see `calibrate`'s `cacheline_rtt_ns`), while `tas`, `ttas` and `backoff` let the \
+         releasing thread take it again from its own cache, because this loop does no work outside the critical \
+         section: the queue locks' O(1) traffic per hand-over pays off only when many waiters would otherwise \
+         collide.",
+        cores.saturating_sub(1),
+        if cores == 2 { "" } else { "s" }
     );
-    let why = format!(
-        "ALL89 measured up to 20 processors on a bus; this machine has {cores} cores, so at most {} waiter(s) can \
-         spin while the holder runs, and the bus-degradation curve that Fig. 6 shows growing with P cannot be drawn \
-         here. Oversubscribed points measure something else: a spinning thread occupies a core the holder (or the \
-         next FIFO waiter) needs, so FIFO queue locks pay a scheduler quantum per hand-over to a descheduled waiter, \
-         while unfair locks (tas, backoff) let whoever runs take the lock. Even with a core per thread, a FIFO lock \
-         hands the lock to the other core on every release (at least one cross-core cache-line transfer, see \
-         `calibrate`'s `cacheline_rtt_ns`), while tas, ttas and backoff let the releasing thread take it again \
-         from its own cache, because this loop does no work outside the critical section: the queue locks' O(1) \
-         traffic per hand-over pays off only when many waiters would otherwise collide, which needs more cores.",
-        cores.saturating_sub(1)
-    );
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: "\"Both spinning on the xchgb instruction and spinning on a read degrade processor performance badly \
-                for even a moderate number of spinning processors ... the backoff algorithm results in only slight \
-                degradation unless the number of spin-waiting processors exceeds ten\" (ALL89 §IV-E); queue-based \
-                locks use O(1) bus transactions per critical section (§IV-F)."
-            .into(),
+    Assessment {
+        findings: vec![
+            spin_degrades(&d, pm),
+            backoff_slight(&d, pm),
+            queue_beats_tas(&d, cores),
+        ],
         measured,
-        verdict,
-        why,
+        notes,
         table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
     }
 }
 
-/// `a`, `b`, `c` or "none".
-pub(crate) fn list(v: &[String]) -> String {
-    if v.is_empty() {
-        "none".into()
-    } else {
-        v.iter()
-            .map(|s| format!("`{s}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    /// `ns_per_acquire` rows for `m` at P = 1, min(cores, 11), all cores and
+    /// 4x cores; `curve(lock)` gives the values at the first three (the
+    /// oversubscribed point repeats the last).
+    fn rows(m: &Machine, curve: impl Fn(&str) -> [f64; 3]) -> Vec<Row> {
+        let c = m.cores() as u32;
+        let mut out = Vec::new();
+        for lock in ["tas", "ttas", "backoff", "anderson", "mcs"] {
+            let v = curve(lock);
+            let mut ps = vec![(1, v[0]), (moderate_p(m), v[1]), (c, v[2]), (4 * c, v[2])];
+            ps.dedup_by_key(|(p, _)| *p);
+            for (p, x) in ps {
+                out.push(testing::row(
+                    EXPERIMENT.id,
+                    lock,
+                    p,
+                    m,
+                    METRIC,
+                    x,
+                    0.02,
+                    &[("completed", "true")],
+                ));
+            }
+        }
+        out
+    }
+
+    /// ALL89's picture: spins degrade, backoff less, queue locks least.
+    fn paper(lock: &str) -> [f64; 3] {
+        match lock {
+            "tas" => [10.0, 100.0, 200.0],
+            "ttas" => [10.0, 80.0, 150.0],
+            "backoff" => [10.0, 30.0, 60.0],
+            _ => [20.0, 40.0, 50.0],
+        }
+    }
+
+    /// The opposite: every lock speeds up with P, `tas` fastest.
+    fn opposite(lock: &str) -> [f64; 3] {
+        match lock {
+            "tas" => [50.0, 10.0, 10.0],
+            "ttas" => [50.0, 12.0, 12.0],
+            _ => [50.0, 30.0, 30.0],
+        }
+    }
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [big_metal(), testing::machine(8, true)] {
+            let v = |f: fn(&str) -> [f64; 3]| EXPERIMENT.section(&rows(&m, f), &m).verdict;
+            assert_eq!(v(paper), Verdict::Holds);
+            assert_eq!(v(opposite), Verdict::Differs);
+            assert_eq!(v(|_| [10.0, 10.1, 10.1]), Verdict::Indistinct);
+        }
+        // A moderate number of waiters needs cores.
+        let m = small_vm();
+        assert_eq!(
+            EXPERIMENT.section(&rows(&m, paper), &m).verdict,
+            Verdict::NotMeasurable
+        );
+        // Data from a small machine judged for a big one: no points at P = 11 or 64.
+        let big = big_metal();
+        assert_eq!(
+            EXPERIMENT.section(&rows(&small_vm(), paper), &big).verdict,
+            Verdict::NotMeasurable
+        );
+        // Four cores: the moderate-P rules are judged, the queue rule is not.
+        let four = testing::machine(4, false);
+        let s = EXPERIMENT.section(&rows(&four, paper), &four);
+        assert_eq!(s.verdict, Verdict::Holds);
+        assert!(s.measured.contains("needs 8 or more cores, the run had 4"));
+    }
+
+    #[test]
+    fn missing_locks_are_not_measurable() {
+        let m = big_metal();
+        let only_tas: Vec<Row> = rows(&m, paper)
+            .into_iter()
+            .filter(|r| r.series == "tas")
+            .collect();
+        let a = assess(&only_tas, &m);
+        assert_eq!(a.findings.len(), CLAIMS.len());
+        assert!(
+            a.findings
+                .iter()
+                .all(|f| matches!(f.outcome, Outcome::NotMeasurable(_)))
+        );
+    }
+
+    #[test]
+    fn elapsed_only_for_completed_points_with_its_spread() {
+        let ctx = Ctx::new(true, 2);
+        let spread = Spread::of(&[90.0, 100.0, 110.0]).unwrap();
+        let done = CounterOut {
+            ops: TARGET,
+            elapsed: Duration::from_millis(100),
+            completed: true,
+        };
+        let rows = counter_rows(&ctx, "tas", 2, &done, &spread, Duration::from_secs(1));
+        assert_eq!(rows.len(), 2);
+        let (lo, hi, n) = rows[1].spread().unwrap();
+        assert_eq!(rows[1].metric, "elapsed_s");
+        assert!((lo - 0.09).abs() < 1e-9 && (hi - 0.11).abs() < 1e-9 && n == 3);
+        let cut = CounterOut {
+            completed: false,
+            ops: TARGET / 2,
+            ..done
+        };
+        let rows = counter_rows(&ctx, "tas", 2, &cut, &spread, Duration::from_secs(1));
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].metric, METRIC);
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), paper),
+            &rows(&big_metal(), paper),
+        );
     }
 }
