@@ -97,9 +97,10 @@ impl<'a> Data<'a> {
     }
 
     /// The first selected row as an estimate: its own `lo`/`hi` if it has
-    /// them, widened to the pooled noise of its series' points of the same
-    /// metric ([`Data::pooled_noise_of`]; the metric's across all series if
-    /// the series has no repeated point).
+    /// them, widened to the pooled noise of the most specific set of
+    /// repeated points of the same metric: its series' points that are
+    /// oversubscribed as it is, else any series' such points, else its
+    /// series', else the metric's.
     pub fn estimate(&self, sel: Sel<'_>) -> Option<Estimate> {
         let r = self.row(sel)?;
         Some(self.estimate_of(r))
@@ -111,8 +112,13 @@ impl<'a> Data<'a> {
             Some((lo, hi, _)) => Estimate::new(r.value, lo, hi),
             None => Estimate::exact(r.value),
         };
+        // Most specific pool with a repeated point: the series' points with
+        // the same oversubscription, any series' with it, the series', all.
+        let over = Some(r.oversubscribed);
         let noise = self
-            .pooled_noise_of(&r.metric, Some(&r.series))
+            .pool(&r.metric, Some(&r.series), over)
+            .or_else(|| self.pool(&r.metric, None, over))
+            .or_else(|| self.pool(&r.metric, Some(&r.series), None))
             .unwrap_or_else(|| self.pooled_noise(&r.metric));
         own.widen(noise)
     }
@@ -129,11 +135,21 @@ impl<'a> Data<'a> {
     /// series is pooled on its own first, as noise differs between series
     /// (a lock that parks waiters varies more than one that spins).
     pub fn pooled_noise_of(&self, metric: &str, series: Option<&str>) -> Option<f64> {
+        self.pool(metric, series, None)
+    }
+
+    /// The median relative range of the repeated points of `metric`,
+    /// narrowed to `series` and to oversubscribed or not if given. An
+    /// oversubscribed point is noisier (the scheduler decides who runs) and
+    /// must neither widen nor be narrowed by points where each thread had
+    /// its own core.
+    fn pool(&self, metric: &str, series: Option<&str>, over: Option<bool>) -> Option<f64> {
         let rel: Vec<f64> = self
             .rows
             .iter()
             .filter(|r| r.metric == metric && r.value != 0.0 && r.value.is_finite())
             .filter(|r| series.is_none_or(|s| r.series == s))
+            .filter(|r| over.is_none_or(|o| r.oversubscribed == o))
             .filter_map(|r| {
                 let (lo, hi, n) = r.spread()?;
                 (n >= 2).then(|| ((hi - lo) / r.value).abs())
