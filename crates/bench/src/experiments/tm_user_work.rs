@@ -299,16 +299,19 @@ fn point(d: &Data<'_>, metric: &str, setting: &str, series: &str, p: u32) -> Opt
 }
 
 /// `(name, ns per thread)` of every strategy of `setting` at `p`.
-fn all_at<'n>(d: &Data<'_>, setting: &str, names: &[&'n str], p: u32) -> Vec<(&'n str, Estimate)> {
+fn all_at<'n>(d: &Data<'_>, setting: &str, names: &[&'n str], p: u32) -> Vec<Named<'n>> {
     names
         .iter()
         .filter_map(|n| point(d, NS, setting, n, p).map(|e| (*n, e)))
         .collect()
 }
 
+/// A strategy and its ns per thread.
+type Named<'n> = (&'n str, Estimate);
+
 /// The fastest and the slowest of `v` by ns per thread.
-fn extremes<'n>(v: &[(&'n str, Estimate)]) -> Option<((&'n str, Estimate), (&'n str, Estimate))> {
-    let by = |a: &&(&str, Estimate), b: &&(&str, Estimate)| a.1.value.total_cmp(&b.1.value);
+fn extremes<'n>(v: &[Named<'n>]) -> Option<(Named<'n>, Named<'n>)> {
+    let by = |a: &&Named<'_>, b: &&Named<'_>| a.1.value.total_cmp(&b.1.value);
     Some((*v.iter().min_by(by)?, *v.iter().max_by(by)?))
 }
 
