@@ -538,9 +538,16 @@ fn measured(d: &Data<'_>, p: u32, rmax: u32) -> String {
         }
     }
     let per_queue = (de > 0.0).then(|| dl / de);
+    let mut rs = vec![1, p.saturating_sub(1).max(1), p, rmax];
+    rs.dedup();
+    let central = rs
+        .iter()
+        .map(|&r| format!("{} at r = {r}", f(lat("local-freelist", r))))
+        .collect::<Vec<_>>()
+        .join(", ");
     let mut out = format!(
         "With {p} processors (the paper: 18), r = 1..{rmax} runnable threads.\n\n\
-         - Central ready queue (`local-freelist`): {} at r = 1, {} at r = {}, {} at r = {p}, {} at r = {rmax}.\n\
+         - Central ready queue (`local-freelist`): {}.\n\
          - `idle-queue`: {} at r = 1, {} at r = {rmax}.\n\
          - `local-readyq` with q = P = {p} queues: {} at r = {p}, {} at r = {rmax}; queues examined per \
          dequeue {} at r = 1, {} at r = {p}, {} at r = {rmax} (eq. 3.1 with r - P + 1 ready: {:.2} at \
@@ -549,11 +556,7 @@ fn measured(d: &Data<'_>, p: u32, rmax: u32) -> String {
          r = 1 and {} at r = {rmax} (uniform placement would give {:.2} at r = {rmax}). Each examined queue \
          costs {} of latency (extra latency over extra queues examined, against q = {p}, over all r; an \
          empty queue is checked with one load of its length mirror, without its lock).",
-        f(lat("local-freelist", 1)),
-        f(p.checked_sub(1).and_then(|r| lat("local-freelist", r))),
-        p.saturating_sub(1),
-        f(lat("local-freelist", p)),
-        f(lat("local-freelist", rmax)),
+        central,
         f(lat("idle-queue", 1)),
         f(lat("idle-queue", rmax)),
         f(lat("local-readyq", p)),

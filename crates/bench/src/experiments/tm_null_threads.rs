@@ -432,7 +432,7 @@ fn measured(rows: &[Row], cores: u32) -> String {
         .count();
     let mut out = format!(
         "{total} null threads per point; {incomplete} point(s) ran out of the time budget (their rate is over \
-         the threads that ran). Ns per thread at P = 1 (latency, no contention): {}. At P = {cores} (all \
+         the threads that ran). Time per thread at P = 1 (latency, no contention): {}. At P = {cores} (all \
          cores; the whole run's time per thread, i.e. 1/throughput): {}.",
         ordering(rows, 1, NS, ns),
         ordering(rows, cores, NS, ns),

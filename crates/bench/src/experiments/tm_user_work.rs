@@ -4,11 +4,11 @@
 //! per strategy x processors. Two settings of the mean (`setting`,
 //! `work_us`):
 //!
-//! - `300us`: the paper's mean of 300 us, as is. Threads are then a few
-//!   hundred nanoseconds of overhead beside 300 us of work (ratio ~1000:1),
-//!   far coarser than the paper's grain.
-//! - `paper-ratio`: the paper's work-to-overhead ratio, scaled to this
-//!   machine. ALL89 does not print its thread latency as a number (Fig. 1
+//! - `300us`: the paper's mean of 300 us, as is. Where a null thread costs
+//!   far less than the Symmetry's tens of microseconds, this is a far
+//!   coarser grain than the paper's (the report gives the measured share).
+//! - `paper-ratio`: the paper's work-to-overhead ratio, scaled to the
+//!   machine the run is on. ALL89 does not print its thread latency as a number (Fig. 1
 //!   is a plot), but §III-F says "Threads in Presto cost 600 us on the same
 //!   Symmetry hardware, an order of magnitude worse than our threads", i.e.
 //!   about 60 us per null thread, so 300 us of work was [`PAPER_RATIO`] = 5
@@ -425,7 +425,7 @@ fn table(d: &Data<'_>, cores: u32) -> Table {
 }
 
 fn measured(d: &Data<'_>, cores: u32) -> String {
-    let null_ns = d.estimate(Sel::metric("null_ns_per_thread").series(BASE).threads(1));
+    let null_ns = d.value(Sel::metric("null_ns_per_thread").series(BASE).threads(1));
     let describe = |s: &str| {
         let mut v: Vec<(&str, f64)> = NAMES
             .iter()
@@ -441,10 +441,10 @@ fn measured(d: &Data<'_>, cores: u32) -> String {
             .join(" < ")
     };
     format!(
-        "Null `single-lock` latency on one processor, measured first: {} ns, so the paper-ratio setting uses \
+        "Null `single-lock` latency on one processor, measured first: {}, so the paper-ratio setting uses \
          {} us of mean work ({PAPER_RATIO} x). Speedup at P = {cores} (all cores; against `single-lock` on \
          one processor, same setting): with 300 us of work {}; at the paper's ratio {}.",
-        null_ns.map_or("n/a".into(), |e| e.show(1)),
+        null_ns.map_or("n/a".into(), ns),
         work_of(d.rows(), "paper-ratio"),
         describe("300us"),
         describe("paper-ratio"),
