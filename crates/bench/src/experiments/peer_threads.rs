@@ -22,18 +22,22 @@
 //! is `ns_per_thread` = elapsed / threads that ran (create + start + finish
 //! of one null thread), the median of [`Ctx::repeats`] runs interleaved
 //! across series so drift hits every series alike. In `--quick`, a peer
-//! whose million threads would take over 2 s (by a 20,000-thread pilot:
-//! may, here) runs as many as fit in about 1 s (`total` says how many).
+//! whose million threads would take over 2 s (by a 20,000-thread pilot,
+//! e.g. may) runs as many as fit in about 1 s (`total` says how many).
 //! For each peer, `ratio_to_best` = its `ns_per_thread` / the best
-//! strategy's at the same P (parameter `best`).
+//! strategy's at the same P (parameter `best`). Every row records the
+//! spread of its repeats (`lo`, `hi`, `repeats`; for `ratio_to_best` the
+//! quotient of the two points' spreads).
 
-use crate::harness::{Ctx, Experiment, figure, ns, ratio, value};
-use crate::kernels::locks::median_run;
-use crate::kernels::threads::{ChainCfg, null_chain};
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure,
+    median_run, ns, ratio, rule, value,
+};
+use crate::kernels::threads::{ChainCfg, null_chain, pin};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::{Section, Table, Verdict};
+use crate::output::report::Table;
 use crate::peers::threads::{self as peers_threads, may_chain, std_thread_chain, tokio_chain};
 use crate::registry::threads::NAMES;
 
@@ -43,11 +47,32 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Null thread create+start+finish: every strategy vs tokio, may, std::thread",
     source: "modern peers (ALL89 Table III workload)",
     uses_locks: false,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
 };
+
+/// The project's targets for the Table III chain with processors = workers
+/// = chains = all cores (the largest P without oversubscription), set from
+/// ALL89's own comparison of its threads with the alternatives of its day.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "cheaper-than-tokio",
+        paper: "Target: the best strategy creates, starts and finishes a null thread at least 5x cheaper \
+                than tokio spawns a null task; ALL89 §III-F puts its threads \"only an order of magnitude \
+                more expensive than a procedure call\".",
+        rule: "at P = all cores, tokio's ns per thread over the best strategy's is at least 5",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "cheaper-than-std-thread",
+        paper: "Target: at least 100x cheaper than std::thread; ALL89 §III-F finds its threads \"500 times \
+                less expensive than normal DYNIX processes\".",
+        rule: "at P = all cores, std-thread's ns per thread over the best strategy's is at least 100",
+        needs: Needs::NONE,
+    },
+];
 
 const TOTAL: u64 = 1_000_000;
 /// Threads of the pilot run that sizes a slow peer's total in `--quick`.
@@ -142,7 +167,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                             total: TOTAL,
                             work_iters: 0,
                             budget,
-                            pin: super::tm_null_threads::pin(ctx, p),
+                            pin: pin(ctx, p),
                         };
                         crate::with_strategy!(*name, null_chain(&cfg)).map(Out::from)
                     }
@@ -158,7 +183,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             let n = s.len();
             let mut it = s.into_iter();
             // The samples are already measured: the median of them.
-            let out = median_run(n, || it.next().expect("n samples"), |o| o.ns_per_thread);
+            let (out, spread) =
+                median_run(n, || it.next().expect("n samples"), |o| o.ns_per_thread);
             let workers = if *name == MAY {
                 peers_threads::may_workers().unwrap_or(p)
             } else {
@@ -172,26 +198,36 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 total_of(name),
                 &out,
                 budget.as_millis(),
-                n,
+                &spread,
             ));
         }
         bar.set_message(format!("{STD} x{p}"));
         let n = std_repeats(p);
-        let out: Out = median_run(
+        let (out, spread) = median_run(
             n,
-            || std_thread_chain(p, TOTAL, std_budget).into(),
+            || Out::from(std_thread_chain(p, TOTAL, std_budget)),
             |o: &Out| o.ns_per_thread,
         );
-        rows.push(row(ctx, STD, p, p, TOTAL, &out, std_budget.as_millis(), n));
+        rows.push(row(
+            ctx,
+            STD,
+            p,
+            p,
+            TOTAL,
+            &out,
+            std_budget.as_millis(),
+            &spread,
+        ));
         bar.inc(1);
     }
     bar.finish_and_clear();
     // Ratios of each peer to the best strategy at the same P.
     let mut ratios = Vec::new();
     for &p in &points {
-        let Some((best, best_ns)) = best_strategy(&rows, p as u32) else {
+        let Some(best) = best_strategy(&rows, p as u32) else {
             continue;
         };
+        let best_spread = spread_of(best);
         for r in rows
             .iter()
             .filter(|r| r.threads == p as u32 && PEERS.contains(&r.series.as_str()))
@@ -199,11 +235,12 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             ratios.push(
                 Row {
                     metric: "ratio_to_best".into(),
-                    value: r.value / best_ns,
+                    value: r.value / best.value,
                     unit: "x".into(),
                     ..r.clone()
                 }
-                .param("best", best),
+                .param("best", &best.series)
+                .with_spread(&spread_of(r).ratio(best_spread)),
             );
         }
     }
@@ -222,7 +259,7 @@ fn row(
     total: u64,
     out: &Out,
     budget_ms: u128,
-    repeats: usize,
+    spread: &Spread,
 ) -> Row {
     Row::new(
         EXPERIMENT.id,
@@ -238,16 +275,34 @@ fn row(
     .param("total", total)
     .param("threads_run", out.threads)
     .param("completed", out.completed)
-    .param("repeats", repeats)
+    .param("repeats", spread.n)
     .param("budget_ms", budget_ms)
+    .with_spread(spread)
 }
 
-/// The strategy with the lowest `ns_per_thread` at `threads`.
-fn best_strategy(rows: &[Row], threads: u32) -> Option<(&'static str, f64)> {
-    NAMES
-        .iter()
-        .filter_map(|n| value(rows, n, threads, "ns_per_thread", None).map(|x| (*n, x)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
+/// The spread a row recorded, or none (one measurement).
+fn spread_of(r: &Row) -> Spread {
+    match r.spread() {
+        Some((lo, hi, n)) => Spread {
+            median: r.value,
+            lo,
+            hi,
+            n,
+        },
+        None => Spread::single(r.value),
+    }
+}
+
+/// The `ns_per_thread` row of the strategy with the lowest value at
+/// `threads` (oversubscribed points included: the run's own P).
+fn best_strategy(rows: &[Row], threads: u32) -> Option<&Row> {
+    rows.iter()
+        .filter(|r| {
+            r.metric == "ns_per_thread"
+                && r.threads == threads
+                && NAMES.contains(&r.series.as_str())
+        })
+        .min_by(|a, b| a.value.total_cmp(&b.value))
 }
 
 /// The P values measured, ascending.
@@ -310,17 +365,60 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
+/// The `ns_per_thread` estimate of `series` at `p`, if the run has the
+/// point without oversubscription.
+fn point(d: &Data<'_>, series: &str, p: u32) -> Option<Estimate> {
+    d.select(Sel::metric("ns_per_thread").series(series).threads(p))
+        .find(|r| !r.oversubscribed)
+        .map(|r| d.estimate_of(r))
 }
 
-fn assess_old(rows: &[Row], m: &Machine) -> Section {
+/// The best strategy at `p` (lowest ns per thread) as an estimate.
+fn best_at(d: &Data<'_>, p: u32) -> Option<(&'static str, Estimate)> {
+    NAMES
+        .iter()
+        .filter_map(|n| point(d, n, p).map(|e| (*n, e)))
+        .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
+}
+
+/// The finding of "`peer` / best >= `target`" at `p`.
+fn target(d: &Data<'_>, peer: &str, target: f64, p: u32) -> Finding {
+    match (best_at(d, p), point(d, peer, p)) {
+        (Some((best, b)), Some(x)) => Finding::new(
+            rule::at_least(x.ratio(b), target),
+            format!(
+                "`{peer}` {} ns, best strategy `{best}` {} ns: ratio {} (target {target:.0})",
+                x.show(1),
+                b.show(1),
+                x.ratio(b).show(2)
+            ),
+        ),
+        _ => Finding::missing(&format!(
+            "`{peer}` and a strategy at P = {p} without oversubscription"
+        )),
+    }
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
     let cores = m.cores() as u32;
+    let findings = vec![
+        target(&d, TOKIO, TOKIO_TARGET, cores),
+        target(&d, STD, STD_TARGET, cores),
+    ];
+    Assessment {
+        findings,
+        measured: measured(&d),
+        notes: notes(&d, cores),
+        table: Some(table(&d)),
+    }
+}
+
+fn table(d: &Data<'_>) -> Table {
+    let rows = d.rows();
     let points = measured_points(rows);
-    let get = |s: &str, p: u32| value(rows, s, p, "ns_per_thread", None);
     let param = |s: &str, p: u32, k: &str| {
-        rows.iter()
-            .find(|r| r.series == s && r.threads == p && r.metric == "ns_per_thread")
+        d.row(Sel::metric("ns_per_thread").series(s).threads(p))
             .and_then(|r| r.get_param(k).map(str::to_string))
     };
     let mut header = vec!["series".to_string()];
@@ -332,8 +430,8 @@ fn assess_old(rows: &[Row], m: &Machine) -> Section {
     for s in NAMES.iter().chain(PEERS.iter()) {
         let mut cells = vec![format!("`{s}`")];
         for &p in &points {
-            let best = best_strategy(rows, p).map(|b| b.1);
-            let v = get(s, p);
+            let best = best_strategy(rows, p).map(|b| b.value);
+            let v = value(rows, s, p, "ns_per_thread", None);
             let partial = if param(s, p, "completed").as_deref() == Some("false") {
                 format!(
                     " ({} threads in budget)",
@@ -350,157 +448,136 @@ fn assess_old(rows: &[Row], m: &Machine) -> Section {
         }
         table.push(&cells);
     }
-    // The targets at P = cores (the issue's configuration).
-    let main_p = if points.contains(&cores) {
-        cores
-    } else {
-        points.last().copied().unwrap_or(cores)
-    };
-    let best = best_strategy(rows, main_p);
-    let tokio_r = best.zip(get(TOKIO, main_p)).map(|((_, b), t)| t / b);
-    let std_r = best.zip(get(STD, main_p)).map(|((_, b), s)| s / b);
-    let may_r = best.zip(get(MAY, main_p)).map(|((_, b), s)| s / b);
-    let tokio_ok = tokio_r.map(|r| r >= TOKIO_TARGET);
-    let std_ok = std_r.map(|r| r >= STD_TARGET);
-    let met = [tokio_ok, std_ok]
-        .iter()
-        .filter(|x| **x == Some(true))
-        .count();
-    let known = [tokio_ok, std_ok].iter().filter(|x| x.is_some()).count();
-    let verdict = if known < 2 {
-        Verdict::NotMeasurable
-    } else if met == 2 {
-        Verdict::Holds
-    } else if met == 0 {
-        Verdict::Differs
-    } else {
-        Verdict::Partial
-    };
-    let word = |ok: Option<bool>| match ok {
-        Some(true) => "met",
-        Some(false) => "missed",
-        None => "not measured",
-    };
-    let mut measured = format!(
-        "At P = {main_p} (processors = workers = chains), the best strategy is {}. tokio / best = {} \
-         (target >= {TOKIO_TARGET}x: {}); std-thread / best = {} (target >= {STD_TARGET}x: {}); \
-         may / best = {}.",
-        best.map_or("n/a".into(), |(n, x)| format!("`{n}` at {}", ns(x))),
-        tokio_r.map_or("n/a".into(), ratio),
-        word(tokio_ok),
-        std_r.map_or("n/a".into(), ratio),
-        word(std_ok),
-        may_r.map_or("n/a".into(), ratio),
-    );
-    for &p in points.iter().filter(|&&p| p != main_p) {
-        if let Some((n, b)) = best_strategy(rows, p) {
-            measured.push_str(&format!(
-                " At P = {p}: best `{n}` {}, tokio / best = {}, std-thread / best = {}{}.",
-                ns(b),
-                get(TOKIO, p).map_or("n/a".into(), |t| ratio(t / b)),
-                get(STD, p).map_or("n/a".into(), |s| ratio(s / b)),
-                get(MAY, p).map_or(" (may not run at this P)".into(), |s| format!(
-                    ", may / best = {}",
-                    ratio(s / b)
-                )),
+    table
+}
+
+fn measured(d: &Data<'_>) -> String {
+    let rows = d.rows();
+    let mut out = Vec::new();
+    for p in measured_points(rows) {
+        let Some(best) = best_strategy(rows, p) else {
+            continue;
+        };
+        let b = best.value;
+        let vs = |s: &str| value(rows, s, p, "ns_per_thread", None).map(|x| ratio(x / b));
+        out.push(format!(
+            "At P = {p} (processors = workers = chains): best strategy `{}` {}, tokio / best = {}, \
+             std-thread / best = {}, may / best = {}.",
+            best.series,
+            ns(b),
+            vs(TOKIO).unwrap_or_else(|| "n/a".into()),
+            vs(STD).unwrap_or_else(|| "n/a".into()),
+            vs(MAY).unwrap_or_else(|| "not run at this P".into()),
+        ));
+        if let Some(r) = d.row(Sel::metric("ns_per_thread").series(STD).threads(p))
+            && r.get_param("completed") == Some("false")
+        {
+            out.push(format!(
+                "std-thread ran {} of {} threads within its {} ms budget; its rate is over those threads, not \
+                 extrapolated.",
+                r.get_param("threads_run").unwrap_or("?"),
+                r.get_param("total").unwrap_or("?"),
+                r.get_param("budget_ms").unwrap_or("?"),
             ));
         }
     }
-    if let Some(t) = param(STD, main_p, "threads_run") {
-        measured.push_str(&format!(
-            " std-thread ran {t} of {} threads within its {} ms budget (completed = {}); its rate is over \
-             those threads, not extrapolated.",
-            param(STD, main_p, "total").unwrap_or_default(),
-            param(STD, main_p, "budget_ms").unwrap_or_default(),
-            param(STD, main_p, "completed").unwrap_or_default(),
-        ));
+    if out.is_empty() {
+        "No strategy was measured.".into()
+    } else {
+        out.join(" ")
     }
-    let may_workers = rows
-        .iter()
-        .find(|r| r.series == MAY)
+}
+
+fn notes(d: &Data<'_>, cores: u32) -> String {
+    let may_workers = d
+        .row(Sel::metric("ns_per_thread").series(MAY))
         .and_then(|r| r.get_param("workers").map(str::to_string));
-    let why = format!(
-        "The ratios are taken within one run (median of interleaved repeats), so they do not depend on this \
+    format!(
+        "The ratios are taken within one run (median of interleaved repeats), so they do not depend on the \
          machine's absolute speed. A symmetry-threads null thread is a control block and a pooled stack \
          taken from free lists and a context switch; a tokio task is a heap-allocated future pushed on a \
          work-stealing queue (no stack, no switch, but an allocation and a reference-counted header per \
          task); may's coroutine is stackful like ours; an OS thread pays clone(2), a kernel stack, the \
          scheduler and the exit path. may's scheduler is configured once per process: it ran with {} \
-         worker(s) and is reported only at that P (it cannot be measured at another worker count in the \
-         same process). With {cores} cores the P = {cores} point is the largest without oversubscription.",
+         worker(s) and is reported only at that P. P = {cores} is the largest point without \
+         oversubscription.",
         may_workers.unwrap_or_else(|| "no".into())
-    );
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: format!(
-            "Targets (issue): on the Table III null-thread chain with processors = workers = cores, the best \
-             strategy is at least {TOKIO_TARGET}x cheaper per thread than tokio's spawn of a null task, and at \
-             least {STD_TARGET}x cheaper than std::thread. ALL89 §III-F puts its threads \"only an order of \
-             magnitude more expensive than a procedure call, and 500 times less expensive than normal DYNIX \
-             processes\"."
-        ),
-        measured,
-        verdict,
-        why,
-        table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
-    }
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
 
-    fn rows(tokio: f64, std: f64) -> Vec<Row> {
+    /// Rows at P = all cores of `m`: the strategies at 100..104 ns, tokio
+    /// and std-thread as given, may at 1000 ns; 2% repeat spread.
+    fn rows(m: &Machine, tokio: f64, std: f64) -> Vec<Row> {
+        let p = m.cores() as u32;
         let mut v: Vec<Row> = NAMES
             .iter()
             .enumerate()
             .map(|(i, n)| {
-                Row::new(
+                testing::row(
                     EXPERIMENT.id,
                     n,
-                    2,
-                    false,
+                    p,
+                    m,
                     "ns_per_thread",
                     100.0 + i as f64,
-                    "ns",
+                    0.02,
+                    &[("completed", "true")],
                 )
-                .param("completed", true)
             })
             .collect();
         for (s, x) in [(TOKIO, tokio), (STD, std), (MAY, 1000.0)] {
-            v.push(
-                Row::new(EXPERIMENT.id, s, 2, false, "ns_per_thread", x, "ns")
-                    .param("completed", s != STD)
-                    .param("threads_run", 10)
-                    .param("total", TOTAL)
-                    .param("workers", 2),
-            );
+            let completed = if s == STD { "false" } else { "true" };
+            let workers = p.to_string();
+            v.push(testing::row(
+                EXPERIMENT.id,
+                s,
+                p,
+                m,
+                "ns_per_thread",
+                x,
+                0.02,
+                &[
+                    ("completed", completed),
+                    ("threads_run", "10"),
+                    ("total", "1000000"),
+                    ("workers", &workers),
+                ],
+            ));
         }
         v
     }
 
     #[test]
     fn verdict_follows_the_targets() {
-        let m = Machine {
-            logical_cpus: 2,
-            ..Machine::detect(true)
-        };
+        for m in [small_vm(), big_metal()] {
+            let verdict = |t: f64, s: f64| EXPERIMENT.section(&rows(&m, t, s), &m).verdict;
+            assert_eq!(verdict(600.0, 20_000.0), Verdict::Holds);
+            assert_eq!(verdict(300.0, 20_000.0), Verdict::Partial);
+            assert_eq!(verdict(300.0, 2_000.0), Verdict::Differs);
+            assert_eq!(verdict(500.0, 10_000.0), Verdict::Indistinct);
+            assert_eq!(draw(&rows(&m, 300.0, 2_000.0), &m).panels.len(), 1);
+        }
+        // Data from a small machine judged for a big one: no P = all cores.
         assert_eq!(
-            assess_old(&rows(600.0, 20_000.0), &m).verdict,
-            Verdict::Holds
+            EXPERIMENT
+                .section(&rows(&small_vm(), 600.0, 20_000.0), &big_metal())
+                .verdict,
+            Verdict::NotMeasurable
         );
-        assert_eq!(
-            assess_old(&rows(300.0, 20_000.0), &m).verdict,
-            Verdict::Partial
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), 600.0, 2_000.0),
+            &rows(&big_metal(), 600.0, 2_000.0),
         );
-        assert_eq!(
-            assess_old(&rows(300.0, 2_000.0), &m).verdict,
-            Verdict::Differs
-        );
-        assert_eq!(draw(&rows(300.0, 2_000.0), &m).panels.len(), 1);
     }
 }

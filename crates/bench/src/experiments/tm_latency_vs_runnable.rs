@@ -35,8 +35,10 @@
 //! Besides the five strategies, `local-readyq-q18` runs `local-readyq`
 //! with 18 ready queues (ALL89's count) on the same P processors, which
 //! makes the search cost of Fig. 4's spike (and `tm-queue-search`'s
-//! E(r, q)) visible on a small machine. Per point the runtime's counters
-//! give `queues_examined_per_dequeue`.
+//! E(r, q)) visible with few processors. Per point the runtime's counters
+//! give `queues_examined_per_dequeue`. Every point is the median of 3 runs
+//! (5 without `--quick`) by latency and records the spread of its repeats
+//! (`lo`, `hi`, `repeats`; of latency, or of queues examined per dequeue).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -45,11 +47,14 @@ use std::time::{Duration, Instant};
 use symmetry_models::expected_queues_examined;
 use symmetry_threads::{Builder, DefaultProcessor, Stats, Strategy, spawn_detached_here};
 
-use crate::harness::{Ctx, Experiment, figure, ns, ratio, value};
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Outcome, Sel, Spread, figure,
+    median_run, ns, rule,
+};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
-use crate::output::report::{Section, Table, Verdict};
+use crate::output::report::Table;
 use crate::registry::threads::NAMES;
 
 /// Catalogue entry.
@@ -58,11 +63,50 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Thread latency vs number of runnable threads, per strategy",
     source: "ALL89 Fig. 4",
     uses_locks: false,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
 };
+
+/// ALL89 §III-F on Fig. 4 (18 processors), judged with P = all cores. The
+/// spike of per-processor ready queues is the cost of scanning P queues
+/// for the one ready thread, about P / 2 of them (`tm-queue-search`); with
+/// few processors there is hardly a scan to see, so the rule needs 8.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "central-step",
+        paper: "\"The curve for the central ready queue alternative jumps when the number of runnable threads \
+                reaches the number of processors because of a change in the definition of thread latency\" \
+                (ALL89 §III-F, Fig. 4).",
+        rule: "the latency of `local-freelist` at r = P is at least 1.2x its latency at r = P - 1 \
+               (P = all cores)",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "idle-queue-tradeoff",
+        paper: "\"Using an idle queue is faster when there are idle processors, but slower when there are \
+                more runnable threads than processors\" (ALL89 §III-F, Fig. 4).",
+        rule: "the latency of `idle-queue` is below that of `local-freelist` at r = 1 and above it at the \
+               largest r (P = all cores)",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "readyq-spike",
+        paper: "\"The spike in the curve for per-processor ready queues shows that finding a ready thread \
+                among many queues is expensive when the parallelism of the application is near to the number \
+                of processors, but the expense fades when more ready threads [...] are available\" (ALL89 \
+                §III-F, Fig. 4).",
+        rule: "with q = P = all cores queues, `local-readyq` examines more queues per dequeue at r = P than at \
+               the largest r, and its latency at r = P is at least 1.1x that at the largest r",
+        needs: Needs::cores(8),
+    },
+];
+
+/// The central step that counts as a jump.
+const STEP: f64 = 1.2;
+/// The spike's latency at r = P over the backlog's that counts as a spike.
+const SPIKE: f64 = 1.1;
 
 const LATENCY: &str = "latency_ns";
 const EXAMINED: &str = "queues_examined_per_dequeue";
@@ -240,8 +284,15 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     chains_named(name, &cfg).ok_or_else(|| format!("unknown strategy {name}"))?,
                 );
             }
-            outs.sort_by(|a, b| a.latency_ns(p, r).total_cmp(&b.latency_ns(p, r)));
-            let o = outs[outs.len() / 2];
+            let examined: Vec<f64> = outs.iter().map(Out::examined_per_dequeue).collect();
+            let n = outs.len();
+            let mut it = outs.into_iter();
+            // The runs are already measured: the median of them by latency.
+            let (o, lat_spread) = median_run(
+                n,
+                || it.next().expect("one run per repeat"),
+                |o| o.latency_ns(p, r),
+            );
             let load = loadavg();
             let queues = if name == Q18 {
                 18
@@ -259,9 +310,13 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     .param("loadavg", load.map_or(String::new(), |l| format!("{l:.2}")))
                     .param("parks", o.stats.parks)
             };
-            rows.push(row(LATENCY, o.latency_ns(p, r), "ns"));
+            rows.push(row(LATENCY, o.latency_ns(p, r), "ns").with_spread(&lat_spread));
             if name.starts_with("local-readyq") {
-                rows.push(row(EXAMINED, o.examined_per_dequeue(), "queues"));
+                let ex = row(EXAMINED, o.examined_per_dequeue(), "queues");
+                rows.push(match Spread::of(&examined) {
+                    Some(spread) => ex.with_spread(&spread),
+                    None => ex,
+                });
             }
             bar.inc(1);
         }
@@ -342,94 +397,172 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
+/// The rows measured with `p` processors.
+fn rows_at(rows: &[Row], p: u32) -> Vec<Row> {
+    let want = p.to_string();
+    rows.iter()
+        .filter(|r| r.get_param("processors") == Some(want.as_str()))
+        .cloned()
+        .collect()
 }
 
-fn assess_old(rows: &[Row], _m: &Machine) -> Section {
-    let p = processors(rows) as u32;
-    let rmax = rows.iter().map(|r| r.threads).max().unwrap_or(1);
-    let lat = |s: &str, r: u32| value(rows, s, r, LATENCY, None);
-    let ex = |s: &str, r: u32| value(rows, s, r, EXAMINED, None);
-    let mut cols: Vec<u32> = vec![1, p.saturating_sub(1).max(1), p, p + 1, rmax];
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let p = m.cores() as u32;
+    let here = rows_at(rows, p);
+    let d = Data::new(&here);
+    let rmax = d
+        .threads(Sel::metric(LATENCY))
+        .last()
+        .map_or(0, |&(r, _)| r);
+    let lat = |s: &str, r: u32| d.estimate(Sel::metric(LATENCY).series(s).threads(r));
+    let ex = |s: &str, r: u32| d.estimate(Sel::metric(EXAMINED).series(s).threads(r));
+    let mut findings = Vec::new();
+
+    // central-step: local-freelist at r = P over r = P - 1.
+    let lf = "local-freelist";
+    findings.push(
+        match (lat(lf, p), p.checked_sub(1).and_then(|q| lat(lf, q))) {
+            (Some(at), Some(below)) => {
+                let step = at.ratio(below);
+                Finding::new(
+                    rule::at_least(step, STEP),
+                    format!(
+                        "`{lf}` {} ns at r = {p}, {} ns at r = {}: step {} (threshold {STEP})",
+                        at.show(0),
+                        below.show(0),
+                        p - 1,
+                        step.show(2)
+                    ),
+                )
+            }
+            _ => Finding::missing(&format!(
+                "`{lf}` at r = {} and r = {p} with {p} processors",
+                p.saturating_sub(1)
+            )),
+        },
+    );
+
+    // idle-queue-tradeoff: below local-freelist at r = 1, above at rmax.
+    let iq = "idle-queue";
+    findings.push(
+        match (lat(iq, 1), lat(lf, 1), lat(iq, rmax), lat(lf, rmax)) {
+            (Some(i1), Some(l1), Some(ih), Some(lh)) if rmax > p => Finding::new(
+                Outcome::all([rule::less(i1, l1), rule::greater(ih, lh)]),
+                format!(
+                    "`{iq}` / `{lf}` {} at r = 1, {} at r = {rmax}",
+                    i1.ratio(l1).show(2),
+                    ih.ratio(lh).show(2)
+                ),
+            ),
+            _ => Finding::missing(&format!(
+                "`{iq}` and `{lf}` at r = 1 and at an r above {p} with {p} processors"
+            )),
+        },
+    );
+
+    // readyq-spike: at r = P against the backlog at rmax.
+    let lr = "local-readyq";
+    findings.push(
+        match (lat(lr, p), lat(lr, rmax), ex(lr, p), ex(lr, rmax)) {
+            (Some(lp), Some(lh), Some(ep), Some(eh)) if rmax > p => {
+                let spike = lp.ratio(lh);
+                Finding::new(
+                    Outcome::all([rule::greater(ep, eh), rule::at_least(spike, SPIKE)]),
+                    format!(
+                        "`{lr}` examined {} queues per dequeue at r = {p}, {} at r = {rmax}; latency {} ns at \
+                         r = {p}, {} ns at r = {rmax} (ratio {}, threshold {SPIKE})",
+                        ep.show(2),
+                        eh.show(2),
+                        lp.show(0),
+                        lh.show(0),
+                        spike.show(2)
+                    ),
+                )
+            }
+            _ => Finding::missing(&format!(
+                "`{lr}` at r = {p} and at an r above {p} with {p} processors"
+            )),
+        },
+    );
+
+    Assessment {
+        findings,
+        measured: measured(&d, p, rmax),
+        notes: notes(&d, p, rmax),
+        table: Some(table(&d, p, rmax)),
+    }
+}
+
+fn table(d: &Data<'_>, p: u32, rmax: u32) -> Table {
+    let mut cols: Vec<u32> = vec![1, p.saturating_sub(1).max(1), p, p + 1, rmax.max(1)];
     cols.dedup();
     let mut header = vec!["series".to_string()];
     header.extend(cols.iter().map(|r| format!("r = {r}")));
-    let mut table = Table {
-        header,
-        rows: vec![],
-    };
-    for n in crate::harness::series_names(rows, LATENCY) {
+    let mut table = Table::new(&header);
+    for n in d.series(Sel::metric(LATENCY)) {
         let mut row = vec![n.clone()];
         for &r in &cols {
-            let cell = lat(&n, r).map_or("n/a".into(), ns);
-            row.push(match ex(&n, r) {
+            let cell = d
+                .estimate(Sel::metric(LATENCY).series(&n).threads(r))
+                .map_or("n/a".into(), |e| e.show(0));
+            row.push(match d.value(Sel::metric(EXAMINED).series(&n).threads(r)) {
                 Some(e) => format!("{cell} ({e:.2} queues/dequeue)"),
                 None => cell,
             });
         }
         table.rows.push(row);
     }
+    table
+}
+
+fn measured(d: &Data<'_>, p: u32, rmax: u32) -> String {
+    if rmax == 0 {
+        return format!("No latency points with {p} processors.");
+    }
+    let lat = |s: &str, r: u32| d.value(Sel::metric(LATENCY).series(s).threads(r));
+    let ex = |s: &str, r: u32| d.value(Sel::metric(EXAMINED).series(s).threads(r));
     let f = |x: Option<f64>| x.map_or("n/a".into(), ns);
     let q = |x: Option<f64>| x.map_or("n/a".into(), |e| format!("{e:.2}"));
-    let div = |a: Option<f64>, b: Option<f64>| Some(a? / b?);
-    // 1. The central ready queue's step at r = P.
-    let central_jump = (p > 1)
-        .then(|| div(lat("local-freelist", p), lat("local-freelist", p - 1)))
-        .flatten();
-    // 2. The idle queue against the central ready queue.
-    let idle_low = div(lat("idle-queue", 1), lat("local-freelist", 1));
-    let idle_high = div(lat("idle-queue", rmax), lat("local-freelist", rmax));
-    // 3. Per-processor ready queues: the search count and what it costs.
     // Cost per examined queue: extra latency of 18 queues over P queues
-    // per extra queue examined, averaged over every r.
-    let (mut dl, mut de, mut n) = (0.0, 0.0, 0);
+    // per extra queue examined, over every r.
+    let (mut dl, mut de) = (0.0, 0.0);
     for r in 1..=rmax {
-        if let (Some(a), Some(b), Some(c), Some(d)) = (
+        if let (Some(a), Some(b), Some(c), Some(e)) = (
             lat(Q18, r),
             lat("local-readyq", r),
             ex(Q18, r),
             ex("local-readyq", r),
         ) {
             dl += a - b;
-            de += c - d;
-            n += 1;
+            de += c - e;
         }
     }
-    let per_queue = (n > 0 && de > 0.0).then(|| dl / de);
-    let lrq_spike = div(lat("local-readyq", p), lat("local-readyq", rmax));
-    let central_ok = central_jump.is_some_and(|j| j > 1.2);
-    let idle_ok = idle_low.is_some_and(|x| x < 1.0) && idle_high.is_some_and(|x| x > 1.0);
-    // A search spike: more queues examined at r = P than with a backlog,
-    // and a latency to match.
-    let spike_ok = lrq_spike.is_some_and(|x| x > 1.1)
-        && matches!((ex("local-readyq", p), ex("local-readyq", rmax)), (Some(a), Some(b)) if a > b + 0.1);
-    let max_load = rows
+    let per_queue = (de > 0.0).then(|| dl / de);
+    let mut rs = vec![1, p.saturating_sub(1).max(1), p, rmax];
+    rs.dedup();
+    let central = rs
         .iter()
-        .filter_map(|r| r.get_param("loadavg")?.parse::<f64>().ok())
-        .fold(f64::NAN, f64::max);
-    let mut measured = format!(
+        .map(|&r| format!("{} at r = {r}", f(lat("local-freelist", r))))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut out = format!(
         "With {p} processors (the paper: 18), r = 1..{rmax} runnable threads.\n\n\
-         - Central ready queue (`local-freelist`): {} at r = 1, {} at r = {p}, {} at r = {rmax}; the \
-         step from r = {} to r = {p} is {}.\n\
-         - `idle-queue` / `local-freelist`: {} at r = 1 (an idle processor present), {} at r = {rmax}.\n\
-         - `local-readyq` with q = P = {p} queues: {} at r = {p} vs {} at r = {rmax} ({}); queues \
-         examined per dequeue {} at r = 1, {} at r = {rmax} (eq. 3.1 with r - P + 1 ready: {:.2}, {:.2}).\n\
+         - Central ready queue (`local-freelist`): {}.\n\
+         - `idle-queue`: {} at r = 1, {} at r = {rmax}.\n\
+         - `local-readyq` with q = P = {p} queues: {} at r = {p}, {} at r = {rmax}; queues examined per \
+         dequeue {} at r = 1, {} at r = {p}, {} at r = {rmax} (eq. 3.1 with r - P + 1 ready: {:.2} at \
+         r = 1, {:.2} at r = {rmax}).\n\
          - `local-readyq` with 18 queues on the same {p} processors: {} queues examined per dequeue at \
-         r = 1 and {} at r = {rmax} (uniform placement would give {:.2}). Each examined queue costs {} \
-         of latency (extra latency over extra queues examined, against q = {p}, over all r; an empty \
-         queue is checked with one load of its length mirror, without its lock).",
-        f(lat("local-freelist", 1)),
-        f(lat("local-freelist", p)),
-        f(lat("local-freelist", rmax)),
-        p.saturating_sub(1),
-        central_jump.map_or("n/a".into(), ratio),
-        idle_low.map_or("n/a".into(), ratio),
-        idle_high.map_or("n/a".into(), ratio),
+         r = 1 and {} at r = {rmax} (uniform placement would give {:.2} at r = {rmax}). Each examined queue \
+         costs {} of latency (extra latency over extra queues examined, against q = {p}, over all r; an \
+         empty queue is checked with one load of its length mirror, without its lock).",
+        central,
+        f(lat("idle-queue", 1)),
+        f(lat("idle-queue", rmax)),
         f(lat("local-readyq", p)),
         f(lat("local-readyq", rmax)),
-        lrq_spike.map_or("n/a".into(), ratio),
         q(ex("local-readyq", 1)),
+        q(ex("local-readyq", p)),
         q(ex("local-readyq", rmax)),
         model_examined(1, p, p),
         model_examined(rmax, p, p),
@@ -444,70 +577,154 @@ fn assess_old(rows: &[Row], _m: &Machine) -> Section {
         .iter()
         .any(|&(s, q)| ex(s, rmax).is_some_and(|e| e > 1.1 * model_examined(rmax, p, q)));
     if skewed {
-        measured.push_str(
-            "\n\nWith a backlog, more queues are examined than eq. (3.1) predicts, because the \
-             chains' ready threads are not spread uniformly, as the formula assumes. Each processor \
-             scans its own queue first, and each queue receives on average exactly what its owner \
-             takes (1/P of every processor's new threads), so the backlog of a queue is a random walk \
-             without drift. Any difference in the processors' speeds (other programs on the cores, \
-             the VM) moves the backlog to the slower processor's queue, or, with 18 queues and only P \
-             scan origins, to the queues far from every origin; the faster processor then often finds \
-             only the newest thread near its origin, up to E(1, q) per scan. `tm-queue-search` checks \
-             the formula where its assumption holds: one dequeue after uniform placement.",
+        out.push_str(
+            "\n\nWith a backlog, more queues are examined than eq. (3.1) predicts, because the chains' \
+             ready threads are not spread uniformly, as the formula assumes. Each processor scans its own \
+             queue first, and each queue receives on average exactly what its owner takes (1/P of every \
+             processor's new threads), so the backlog of a queue is a random walk without drift. Any \
+             difference in the processors' speeds (other programs on the cores) moves the backlog to the \
+             slower processor's queue, or, with 18 queues and only P scan origins, to the queues far from \
+             every origin; the faster processor then often finds only the newest thread near its origin, \
+             up to E(1, q) per scan. `tm-queue-search` checks the formula where its assumption holds: one \
+             dequeue after uniform placement.",
         );
     }
+    out
+}
+
+fn notes(d: &Data<'_>, p: u32, rmax: u32) -> String {
+    let max_load = d
+        .rows()
+        .iter()
+        .filter_map(|r| r.get_param("loadavg")?.parse::<f64>().ok())
+        .fold(f64::NAN, f64::max);
+    let mut notes = vec![format!(
+        "Latency is E * min(r, P) / T over many chained threads, not single timestamped operations. With \
+         q = P = {p} queues one ready thread costs E(1, {p}) = {:.2} queues per scan, against E(1, 18) = \
+         {:.2} on ALL89's 18 processors; `{Q18}` gives the same {p} processors 18 queues to scan.",
+        expected_queues_examined(1, p.max(1)).unwrap_or(f64::NAN),
+        expected_queues_examined(1, 18).unwrap_or(f64::NAN),
+    )];
     if max_load > f64::from(p) + 1.0 {
-        measured.push_str(&format!(
-            "\n\nThe machine was busy while this ran (1-minute load average up to {max_load:.1} on \
-             {p} cores, about {p} of it this experiment's processors), so processors' OS threads were \
-             preempted at times, which adds to every latency and most to `idle-queue`, which hands a \
-             new thread to one particular idle processor."
+        notes.push(format!(
+            "The machine was busy while this ran (1-minute load average up to {max_load:.1} with {p} \
+             processors, about {p} of it this experiment's), so processors' OS threads were preempted at \
+             times, which adds to every latency and most to `idle-queue`, which hands a new thread to one \
+             particular idle processor."
         ));
     }
-    let parts = [central_ok, idle_ok, spike_ok];
-    let verdict = match parts.iter().filter(|&&x| x).count() {
-        3 => Verdict::Holds,
-        0 => Verdict::Differs,
-        _ => Verdict::Partial,
-    };
-    let yes = |b: bool| if b { "holds" } else { "does not hold" };
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: "On 18 processors (ALL89 Fig. 4, §III-F): the central ready queue's latency jumps when the \
-                runnable threads reach the processors (the definition changes from create+start to \
-                create+finish+start); the idle queue is faster while processors idle and slower once \
-                r >= P; per-processor ready queues show a spike near r = P, because finding a thread among \
-                many queues is expensive when parallelism is near the number of processors, fading with \
-                more threads or more idle processors; its height grows linearly with the queues (§III-G)."
-            .into(),
-        measured,
-        verdict,
-        why: format!(
-            "Three parts, each judged from the rows: the central step at r = P (> 1.2x): {}; idle-queue \
-             below local-freelist at r = 1 and above it at r = {rmax}: {}; a local-readyq spike (at r = P \
-             more queues examined than at r = {rmax}, by > 0.1, and latency > 1.1x): {}. The spike needs many queues to search and many \
-             processors searching them: with {p} processors there are {p} queues (E(1,{p}) = {:.2}); \
-             giving the same {p} processors 18 queues raises the count, but an empty queue costs a \
-             load of a mostly cached line here where the Symmetry paid a bus transaction, and {p} fixed \
-             scan origins skew the backlog toward the far queues. The paper's 18-processor contention is not \
-             reproducible on {p} cores. Latency is E * min(r, P) / T over many chained threads, not \
-             single timestamped operations.",
-            yes(central_ok),
-            yes(idle_ok),
-            yes(spike_ok),
-            expected_queues_examined(1, p).unwrap_or(f64::NAN)
-        ),
-        table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
+    if rmax > 0 && rmax <= p {
+        notes.push(format!(
+            "No point had more runnable threads than the {p} processors, so the backlog side of the \
+             claims has no data."
+        ));
     }
+    notes.join(" ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    /// Synthetic latencies (ns) and scan counts with P = all cores of `m`.
+    #[derive(Clone, Copy)]
+    struct Shape {
+        /// `local-freelist` at r < P, at r = P and at r = 4P.
+        lf: [f64; 3],
+        /// `idle-queue` at r = 1 and r = 4P.
+        iq: [f64; 2],
+        /// `local-readyq` at r = P and r = 4P.
+        lr: [f64; 2],
+        /// Its queues examined per dequeue at r = P and r = 4P.
+        ex: [f64; 2],
+    }
+
+    fn rows(m: &Machine, s: Shape) -> Vec<Row> {
+        let p = m.cores() as u32;
+        let procs = p.to_string();
+        let params = [("processors", procs.as_str())];
+        let row = |series: &str, r: u32, metric: &str, v: f64| {
+            testing::row(EXPERIMENT.id, series, r, m, metric, v, 0.02, &params)
+        };
+        let mut out = Vec::new();
+        let mut below = vec![1, p - 1];
+        below.dedup();
+        for r in below {
+            out.push(row("local-freelist", r, LATENCY, s.lf[0]));
+        }
+        out.push(row("local-freelist", p, LATENCY, s.lf[1]));
+        out.push(row("local-freelist", 4 * p, LATENCY, s.lf[2]));
+        out.push(row("idle-queue", 1, LATENCY, s.iq[0]));
+        out.push(row("idle-queue", 4 * p, LATENCY, s.iq[1]));
+        for (i, r) in [p, 4 * p].into_iter().enumerate() {
+            out.push(row("local-readyq", r, LATENCY, s.lr[i]));
+            out.push(row("local-readyq", r, EXAMINED, s.ex[i]));
+        }
+        // Not oversubscribed: r counts runnable threads, not processors.
+        for r in &mut out {
+            r.oversubscribed = false;
+        }
+        out
+    }
+
+    const PAPER: Shape = Shape {
+        lf: [100.0, 200.0, 200.0],
+        iq: [80.0, 250.0],
+        lr: [300.0, 150.0],
+        ex: [2.0, 1.1],
+    };
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            assert_eq!(
+                EXPERIMENT.section(&rows(&m, PAPER), &m).verdict,
+                Verdict::Holds
+            );
+            let differs = Shape {
+                lf: [100.0, 80.0, 200.0],
+                iq: [120.0, 150.0],
+                lr: [100.0, 200.0],
+                ex: [1.0, 2.0],
+            };
+            assert_eq!(
+                EXPERIMENT.section(&rows(&m, differs), &m).verdict,
+                Verdict::Differs
+            );
+            let tie = Shape {
+                lf: [100.0, 120.0, 100.0],
+                iq: [100.0, 100.0],
+                lr: [110.0, 100.0],
+                ex: [1.5, 1.5],
+            };
+            assert_eq!(
+                EXPERIMENT.section(&rows(&m, tie), &m).verdict,
+                Verdict::Indistinct
+            );
+        }
+        // Rows measured with another processor count: nothing to judge.
+        assert_eq!(
+            EXPERIMENT
+                .section(&rows(&small_vm(), PAPER), &big_metal())
+                .verdict,
+            Verdict::NotMeasurable
+        );
+        // On a big machine the spike is judged too.
+        let m = big_metal();
+        let a = assess(&rows(&m, PAPER), &m);
+        assert!(a.findings.iter().all(|f| f.outcome == Outcome::Holds));
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), PAPER),
+            &rows(&big_metal(), PAPER),
+        );
+    }
 
     /// Every strategy (and the 18-queue variant) runs every chain to its
     /// end, below, at and above the processor count.

@@ -20,18 +20,26 @@
 //!   `local-readyq`'s scan costs (1 for the central-queue strategies).
 //!
 //! Parameters: `total` (threads asked for), `threads_run`, `completed`,
-//! `pinned`, `parks` (idle processors that parked in the kernel) and
-//! `budget_ms`. Processors are pinned one per CPU where every processor has
-//! a core; oversubscribed points are left to the OS scheduler (pinning
-//! several spinning processors to one CPU would measure the pinning).
+//! `pinned`, `parks` (idle processors that parked in the kernel),
+//! `budget_ms` and the repeat spread (`lo`, `hi`, `repeats`: of ns per
+//! thread over [`Ctx::repeats`] runs; `elapsed_s` carries it scaled to the
+//! threads that ran, `speedup` the quotient of its two points' spreads).
+//! Processors are pinned one per CPU where every processor has a core;
+//! oversubscribed points are left to the OS scheduler (pinning several
+//! spinning processors to one CPU would measure the pinning).
 
-use crate::harness::{Ctx, Experiment, figure, ns, ratio, threads_panel, value};
-use crate::kernels::locks::median_run;
-use crate::kernels::threads::{ChainCfg, ChainOut, null_chain};
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, figure, ns,
+    rule, threads_panel, value,
+};
+use crate::kernels::threads::{
+    ChainCfg, SPEEDUP_BASE, chain_point, null_chain, pin, processors, processors_axis,
+    speedup_rows, thousands,
+};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Panel, Scale};
-use crate::output::report::{Section, Table, Verdict};
+use crate::output::plot::{Figure, Scale};
+use crate::output::report::Table;
 use crate::registry::threads::NAMES;
 
 /// Catalogue entry.
@@ -40,48 +48,79 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Create, start and finish 1,000,000 null threads per strategy x processors",
     source: "ALL89 Fig. 1-2, Table III",
     uses_locks: false,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
 };
 
+/// ALL89 §III-C..F. The latency claims are judged at one processor (Fig.
+/// 1's "latency for a single thread ... when there is no contention for
+/// locks"); throughput compares ns per thread of the whole run (its
+/// inverse), which for one strategy at two P is the ratio of its speedups.
+/// The central ready queue is said to allow "a few" concurrent operations,
+/// so telling local ready queues apart from it needs more processors than
+/// a few: 8.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "single-lock-fastest",
+        paper: "Speedup is defined against \"the fastest alternative on one processor (single lock)\" \
+                (ALL89 §III-F, Fig. 2).",
+        rule: "at P = 1, the ns per thread of `single-lock` is below every other strategy's",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "multi-lock-latency",
+        paper: "\"Locking each of the data structures separately results in a much higher latency than \
+                locking all data structures under the same lock\" (ALL89 §III-F).",
+        rule: "at P = 1, the ns per thread of `multi-lock` is above that of `single-lock`",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "local-freelist-latency",
+        paper: "With local free lists \"fewer lock acquisitions are needed per thread, [so] latency is \
+                lower than with multiple locks\" (ALL89 §III-C).",
+        rule: "at P = 1, the ns per thread of `local-freelist` is below that of `multi-lock`",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "idle-check-cost",
+        paper: "The idle queue's check for idle processors on thread creation, with the idle queue always \
+                empty, \"markedly increases [the] cost of threads\" (ALL89 §III-F).",
+        rule: "at P = 1, the ns per thread of `idle-queue` is above that of `local-freelist`",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "central-queue-a-few",
+        paper: "\"Even with local free lists, the lock on the ready queue limits throughput to a few \
+                concurrent thread operations\" (ALL89 §III-F, Fig. 2).",
+        rule: "the throughput of `local-freelist` (1 / ns per thread) at its best P from 2 to all cores is \
+               above its throughput at P = 1",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "only-local-readyq-scales",
+        paper: "\"Only local ready queues can support higher throughput\" (ALL89 §III-F, Fig. 2, up to 20 \
+                processors).",
+        rule: "at P = all cores, the throughput of `local-readyq` is above its own at P = 1 and above every \
+               other strategy's",
+        needs: Needs::cores(8),
+    },
+];
+
 /// Table III's one million threads.
 const TOTAL: u64 = 1_000_000;
 /// The smallest total `--quick` shrinks to on a slow machine.
 const MIN_TOTAL: u64 = 100_000;
-/// The base of ALL89's speedup: the fastest alternative on one processor.
-const BASE: &str = "single-lock";
-/// Orderings closer than this (relative) are reported as ties.
-const TIE: f64 = 0.05;
-
-/// Runs one point: the median (by ns per thread) of `repeats` chain runs of
-/// strategy `name`.
-pub(crate) fn chain_point(name: &str, repeats: usize, cfg: &ChainCfg) -> Result<ChainOut, String> {
-    if !NAMES.contains(&name) {
-        return Err(format!("unknown strategy `{name}`"));
-    }
-    Ok(median_run(
-        repeats,
-        || crate::with_strategy!(name, null_chain(cfg)).expect("a name of NAMES"),
-        ChainOut::ns_per_thread,
-    ))
-}
-
-/// The processors to sweep: `ctx.sweep()`, with 1 added if missing (the
-/// base of the speedup).
-pub(crate) fn processors(ctx: &Ctx) -> Vec<usize> {
-    let mut v = ctx.sweep();
-    if !v.contains(&1) {
-        v.insert(0, 1);
-    }
-    v
-}
-
-/// Pin processors to CPUs only where each has its own core.
-pub(crate) fn pin(ctx: &Ctx, p: usize) -> bool {
-    !ctx.over(p)
-}
+/// ALL89's null-thread latency on the Symmetry, in microseconds: Presto's
+/// 600 us was "an order of magnitude worse than our threads" (§III-F).
+const PAPER_THREAD_US: f64 = 60.0;
+/// ns per thread.
+const NS: &str = "ns_per_thread";
+/// Speedup against `single-lock` on one processor.
+const SPEEDUP: &str = "speedup";
+/// The runtime's scan counter.
+const EXAMINED: &str = "queues_examined_per_dequeue";
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let sweep = processors(ctx);
@@ -116,14 +155,14 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 budget,
                 pin: pin(ctx, p),
             };
-            let out = chain_point(name, ctx.repeats(p), &cfg)?;
+            let (out, spread) = chain_point(name, ctx.repeats(p), &cfg)?;
             let s = out.report.stats;
             let base = Row::new(
                 EXPERIMENT.id,
                 name,
                 p as u32,
                 ctx.over(p),
-                "ns_per_thread",
+                NS,
                 out.ns_per_thread(),
                 "ns",
             )
@@ -134,75 +173,30 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             .param("parks", s.parks)
             .param("budget_ms", budget.as_millis());
             if out.completed {
-                rows.push(Row {
-                    metric: "elapsed_s".into(),
-                    value: out.elapsed.as_secs_f64(),
-                    unit: "s".into(),
-                    ..base.clone()
-                });
+                let threads = out.threads as f64;
+                rows.push(
+                    Row {
+                        metric: "elapsed_s".into(),
+                        value: out.elapsed.as_secs_f64(),
+                        unit: "s".into(),
+                        ..base.clone()
+                    }
+                    .with_spread(&spread.map(|ns| ns * threads * 1e-9)),
+                );
             }
             rows.push(Row {
-                metric: "queues_examined_per_dequeue".into(),
+                metric: EXAMINED.into(),
                 value: s.queues_examined as f64 / s.dequeues.max(1) as f64,
                 unit: "queues".into(),
                 ..base.clone()
             });
-            rows.push(base);
+            rows.push(base.with_spread(&spread));
             bar.inc(1);
         }
     }
     bar.finish_and_clear();
     rows.extend(speedup_rows(&rows, EXPERIMENT.id, None));
     Ok(rows)
-}
-
-/// ALL89's speedup rows: for every `ns_per_thread` row (matching `param`
-/// if given), `ns_per_thread(single-lock, 1) / ns_per_thread`, with the
-/// row's parameters and the base in `base_ns`.
-pub(crate) fn speedup_rows(rows: &[Row], id: &str, param: Option<(&str, &str)>) -> Vec<Row> {
-    let Some(base) = value(rows, BASE, 1, "ns_per_thread", param) else {
-        return Vec::new();
-    };
-    rows.iter()
-        .filter(|r| {
-            r.metric == "ns_per_thread"
-                && param.is_none_or(|(k, v)| r.get_param(k) == Some(v))
-                && r.experiment == id
-        })
-        .map(|r| {
-            Row {
-                metric: "speedup".into(),
-                value: base / r.value,
-                unit: "x".into(),
-                ..r.clone()
-            }
-            .param("base_ns", format!("{base:.1}"))
-        })
-        .collect()
-}
-
-/// `n` with thousands separators: `1,000,000`.
-pub(crate) fn thousands(n: &str) -> String {
-    let Ok(v) = n.parse::<u64>() else {
-        return n.to_string();
-    };
-    let digits = v.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `panel` with its x axis called "processors".
-pub(crate) fn processors_axis(mut panel: Panel) -> Panel {
-    if let Panel::Line(l) = &mut panel {
-        l.x_label = "processors".into();
-    }
-    panel
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
@@ -226,7 +220,7 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
             )),
             processors_axis(threads_panel(
                 rows,
-                "speedup",
+                SPEEDUP,
                 None,
                 "Fig. 2: speedup vs single-lock on 1 processor",
                 "speedup (x)",
@@ -235,17 +229,6 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
             )),
         ],
     )
-}
-
-/// How `a` compares with `b`: "higher", "lower" or "tie" (within [`TIE`]).
-pub(crate) fn cmp_word(a: f64, b: f64) -> &'static str {
-    if a > b * (1.0 + TIE) {
-        "higher"
-    } else if a < b / (1.0 + TIE) {
-        "lower"
-    } else {
-        "tie"
-    }
 }
 
 /// Strategies ordered by `metric` at `threads`, ascending, as
@@ -265,280 +248,344 @@ fn ordering(rows: &[Row], threads: u32, metric: &str, fmt: fn(f64) -> String) ->
         .join(" < ")
 }
 
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
+/// The `metric` estimate of `series` at `p` processors, if the run has the
+/// point without oversubscription.
+fn point(d: &Data<'_>, metric: &str, series: &str, p: u32) -> Option<Estimate> {
+    d.select(Sel::metric(metric).series(series).threads(p))
+        .find(|r| !r.oversubscribed)
+        .map(|r| d.estimate_of(r))
 }
 
-fn assess_old(rows: &[Row], m: &Machine) -> Section {
+/// `a` against `b` at P = 1 with `rule`, as a finding.
+fn at_one(
+    d: &Data<'_>,
+    a: &str,
+    b: &str,
+    rule: fn(Estimate, Estimate) -> Outcome,
+    word: &str,
+) -> Finding {
+    match (point(d, NS, a, 1), point(d, NS, b, 1)) {
+        (Some(x), Some(y)) => Finding::new(
+            rule(x, y),
+            format!(
+                "`{a}` {} ns {word} `{b}` {} ns at P = 1 (ratio {})",
+                x.show(1),
+                y.show(1),
+                x.ratio(y).show(2)
+            ),
+        ),
+        _ => Finding::missing(&format!("`{a}` and `{b}` at P = 1")),
+    }
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
     let cores = m.cores() as u32;
-    let ns_at = |s: &str, t: u32| value(rows, s, t, "ns_per_thread", None);
-    let sp_at = |s: &str, t: u32| value(rows, s, t, "speedup", None);
-    let qe_at = |s: &str, t: u32| value(rows, s, t, "queues_examined_per_dequeue", None);
-    let mut procs: Vec<u32> = rows
+    let mut findings = Vec::new();
+
+    // single-lock-fastest: below every other strategy at P = 1.
+    let sl = point(&d, NS, SPEEDUP_BASE, 1);
+    let others: Vec<(&str, Estimate)> = NAMES
         .iter()
-        .filter(|r| r.metric == "ns_per_thread")
-        .map(|r| r.threads)
+        .filter(|n| **n != SPEEDUP_BASE)
+        .filter_map(|n| point(&d, NS, n, 1).map(|e| (*n, e)))
         .collect();
-    procs.sort_unstable();
-    procs.dedup();
-    let max_p = procs.last().copied().unwrap_or(1);
-    let cell = |x: Option<f64>, f: fn(f64) -> String| x.map_or("n/a".to_string(), f);
+    findings.push(match sl {
+        Some(sl) if !others.is_empty() => Finding::new(
+            Outcome::all(others.iter().map(|(_, e)| rule::less(sl, *e))),
+            format!(
+                "`{SPEEDUP_BASE}` {} ns; {}",
+                sl.show(1),
+                others
+                    .iter()
+                    .map(|(n, e)| format!("`{n}` {} ns", e.show(1)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        _ => Finding::missing("`single-lock` and another strategy at P = 1"),
+    });
+    findings.push(at_one(&d, "multi-lock", SPEEDUP_BASE, rule::greater, "vs"));
+    findings.push(at_one(&d, "local-freelist", "multi-lock", rule::less, "vs"));
+    findings.push(at_one(
+        &d,
+        "idle-queue",
+        "local-freelist",
+        rule::greater,
+        "vs",
+    ));
+
+    // central-queue-a-few: local-freelist's best P in 2..=cores beats P = 1.
+    let lf_one = point(&d, NS, "local-freelist", 1);
+    let lf_best = (2..=cores)
+        .filter_map(|p| point(&d, NS, "local-freelist", p).map(|e| (p, e)))
+        .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
+    findings.push(match (lf_one, lf_best) {
+        (Some(one), Some((p, best))) => Finding::new(
+            rule::less(best, one),
+            format!(
+                "`local-freelist` {} ns per thread at its best P = {p}, {} ns at P = 1 (throughput {} of \
+                 P = 1)",
+                best.show(1),
+                one.show(1),
+                one.ratio(best).show(2)
+            ),
+        ),
+        _ => Finding::missing(&format!(
+            "`local-freelist` at P = 1 and at some P from 2 to {cores}"
+        )),
+    });
+
+    // only-local-readyq-scales: at P = cores, above its own P = 1 and every
+    // other strategy.
+    let lr_one = point(&d, NS, "local-readyq", 1);
+    let lr = point(&d, NS, "local-readyq", cores);
+    let rivals: Vec<(&str, Estimate)> = NAMES
+        .iter()
+        .filter(|n| **n != "local-readyq")
+        .filter_map(|n| point(&d, NS, n, cores).map(|e| (*n, e)))
+        .collect();
+    findings.push(match (lr_one, lr) {
+        (Some(one), Some(lr)) if !rivals.is_empty() => {
+            let best_rival = rivals
+                .iter()
+                .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
+                .map_or(String::new(), |(n, e)| {
+                    format!("; fastest other: `{n}` {} ns", e.show(1))
+                });
+            Finding::new(
+                Outcome::all(
+                    std::iter::once(rule::less(lr, one))
+                        .chain(rivals.iter().map(|(_, e)| rule::less(lr, *e))),
+                ),
+                format!(
+                    "`local-readyq` {} ns per thread at P = {cores}, {} ns at P = 1{best_rival}",
+                    lr.show(1),
+                    one.show(1)
+                ),
+            )
+        }
+        _ => Finding::missing(&format!(
+            "`local-readyq` and another strategy at P = {cores} without oversubscription"
+        )),
+    });
+
+    Assessment {
+        findings,
+        measured: measured(rows, cores),
+        notes: notes(&d, cores),
+        table: Some(table(&d, cores)),
+    }
+}
+
+/// The largest P of the run.
+fn max_p(d: &Data<'_>) -> u32 {
+    d.threads(Sel::metric(NS)).last().map_or(1, |&(p, _)| p)
+}
+
+fn table(d: &Data<'_>, cores: u32) -> Table {
+    let max_p = max_p(d);
+    let over = d
+        .threads(Sel::metric(NS))
+        .iter()
+        .any(|&(p, o)| p == max_p && o);
     let mut table = Table::new(&[
         "strategy".to_string(),
         "ns/thread, 1 proc".into(),
         format!("ns/thread, {cores} procs"),
         format!(
             "ns/thread, {max_p} procs{}",
-            if max_p > cores { " (over)" } else { "" }
+            if over { " (over)" } else { "" }
         ),
         format!("speedup, {cores} procs"),
         format!("speedup, {max_p} procs"),
         format!("queues examined/dequeue, {cores} procs"),
     ]);
+    let cell = |metric: &str, n: &str, p: u32, digits: usize| {
+        d.estimate(Sel::metric(metric).series(n).threads(p))
+            .map_or("n/a".to_string(), |e| e.show(digits))
+    };
     for n in NAMES {
         table.push(&[
             format!("`{n}`"),
-            cell(ns_at(n, 1), ns),
-            cell(ns_at(n, cores), ns),
-            cell(ns_at(n, max_p), ns),
-            cell(sp_at(n, cores), ratio),
-            cell(sp_at(n, max_p), ratio),
-            cell(qe_at(n, cores), |x| format!("{x:.2}")),
+            cell(NS, n, 1, 1),
+            cell(NS, n, cores, 1),
+            cell(NS, n, max_p, 1),
+            cell(SPEEDUP, n, cores, 2),
+            cell(SPEEDUP, n, max_p, 2),
+            cell(EXAMINED, n, cores, 2),
         ]);
     }
+    table
+}
+
+fn measured(rows: &[Row], cores: u32) -> String {
+    let d = Data::new(rows);
     let total = thousands(
         rows.iter()
             .find_map(|r| r.get_param("total"))
             .unwrap_or("?"),
     );
-    let incomplete = rows
-        .iter()
-        .filter(|r| r.metric == "ns_per_thread" && r.get_param("completed") == Some("false"))
+    let incomplete = d
+        .select(Sel::metric(NS))
+        .filter(|r| r.get_param("completed") == Some("false"))
         .count();
+    let mut out = format!(
+        "{total} null threads per point; {incomplete} point(s) ran out of the time budget (their rate is over \
+         the threads that ran). Time per thread at P = 1 (latency, no contention): {}. At P = {cores} (all \
+         cores; the whole run's time per thread, i.e. 1/throughput): {}.",
+        ordering(rows, 1, NS, ns),
+        ordering(rows, cores, NS, ns),
+    );
+    if let Some(q) = value(rows, "local-readyq", cores, EXAMINED, None) {
+        out.push_str(&format!(
+            " `local-readyq` examined {q:.2} queues per dequeue at P = {cores}."
+        ));
+    }
+    out
+}
 
-    // The paper's latency claims at one processor, each as (claim, holds).
-    let mut checks: Vec<(String, Option<bool>)> = Vec::new();
-    let pair = |a: &str, b: &str| ns_at(a, 1).zip(ns_at(b, 1));
+fn notes(d: &Data<'_>, cores: u32) -> String {
+    let mut notes = Vec::new();
     let fastest = NAMES
         .iter()
-        .filter_map(|n| ns_at(n, 1).map(|x| (*n, x)))
+        .filter_map(|n| point(d, NS, n, 1).map(|e| (*n, e.value)))
         .min_by(|a, b| a.1.total_cmp(&b.1));
-    checks.push((
-        format!(
-            "single-lock is the fastest alternative on one processor (measured fastest: {})",
-            fastest.map_or("n/a".into(), |(n, x)| format!("`{n}`, {}", ns(x)))
-        ),
-        fastest
-            .zip(ns_at(BASE, 1))
-            .map(|((_, best), sl)| cmp_word(sl, best) == "tie"),
-    ));
-    let mut order_check = |what: &str, a: &str, b: &str, want: &str| {
-        let got = pair(a, b).map(|(x, y)| (cmp_word(x, y), x / y));
-        checks.push((
-            format!(
-                "{what}: `{a}` {want} than `{b}` at 1 processor (measured {})",
-                got.map_or("n/a".into(), |(w, r)| format!("{w}, {}", ratio(r)))
-            ),
-            got.map(|(w, _)| w == want),
-        ));
-    };
-    order_check(
-        "separate locks raise latency",
-        "multi-lock",
-        "single-lock",
-        "higher",
-    );
-    order_check(
-        "local free lists lower latency",
-        "local-freelist",
-        "multi-lock",
-        "lower",
-    );
-    order_check(
-        "the idle-queue check adds latency",
-        "idle-queue",
-        "local-freelist",
-        "higher",
-    );
-    let latency_checks = checks.len();
-    // Throughput, in direction only: what 2..cores processors can show.
-    let best_at_cores = NAMES
-        .iter()
-        .filter_map(|n| sp_at(n, cores).map(|x| (*n, x)))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
-    let rises = |n: &str| {
-        sp_at(n, 1)
-            .zip(sp_at(n, cores))
-            .map(|(one, c)| (cmp_word(c, one) == "higher", c / one))
-    };
-    if cores > 1 {
-        let lf = rises("local-freelist");
-        checks.push((
-            format!(
-                "the central ready queue still allows \"a few concurrent thread operations\": `local-freelist`'s \
-                 throughput rises from 1 to {cores} processors (measured {} of its 1-processor throughput)",
-                lf.map_or("n/a".into(), |(_, r)| ratio(r))
-            ),
-            lf.map(|(up, _)| up),
-        ));
-        let lr = rises("local-readyq");
-        checks.push((
-            format!(
-                "\"only local ready queues can support higher throughput\": `local-readyq`'s throughput rises \
-                 from 1 to {cores} processors ({}) and is the highest at {cores} (highest: {})",
-                lr.map_or("n/a".into(), |(_, r)| ratio(r)),
-                best_at_cores.map_or("n/a".into(), |(n, x)| format!("`{n}`, speedup {}", ratio(x)))
-            ),
-            lr.zip(best_at_cores)
-                .map(|((up, _), (best, _))| up && best == "local-readyq"),
+    if let Some((n, x)) = fastest {
+        notes.push(format!(
+            "ALL89's null thread took tens of microseconds on the Symmetry (about {PAPER_THREAD_US:.0} us: \
+             Presto's 600 us was \"an order of magnitude worse than our threads\") and a lock acquisition \
+             5.6 us (Table II); in this run the fastest on one processor, `{n}`, took {}, about {:.0} times \
+             less, so the ordering at P = 1 is set by code-path length and cache behaviour as much as by the \
+             number of lock acquisitions.",
+            ns(x),
+            PAPER_THREAD_US * 1e3 / x
         ));
     }
-    let held = checks.iter().filter(|c| c.1 == Some(true)).count();
-    let known = checks.iter().filter(|c| c.1.is_some()).count();
-    let scaled: Vec<String> = NAMES
+    // Whether every strategy's throughput fell from 1 to all cores.
+    let fell: Vec<&str> = NAMES
         .iter()
-        .filter(|n| rises(n).is_some_and(|(up, _)| up))
-        .map(|n| format!("`{n}`"))
+        .copied()
+        .filter(|n| {
+            matches!(
+                (point(d, NS, n, 1), point(d, NS, n, cores)),
+                (Some(one), Some(c)) if cores > 1 && rule::greater(c, one) == Outcome::Holds
+            )
+        })
         .collect();
-
-    let verdict = if known == 0 {
-        Verdict::NotMeasurable
-    } else if held == 0 {
-        Verdict::Differs
-    } else {
-        // Even if every check held, the throughput claims at many
-        // processors need more cores than this machine has.
-        Verdict::Partial
-    };
-    let mut measured = format!(
-        "{total} null threads per point ({incomplete} point(s) ran out of the time budget; their rate is over \
-         the threads that ran). At 1 processor (latency, no contention): {}. At {cores} processors \
-         (ns per thread, i.e. 1/throughput): {}. Of the paper's claims that this machine can test, {held} of \
-         {known} hold (the first {latency_checks} at 1 processor, ties within 5% count as not holding):\n\n",
-        ordering(rows, 1, "ns_per_thread", ns),
-        ordering(rows, cores, "ns_per_thread", ns),
-    );
-    for (c, h) in &checks {
-        let mark = match h {
-            Some(true) => "holds",
-            Some(false) => "does not hold",
-            None => "not measured",
-        };
-        measured.push_str(&format!("- {c}: **{mark}**\n"));
-    }
-    measured.push_str(&format!(
-        "\nStrategies whose throughput rises from 1 to {cores} processors: {}.",
-        if scaled.is_empty() {
-            "none".into()
-        } else {
-            scaled.join(", ")
-        }
-    ));
-    if let Some(q) = qe_at("local-readyq", cores) {
-        measured.push_str(&format!(
-            " `local-readyq` examined {q:.2} queues per dequeue at {cores} processors."
+    if fell.len() == NAMES.len() {
+        notes.push(format!(
+            "Every strategy's throughput fell from 1 to {cores} processors. In the chain each new thread \
+             usually starts on another processor than the one that created it (central queue: whichever \
+             processor dequeues first; `local-readyq`: a random queue), so its control block and stack move \
+             between caches; where such a move costs as much as a whole null thread, adding processors adds \
+             transfers rather than throughput. On the Symmetry a thread was tens of microseconds of \
+             instructions and a miss was cheap next to it."
         ));
     }
-    let why = format!(
-        "ALL89 measured a 20-processor Symmetry where one thread cost tens of microseconds (\"an order of \
-         magnitude more expensive than a procedure call\", Table II: 3.6 us; Presto's 600 us was \"an order of \
-         magnitude worse than our threads\"), and a lock acquisition 5.6 us; here a thread costs about a \
-         hundred nanoseconds and an uncontended lock about ten (`calibrate`'s `atomic_rmw_ns`), so the 1-processor ordering is set by code path \
-         length and cache behaviour more than by the number of lock acquisitions, and differences of a few \
-         percent are within this virtual machine's noise. In the chain each new thread is usually started on \
-         another processor than the one that created it (central queue: whichever processor dequeues first; \
-         `local-readyq`: a random queue), so with 2 processors or more its control block and stack move \
-         between cores: a cache-line transfer costs on the order of 100 ns here (see `calibrate`), as much \
-         as a whole null thread, whereas on the Symmetry a miss was cheap next to a 60 us thread. That is \
-         why per-thread time grows from 1 to {cores} processors here instead of falling. The claims about \
-         many processors (the central queue's lock levelling off at \"a few concurrent thread \
-         operations\", bus-limited `local-readyq`) need more than this machine's {cores} cores: points \
-         beyond {cores} (hollow) time-share cores, which measures the OS scheduler and idle spinning (idle \
-         processors spin before they park, taking CPU from the ones with work; `idle-queue` hands each new \
-         thread to an idle processor that may be descheduled), not lock contention."
-    );
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: "Speedup is defined against \"the fastest alternative on one processor (single lock)\"; \
-                \"Locking each of the data structures separately results in a much higher latency than locking \
-                all data structures under the same lock\"; with local free lists \"fewer lock acquisitions are \
-                needed per thread, [so] latency is lower than with multiple locks\"; the idle-queue check \
-                \"markedly increases [the] cost of threads\"; \"even with local free lists, the lock on the \
-                ready queue limits throughput to a few concurrent thread operations. Only local ready queues can \
-                support higher throughput\" (ALL89 §III-C, §III-F, Fig. 1-2)."
-            .into(),
-        measured,
-        verdict,
-        why,
-        table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
+    if d.threads(Sel::metric(NS)).iter().any(|&(_, o)| o) {
+        notes.push(format!(
+            "Points beyond {cores} processors (hollow) time-share cores: they measure the OS scheduler and \
+             idle spinning (idle processors poll before they park, taking CPU from the ones with work; \
+             `idle-queue` hands each new thread to an idle processor that may be descheduled), not lock \
+             contention."
+        ));
     }
+    notes.join(" ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
 
-    fn machine(cores: usize) -> Machine {
-        Machine {
-            logical_cpus: cores,
-            ..Machine::detect(true)
+    /// Rows of `m`: ns per thread of each strategy (in [`NAMES`] order) at
+    /// P = 1 (`one`) and at P = all cores (`all`), 2% repeat spread, with
+    /// their speedup rows.
+    fn rows(m: &Machine, one: [f64; 5], all: [f64; 5]) -> Vec<Row> {
+        let cores = m.cores() as u32;
+        let mut out = Vec::new();
+        for (i, n) in NAMES.iter().enumerate() {
+            for (p, v) in [(1, one[i]), (cores, all[i])] {
+                out.push(testing::row(
+                    EXPERIMENT.id,
+                    n,
+                    p,
+                    m,
+                    NS,
+                    v,
+                    0.02,
+                    &[("total", "1000000"), ("completed", "true")],
+                ));
+            }
         }
+        out.extend(speedup_rows(&out, EXPERIMENT.id, None));
+        out
     }
 
-    fn ns_row(series: &str, p: u32, v: f64) -> Row {
-        Row::new(EXPERIMENT.id, series, p, p > 2, "ns_per_thread", v, "ns")
-            .param("total", TOTAL)
-            .param("completed", true)
+    /// The paper's shape: single-lock fastest at P = 1, then local-readyq
+    /// highest throughput at all cores.
+    const PAPER_ONE: [f64; 5] = [100.0, 150.0, 110.0, 130.0, 115.0];
+    const PAPER_ALL: [f64; 5] = [60.0, 50.0, 40.0, 45.0, 10.0];
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            let holds = rows(&m, PAPER_ONE, PAPER_ALL);
+            assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
+            // Every ordering reversed, every throughput falling.
+            let differs = rows(
+                &m,
+                [200.0, 100.0, 150.0, 120.0, 130.0],
+                [400.0, 300.0, 300.0, 300.0, 500.0],
+            );
+            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
+            let flat = rows(&m, [100.0; 5], [100.0; 5]);
+            assert_eq!(EXPERIMENT.section(&flat, &m).verdict, Verdict::Indistinct);
+        }
+        // No rows of the experiment: nothing to judge.
+        let m = small_vm();
+        let a = EXPERIMENT.section(&[], &m);
+        assert_eq!(a.verdict, Verdict::NotMeasurable);
+        // Only oversubscribed points (a small machine's data judged for a
+        // machine whose cores are the small one's 4x point).
+        let four = testing::machine(8, true);
+        let mut over = rows(&small_vm(), PAPER_ONE, PAPER_ALL);
+        over.retain(|r| r.threads > 1);
+        for r in &mut over {
+            r.threads = 8;
+            r.oversubscribed = true;
+        }
+        assert_eq!(
+            EXPERIMENT.section(&over, &four).verdict,
+            Verdict::NotMeasurable
+        );
     }
 
     #[test]
-    fn thousands_groups_digits() {
-        assert_eq!(thousands("1000000"), "1,000,000");
-        assert_eq!(thousands("100000"), "100,000");
-        assert_eq!(thousands("999"), "999");
-        assert_eq!(thousands("?"), "?");
+    fn the_many_processor_claim_needs_cores() {
+        let m = small_vm();
+        let s = EXPERIMENT.section(&rows(&m, PAPER_ONE, PAPER_ALL), &m);
+        assert!(
+            s.measured.contains("needs 8 or more cores"),
+            "{}",
+            s.measured
+        );
+        let m = big_metal();
+        let a = assess(&rows(&m, PAPER_ONE, PAPER_ALL), &m);
+        assert_eq!(a.findings.len(), CLAIMS.len());
+        assert!(a.findings.iter().all(|f| f.outcome == Outcome::Holds));
+        assert_eq!(a.table.as_ref().map(|t| t.rows.len()), Some(NAMES.len()));
+        assert_eq!(draw(&rows(&m, PAPER_ONE, PAPER_ALL), &m).panels.len(), 2);
     }
 
     #[test]
-    fn speedup_is_single_lock_on_one_processor_over_each_point() {
-        let rows = vec![
-            ns_row("single-lock", 1, 100.0),
-            ns_row("single-lock", 2, 80.0),
-            ns_row("local-readyq", 2, 50.0),
-        ];
-        let sp = speedup_rows(&rows, EXPERIMENT.id, None);
-        assert_eq!(sp.len(), 3);
-        let get = |s: &str, p: u32| value(&sp, s, p, "speedup", None).unwrap();
-        assert_eq!(get("single-lock", 1), 1.0);
-        assert_eq!(get("single-lock", 2), 1.25);
-        assert_eq!(get("local-readyq", 2), 2.0);
-        // No base, no speedup.
-        assert!(speedup_rows(&rows[1..], EXPERIMENT.id, None).is_empty());
-    }
-
-    #[test]
-    fn assess_checks_the_latency_ordering() {
-        // The paper's ordering at one processor, made up.
-        let mut rows: Vec<Row> = [
-            ("single-lock", 100.0, 90.0),
-            ("multi-lock", 150.0, 120.0),
-            ("local-freelist", 102.0, 80.0),
-            ("idle-queue", 120.0, 85.0),
-            ("local-readyq", 110.0, 50.0),
-        ]
-        .iter()
-        .flat_map(|(n, one, two)| [ns_row(n, 1, *one), ns_row(n, 2, *two)])
-        .collect();
-        rows.extend(speedup_rows(&rows, EXPERIMENT.id, None));
-        let s = assess_old(&rows, &machine(2));
-        assert_eq!(s.verdict, Verdict::Partial, "{}", s.measured);
-        assert!(s.measured.contains("6 of 6 hold"), "{}", s.measured);
-        assert_eq!(s.table.as_ref().unwrap().rows.len(), NAMES.len());
-        // And the figure draws from the same rows.
-        assert_eq!(draw(&rows, &machine(2)).panels.len(), 2);
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), PAPER_ONE, [400.0, 300.0, 300.0, 300.0, 500.0]),
+            &rows(&big_metal(), PAPER_ONE, PAPER_ALL),
+        );
     }
 }

@@ -1,5 +1,10 @@
 //! Thread-management kernels on symmetry-threads, shared by the `tm-*`,
-//! `presto-create-start-delete` and `peer-threads` experiments.
+//! `presto-create-start-delete` and `peer-threads` experiments, and the
+//! helpers those experiments share around them: one repeated chain point
+//! with its spread ([`chain_point`]), the processor sweep and pinning
+//! policy ([`processors`], [`pin`]), ALL89's speedup rows
+//! ([`speedup_rows`]) and two small formatting helpers for their figures
+//! ([`thousands`], [`processors_axis`]).
 //!
 //! [`null_chain`] is ALL89 Table III: P chains run at once; each thread
 //! increments its chain's count and, unless the chain has run its share
@@ -17,7 +22,11 @@ use symmetry_threads::{
     Builder, DefaultProcessor, Processor, ShutdownReport, Strategy, spawn_detached_here,
 };
 
+use crate::harness::{Ctx, Data, Sel, Spread, median_run};
 use crate::kernels::locks::local_work;
+use crate::output::data::Row;
+use crate::output::plot::Panel;
+use crate::registry::threads::NAMES;
 
 /// Parameters of a chain run.
 #[derive(Debug, Clone, Copy)]
@@ -173,6 +182,119 @@ pub fn null_chain_with<S: Strategy, P: Processor>(cfg: &ChainCfg) -> ChainOut {
     }
 }
 
+/// The base of ALL89's speedup: "the fastest alternative on one processor
+/// (single lock)".
+pub const SPEEDUP_BASE: &str = "single-lock";
+
+/// Runs one point: `repeats` chain runs of strategy `name` (a name of
+/// [`NAMES`]); returns the run with the median ns per thread and the
+/// spread of ns per thread over all runs.
+pub fn chain_point(
+    name: &str,
+    repeats: usize,
+    cfg: &ChainCfg,
+) -> Result<(ChainOut, Spread), String> {
+    let mut runs = Vec::with_capacity(repeats.max(1));
+    for _ in 0..repeats.max(1) {
+        let out = crate::with_strategy!(name, null_chain(cfg))
+            .ok_or_else(|| format!("unknown strategy `{name}` (known: {})", NAMES.join(", ")))?;
+        runs.push(out);
+    }
+    let n = runs.len();
+    let mut it = runs.into_iter();
+    // The runs are already measured: `median_run` picks the median of them.
+    let (out, spread) = median_run(
+        n,
+        || it.next().expect("one run per repeat"),
+        ChainOut::ns_per_thread,
+    );
+    Ok((out, spread))
+}
+
+/// The processors to sweep: `ctx.sweep()`, with 1 added if missing (the
+/// base of the speedup).
+pub fn processors(ctx: &Ctx) -> Vec<usize> {
+    let mut v = ctx.sweep();
+    if !v.contains(&1) {
+        v.insert(0, 1);
+    }
+    v
+}
+
+/// Whether to pin `p` processors to CPUs: only where each has its own core
+/// (pinning several spinning processors to one CPU would measure the
+/// pinning).
+pub fn pin(ctx: &Ctx, p: usize) -> bool {
+    !ctx.over(p)
+}
+
+/// The spread a row recorded with [`Row::with_spread`], or none (a single
+/// measurement of its value).
+fn spread_of(r: &Row) -> Spread {
+    match r.spread() {
+        Some((lo, hi, n)) => Spread {
+            median: r.value,
+            lo,
+            hi,
+            n,
+        },
+        None => Spread::single(r.value),
+    }
+}
+
+/// ALL89's speedup rows: for every `ns_per_thread` row of experiment `id`
+/// (matching `param` if given), `ns_per_thread(single-lock, 1) /
+/// ns_per_thread`, with the row's parameters, the base in `base_ns` and the
+/// spread of the quotient of the two points' spreads. No base, no rows.
+pub fn speedup_rows(rows: &[Row], id: &str, param: Option<(&str, &str)>) -> Vec<Row> {
+    let params: Vec<(&str, &str)> = param.into_iter().collect();
+    let sel = Sel::metric("ns_per_thread").params(&params);
+    let d = Data::new(rows);
+    let Some(base) = d.row(sel.series(SPEEDUP_BASE).threads(1)) else {
+        return Vec::new();
+    };
+    let base_spread = spread_of(base);
+    d.select(sel)
+        .filter(|r| r.experiment == id)
+        .map(|r| {
+            Row {
+                metric: "speedup".into(),
+                value: base.value / r.value,
+                unit: "x".into(),
+                ..r.clone()
+            }
+            .param("base_ns", format!("{:.1}", base.value))
+            .with_spread(&base_spread.ratio(spread_of(r)))
+        })
+        .collect()
+}
+
+/// `n` with thousands separators: `1,000,000`; anything that is not a
+/// whole number is returned as is.
+pub fn thousands(n: &str) -> String {
+    let Ok(v) = n.parse::<u64>() else {
+        return n.to_string();
+    };
+    let digits = v.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `panel` with its x axis called "processors" (the `tm-*` figures sweep
+/// processors of the runtime, not OS threads).
+pub fn processors_axis(mut panel: Panel) -> Panel {
+    if let Panel::Line(l) = &mut panel {
+        l.x_label = "processors".into();
+    }
+    panel
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +314,61 @@ mod tests {
             assert_eq!(out.threads, 20_000, "{name}");
             assert!(out.report.nothing_leaked(), "{name}: {:?}", out.report);
         }
+    }
+
+    #[test]
+    fn chain_point_takes_the_median_and_refuses_unknown_names() {
+        let cfg = ChainCfg {
+            processors: 1,
+            total: 2_000,
+            work_iters: 0,
+            budget: Duration::from_secs(20),
+            pin: false,
+        };
+        let (out, spread) = chain_point("local-readyq", 3, &cfg).unwrap();
+        assert_eq!(spread.n, 3);
+        assert!(spread.lo <= out.ns_per_thread() && out.ns_per_thread() <= spread.hi);
+        assert!(chain_point("no-such-strategy", 1, &cfg).is_err());
+    }
+
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(thousands("1000000"), "1,000,000");
+        assert_eq!(thousands("100000"), "100,000");
+        assert_eq!(thousands("999"), "999");
+        assert_eq!(thousands("?"), "?");
+    }
+
+    fn ns_row(series: &str, p: u32, v: f64) -> Row {
+        Row::new("x", series, p, false, "ns_per_thread", v, "ns").with_spread(&Spread {
+            median: v,
+            lo: 0.9 * v,
+            hi: 1.1 * v,
+            n: 3,
+        })
+    }
+
+    #[test]
+    fn speedup_is_single_lock_on_one_processor_over_each_point() {
+        let rows = vec![
+            ns_row("single-lock", 1, 100.0),
+            ns_row("single-lock", 2, 80.0),
+            ns_row("local-readyq", 2, 50.0),
+        ];
+        let sp = speedup_rows(&rows, "x", None);
+        assert_eq!(sp.len(), 3);
+        let get = |s: &str, p: u32| sp.iter().find(|r| r.series == s && r.threads == p).unwrap();
+        assert_eq!(get("single-lock", 1).value, 1.0);
+        assert_eq!(get("single-lock", 2).value, 1.25);
+        let lr = get("local-readyq", 2);
+        assert_eq!(lr.value, 2.0);
+        // The quotient's spread spans both points' spreads.
+        let (lo, hi, n) = lr.spread().unwrap();
+        assert!((lo - 90.0 / 55.0).abs() < 1e-9 && (hi - 110.0 / 45.0).abs() < 1e-9);
+        assert_eq!(n, 3);
+        // No base, no speedup; another experiment's rows are left out.
+        assert!(speedup_rows(&rows[1..], "x", None).is_empty());
+        assert!(speedup_rows(&rows, "y", None).is_empty());
     }
 }
 
