@@ -507,7 +507,12 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 .params(&[("app", app)]),
         )
     };
-    let apps: Vec<AppTimes> = judged.map_or_else(Vec::new, |p| {
+    // The P the text describes: the judged one, else the most ranks that
+    // fit, else the most measured.
+    let shown = judged
+        .or_else(|| fitting.iter().copied().max())
+        .or_else(|| cfgs.iter().map(|c| c.1).max());
+    let apps: Vec<AppTimes> = shown.map_or_else(Vec::new, |p| {
         APPS.iter()
             .map(|&app| AppTimes {
                 app,
@@ -542,8 +547,15 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     };
 
     let mut measured = String::new();
-    if let Some(p) = judged {
-        measured.push_str(&format!("Judged at P = {p} ranks. Per application:\n\n"));
+    if let Some(p) = shown {
+        measured.push_str(&format!(
+            "{} at P = {p} ranks. Per application:\n\n",
+            if judged.is_some() {
+                "Judged"
+            } else {
+                "Measured (not judged)"
+            }
+        ));
         for a in &apps {
             if let (Some((best, b)), Some(lf)) = (a.fastest(&PAPER_ALGOS, ""), a.of("lock-free")) {
                 measured.push_str(&format!(

@@ -337,6 +337,11 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
+/// An estimate in nanoseconds with its interval.
+fn ns_e(e: Estimate) -> String {
+    format!("{} [{}, {}]", ns(e.value), ns(e.lo), ns(e.hi))
+}
+
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let cores = m.cores() as u32;
@@ -516,11 +521,11 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                         format!(
                             "at {w} writers ({} ranks), whole-run time per integer: `lock-free` {}; {}",
                             w + 1,
-                            ns(lf.value),
+                            ns_e(lf),
                             list(
                                 &locks
                                     .iter()
-                                    .map(|(a, x)| (a.to_string(), ns(x.value)))
+                                    .map(|(a, x)| (a.to_string(), ns_e(*x)))
                                     .collect::<Vec<_>>()
                             )
                         ),
