@@ -21,9 +21,9 @@
 //!    o_r the mean time inside the `poll` call that delivers the reply (the
 //!    reply handler does nothing; the empty polls before it are not
 //!    counted). Each call is timed with a pair of `Instant::now()` reads
-//!    (a clock read through the vDSO, tens of ns); the calls take well over 50 ns,
-//!    and the mean cost of an empty pair of reads, measured first, is
-//!    subtracted (clamped at 0).
+//!    (clock reads through the vDSO where the kernel offers one), and the
+//!    mean cost of an empty pair of reads, measured first, is subtracted
+//!    (clamped at 0).
 //! 4. **g**: rank 0 sends `rounds` one-way requests as fast as it can (the
 //!    queue is full most of the time: a full queue makes `request` back off
 //!    and poll, as LC98's Fig. 2 does; in that steady state the sender
