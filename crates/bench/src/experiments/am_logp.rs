@@ -5,23 +5,28 @@
 //!
 //! Two ranks (threads of this process, each mapping the endpoint segments
 //! itself, so the memory traffic is that of LC98's processes) pinned to two
-//! CPUs: [`crate::kernels::messages::logp`] measures RTT, o_s, o_r and g the way
-//! LC98's microbenchmark does (see its docs), and
-//! [`crate::kernels::messages::pingpong_rtt_ns`] the cache-line round trip (both
-//! report the median block of 1,000 messages of each phase). Each value is
-//! the median of the repeats, taken interleaved across the series
+//! CPUs: [`crate::kernels::messages::logp`] measures RTT, o_s, o_r and g the
+//! way LC98's microbenchmark does (see its docs), and
+//! [`crate::kernels::messages::pingpong_rtt_ns`] the cache-line round trip
+//! (both report the median block of 1,000 messages of each phase). Each
+//! value is the median of the repeats, taken interleaved across the series
 //! (ping-pong, then every algorithm, per repeat) so that drift hits every
 //! series alike; L is computed from the medians (`RTT/2 - o_s - o_r`), and
 //! `rtt_vs_pingpong` = an algorithm's RTT / the ping-pong RTT. Rows carry
-//! the repeats' extremes (`min`, `max`) so a difference can be weighed
-//! against the run-to-run spread.
+//! the spread of the repeats (`lo`, `hi`, `repeats`; also as `min`, `max`
+//! for the measured metrics; for `rtt_vs_pingpong`, the spread of the
+//! per-repeat ratios, each repeat's RTT over the same repeat's ping-pong),
+//! which the verdict rules judge differences against.
 
-use crate::harness::{Ctx, Experiment, figure, ns, ratio, value};
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, names,
+    ns, ratio, rule, value,
+};
 use crate::kernels::messages::{self as am_kernels, LogP};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::{Section, Table, Verdict, claims_list};
+use crate::output::report::Table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -29,11 +34,49 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "LogP parameters and round-trip time of short Active Messages per claim algorithm",
     source: "LC98 Table 1",
     uses_locks: false,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
 };
+
+/// LC98 §4.1's reading of Table 1 (one RPC client, one server: no
+/// contention), and the issue's target against the cache-line ping-pong.
+/// Every rule needs the two ranks on two cores.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "others-equivalent",
+        paper: "\"With the exception of the Posix mutex, the various algorithms are nearly equivalent\" \
+                (LC98 §4.1, Table 1: RTT 5.4 to 5.6 us).",
+        rule: "the round trip of the slowest of LC98's five algorithms other than the Posix mutex is within \
+               1.15x of the fastest's",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "mutex-25pct-worse",
+        paper: "\"Interacting with the operating system makes the Posix mutex performance significantly worse \
+                (more than 25%) than the others\" (LC98 §4.1, Table 1: 6.9 us against 5.5 us).",
+        rule: "the round trip of `pthread` is at least 1.25x the mean round trip of the other five LC98 \
+               algorithms",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "lock-free-costs-more",
+        paper: "\"... with send overhead and gap rising slightly as the complexity of the algorithm increases\" \
+                (LC98 §4.1, Table 1: lock-free o_s 1.9 and g 3.1 us against 1.6 and 2.9 us for the \
+                test-and-set locks).",
+        rule: "`lock-free`'s send overhead o_s and gap g are each above the mean of `tas` and `ttas`",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "rtt-vs-pingpong",
+        paper: "Target (this harness's issue, not LC98): `lock-free` and `stamp` round trips within 2.5x of a \
+                cache-line ping-pong measured in the same run.",
+        rule: "the round trips of `lock-free` and `stamp`, each over the cache-line ping-pong's, are at most \
+               2.5",
+        needs: Needs::cores(2),
+    },
+];
 
 /// Series of the cache-line ping-pong.
 const PINGPONG: &str = "cacheline-pingpong";
@@ -47,7 +90,7 @@ const PTHREAD_WORSE: f64 = 1.25;
 const EQUIVALENT: f64 = 1.15;
 /// LC98's five algorithms other than the Posix mutex.
 const OTHERS: [&str; 5] = ["tas", "ttas", "ticket", "anderson", "lock-free"];
-/// The simple locks of claim (2).
+/// The simple locks of the overhead claim.
 const SIMPLE: [&str; 2] = ["tas", "ttas"];
 
 /// LC98 Table 1 (microseconds): RTT, o_s, o_r, g, L per algorithm.
@@ -68,19 +111,6 @@ const METRICS: [(&str, &str); 5] = [
     ("g_ns", "gap g"),
     ("l_ns", "latency L = RTT/2 - o_s - o_r"),
 ];
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn extremes(v: &[f64]) -> (f64, f64) {
-    v.iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
-            (lo.min(x), hi.max(x))
-        })
-}
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let names = symmetry_am::claim::NAMES;
@@ -105,38 +135,55 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     }
     bar.finish_and_clear();
     let over = ctx.over(2);
-    let row = |series: &str, metric: &str, v: f64, unit: &str, r: u64| {
+    let spread_of = |what: &str, v: &[f64]| {
+        Spread::of(v).ok_or_else(|| format!("am-logp: no valid repeat of {what}"))
+    };
+    // A row of `metric` with value `v` and the spread of the repeats.
+    let row = |series: &str, metric: &str, v: f64, unit: &str, r: u64, s: &Spread| {
         Row::new(EXPERIMENT.id, series, 2, over, metric, v, unit)
             .param("rounds", r)
-            .param("repeats", repeats)
+            .param("min", s.lo)
+            .param("max", s.hi)
+            .with_spread(s)
     };
-    let spread = |r: Row, v: &[f64]| {
-        let (lo, hi) = extremes(v);
-        r.param("min", lo).param("max", hi)
-    };
-    let pp = median(&pingpong);
-    let mut rows = vec![spread(
-        row(PINGPONG, "rtt_ns", pp, "ns", pp_rounds),
-        &pingpong,
-    )];
+    let pp = spread_of(PINGPONG, &pingpong)?;
+    let mut rows = vec![row(PINGPONG, "rtt_ns", pp.median, "ns", pp_rounds, &pp)];
     for (alg, s) in names.iter().zip(&samples) {
-        let get = |f: fn(&LogP) -> f64| s.iter().map(f).collect::<Vec<f64>>();
-        let rtt = get(|p| p.rtt_ns);
-        let os = get(|p| p.os_ns);
-        let or = get(|p| p.or_ns);
-        let g = get(|p| p.g_ns);
-        let l = get(|p| p.l_ns);
-        let (m_rtt, m_os, m_or) = (median(&rtt), median(&os), median(&or));
-        for (metric, v, m) in [
-            ("rtt_ns", &rtt, m_rtt),
-            ("os_ns", &os, m_os),
-            ("or_ns", &or, m_or),
-            ("g_ns", &g, median(&g)),
-            ("l_ns", &l, m_rtt / 2.0 - m_os - m_or),
+        let get = |f: fn(&LogP) -> f64| -> Result<Spread, String> {
+            spread_of(alg, &s.iter().map(f).collect::<Vec<f64>>())
+        };
+        let rtt = get(|p| p.rtt_ns)?;
+        let os = get(|p| p.os_ns)?;
+        let or = get(|p| p.or_ns)?;
+        let g = get(|p| p.g_ns)?;
+        let l = rtt.median / 2.0 - os.median - or.median;
+        for (metric, v, spread) in [
+            ("rtt_ns", rtt.median, rtt),
+            ("os_ns", os.median, os),
+            ("or_ns", or.median, or),
+            ("g_ns", g.median, g),
+            ("l_ns", l, get(|p| p.l_ns)?),
         ] {
-            rows.push(spread(row(alg, metric, m, "ns", rounds), v));
+            rows.push(row(alg, metric, v, "ns", rounds, &spread));
         }
-        rows.push(row(alg, "rtt_vs_pingpong", m_rtt / pp, "x", rounds));
+        // The ratio's spread pairs each repeat with the ping-pong of the
+        // same repeat (they ran back to back), so drift that slows a whole
+        // repeat cancels instead of widening the interval.
+        let per_repeat: Vec<f64> = s.iter().zip(&pingpong).map(|(p, l)| p.rtt_ns / l).collect();
+        let paired = spread_of(alg, &per_repeat)?;
+        rows.push(
+            Row::new(
+                EXPERIMENT.id,
+                alg,
+                2,
+                over,
+                "rtt_vs_pingpong",
+                rtt.median / pp.median,
+                "x",
+            )
+            .param("rounds", rounds)
+            .with_spread(&paired),
+        );
     }
     Ok(rows)
 }
@@ -197,164 +244,193 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-/// The outcome of each claim, with the numbers behind it.
-struct Claims {
-    list: Vec<(String, Option<bool>)>,
-    why: Vec<String>,
+/// The mean of `es` (their values, lower and upper ends averaged); `None`
+/// for an empty list.
+fn mean(es: &[Estimate]) -> Option<Estimate> {
+    if es.is_empty() {
+        return None;
+    }
+    let n = es.len() as f64;
+    let avg = |f: fn(&Estimate) -> f64| es.iter().map(f).sum::<f64>() / n;
+    Some(Estimate::new(
+        avg(|e| e.value),
+        avg(|e| e.lo),
+        avg(|e| e.hi),
+    ))
 }
 
-fn judge(rows: &[Row]) -> Claims {
-    let v = |s: &str, metric: &str| value(rows, s, 2, metric, None);
-    let spread_of = |s: &str, metric: &str| {
-        rows.iter()
-            .find(|r| r.series == s && r.metric == metric)
-            .and_then(|r| {
-                let lo: f64 = r.get_param("min")?.parse().ok()?;
-                let hi: f64 = r.get_param("max")?.parse().ok()?;
-                Some(hi - lo)
-            })
+/// An estimate in nanoseconds with its interval.
+fn ns_e(e: Estimate) -> String {
+    format!("{} [{}, {}]", ns(e.value), ns(e.lo), ns(e.hi))
+}
+
+/// `e` with its lower end at 0 or above. The quantity is a time or a
+/// rate, so positive; an interval widened by a pooled noise of more than
+/// 100% would otherwise reach below 0 and make a ratio of two intervals
+/// meaningless (its quotients change sign) instead of wide.
+fn nonnegative(e: Estimate) -> Estimate {
+    Estimate::new(e.value, e.lo.max(0.0), e.hi)
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let est = |s: &str, metric: &str| {
+        d.estimate(Sel::metric(metric).series(s).threads(2))
+            .map(nonnegative)
     };
-    let mut list = Vec::new();
-    let mut why = Vec::new();
-
-    // (1a) the algorithms other than the Posix mutex are nearly equivalent.
-    let others: Vec<(&str, f64)> = OTHERS
-        .iter()
-        .filter_map(|a| v(a, "rtt_ns").map(|x| (*a, x)))
-        .collect();
-    let c1a = (others.len() == OTHERS.len()).then(|| {
-        let lo = others.iter().min_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
-        let hi = others.iter().max_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
-        let r = hi.1 / lo.1;
-        why.push(format!(
-            "(1a) RTT of LC98's other five algorithms ranges from {} (`{}`) to {} (`{}`), {} \
-             (\"nearly equivalent\" taken as within {EQUIVALENT}x; LC98: 5.4 to 5.6 us, 1.04x).",
-            ns(lo.1),
-            lo.0,
-            ns(hi.1),
-            hi.0,
-            ratio(r)
-        ));
-        r <= EQUIVALENT
-    });
-    list.push((
-        format!(
-            "(1a) apart from the Posix mutex the algorithms are nearly equivalent (RTT within {EQUIVALENT}x)"
-        ),
-        c1a,
-    ));
-
-    // (1b) the Posix mutex is more than 25% worse.
-    let mean_others =
-        (!others.is_empty()).then(|| others.iter().map(|o| o.1).sum::<f64>() / others.len() as f64);
-    let c1b = v("pthread", "rtt_ns").zip(mean_others).map(|(p, o)| {
-        why.push(format!(
-            "(1b) `pthread` RTT {} = {} the mean of the other five ({}); LC98: 6.9 vs 5.5 us, 1.26x. \
-             glibc's robust, process-shared mutex takes and releases an uncontended lock in user \
-             space (an atomic on the lock word each way, plus the bookkeeping of the thread's \
-             robust-mutex list; the futex system call is made only when a thread must sleep or be \
-             woken), where Solaris 2.5's Posix mutex involved the operating system.",
-            ns(p),
-            ratio(p / o),
-            ns(o)
-        ));
-        p / o > PTHREAD_WORSE
-    });
-    list.push((
-        "(1b) the Posix mutex (`pthread`) is more than 25% worse (RTT)".to_string(),
-        c1b,
-    ));
-
-    // (2) lock-free has slightly higher o_s and g than the simple locks.
-    let mean = |metric: &str| -> Option<f64> {
-        let xs: Vec<f64> = SIMPLE.iter().filter_map(|s| v(s, metric)).collect();
-        (xs.len() == SIMPLE.len()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+    // Estimates of `metric` for each of `series`, or the names missing.
+    let all = |series: &[&str], metric: &str| -> Result<Vec<(String, Estimate)>, Finding> {
+        let absent: Vec<&str> = series
+            .iter()
+            .copied()
+            .filter(|s| est(s, metric).is_none())
+            .collect();
+        if !absent.is_empty() {
+            return Err(Finding::missing(&format!(
+                "`{metric}` of {}",
+                names(&absent)
+            )));
+        }
+        Ok(series
+            .iter()
+            .filter_map(|s| Some((s.to_string(), est(s, metric)?)))
+            .collect())
     };
-    let c2 = match (
-        v("lock-free", "os_ns"),
-        mean("os_ns"),
-        v("lock-free", "g_ns"),
-        mean("g_ns"),
-    ) {
-        (Some(lf_os), Some(s_os), Some(lf_g), Some(s_g)) => {
-            let noise = |metric: &str, d: f64| {
-                let sp = spread_of("lock-free", metric).unwrap_or(0.0);
-                if d.abs() < sp {
+    let shared = d.select(Sel::metric("rtt_ns")).any(|r| r.oversubscribed);
+    let mut findings = Vec::new();
+    let mut notes = Vec::new();
+
+    // (1) the five others are nearly equivalent.
+    findings.push(match all(&OTHERS, "rtt_ns") {
+        Err(f) => f,
+        Ok(others) => {
+            let by =
+                |a: &&(String, Estimate), b: &&(String, Estimate)| a.1.value.total_cmp(&b.1.value);
+            match (others.iter().min_by(by), others.iter().max_by(by)) {
+                (Some(fast), Some(slow)) => Finding::new(
+                    rule::within_factor(slow.1, fast.1, EQUIVALENT),
                     format!(
-                        " (the difference is within lock-free's run-to-run spread of {})",
-                        ns(sp)
-                    )
-                } else {
-                    String::new()
-                }
-            };
-            why.push(format!(
-                "(2) `lock-free` o_s {} vs {} for `tas`/`ttas` (mean){}; g {} vs {}{}. LC98: o_s 1.9 vs \
-                 1.6 us, g 3.1 vs 2.9 us, from its second CAS.",
-                ns(lf_os),
-                ns(s_os),
-                noise("os_ns", lf_os - s_os),
-                ns(lf_g),
-                ns(s_g),
-                noise("g_ns", lf_g - s_g),
-            ));
-            let held = lf_os > s_os && lf_g > s_g;
-            if !held {
-                why.push(
-                    "Here an uncontended CAS on a line already in the sender's cache costs a few \
-                     nanoseconds, while a send is dominated by the cache miss on the packet's state \
-                     word (last written by the receiver when it freed the packet); LC98's second CAS \
-                     cost about 90 ns next to a 480 ns miss."
-                        .to_string(),
-                );
+                        "slowest `{}` {} over fastest `{}` {} = {} (LC98: 5.6 / 5.4 us = 1.04)",
+                        slow.0,
+                        ns_e(slow.1),
+                        fast.0,
+                        ns_e(fast.1),
+                        slow.1.ratio(fast.1).show(2)
+                    ),
+                ),
+                _ => Finding::missing("round trips of LC98's other algorithms"),
             }
-            Some(held)
         }
-        _ => None,
-    };
-    list.push((
-        "(2) without contention `lock-free` has slightly higher o_s and g than the simple locks (`tas`, `ttas`)"
-            .to_string(),
-        c2,
-    ));
+    });
 
-    // (3) the issue's target.
-    let pp = v(PINGPONG, "rtt_ns");
-    let c3 = match (pp, v("lock-free", "rtt_ns"), v("stamp", "rtt_ns")) {
-        (Some(p), Some(lf), Some(st)) => {
-            why.push(format!(
-                "(3) cache-line ping-pong RTT {}; `lock-free` RTT {} = {} of it, `stamp` {} = {} \
-                 (target <= {TARGET}x). A short message moves more than one cache line each way: the \
-                 sender claims the packet (its state word was last written by the receiver when it \
-                 freed the packet) and fills it, the receiver reads it and frees it; the ping-pong moves \
-                 exactly one line each way.",
-                ns(p),
-                ns(lf),
-                ratio(lf / p),
-                ns(st),
-                ratio(st / p)
-            ));
-            Some(lf / p <= TARGET && st / p <= TARGET)
+    // (2) the Posix mutex is more than 25% worse.
+    findings.push(match (est("pthread", "rtt_ns"), all(&OTHERS, "rtt_ns")) {
+        (None, _) => Finding::missing("`rtt_ns` of `pthread`"),
+        (_, Err(f)) => f,
+        (Some(px), Ok(others)) => {
+            let es: Vec<Estimate> = others.iter().map(|o| o.1).collect();
+            match mean(&es) {
+                Some(o) => {
+                    let r = px.ratio(o);
+                    let outcome = rule::at_least(r, PTHREAD_WORSE);
+                    if outcome == rule::Outcome::Fails {
+                        notes.push(
+                            "`pthread` is the C library's process-shared mutex: where the C library takes and \
+                             releases an uncontended mutex in user space (glibc does: an atomic on the lock word \
+                             each way, a system call only to sleep or to wake a waiter), its round trip is that \
+                             of a spin lock, whereas Solaris 2.5's Posix mutex involved the operating system."
+                                .to_string(),
+                        );
+                    }
+                    Finding::new(
+                        outcome,
+                        format!(
+                            "`pthread` {} over the mean of the other five {} = {} (LC98: 6.9 / 5.5 us = 1.26)",
+                            ns_e(px),
+                            ns_e(o),
+                            r.show(2)
+                        ),
+                    )
+                }
+                None => Finding::missing("round trips of LC98's other algorithms"),
+            }
         }
-        _ => None,
+    });
+
+    // (3) lock-free has higher o_s and g than the simple locks.
+    let overhead = |metric: &str| -> Result<(Estimate, Estimate), Finding> {
+        let lf = all(&["lock-free"], metric)?;
+        let simple: Vec<Estimate> = all(&SIMPLE, metric)?.iter().map(|s| s.1).collect();
+        match (lf.first(), mean(&simple)) {
+            (Some(lf), Some(s)) => Ok((lf.1, s)),
+            _ => Err(Finding::missing(&format!(
+                "`{metric}` of `lock-free`, `tas`, `ttas`"
+            ))),
+        }
     };
-    list.push((
-        format!(
-            "(3) target: `lock-free` and `stamp` RTT within {TARGET}x of the cache-line ping-pong"
-        ),
-        c3,
-    ));
-    Claims { list, why }
-}
+    findings.push(match (overhead("os_ns"), overhead("g_ns")) {
+        (Err(f), _) | (_, Err(f)) => f,
+        (Ok((lf_os, s_os)), Ok((lf_g, s_g))) => {
+            let outcome = rule::Outcome::all([rule::greater(lf_os, s_os), rule::greater(lf_g, s_g)]);
+            if outcome != rule::Outcome::Holds {
+                notes.push(format!(
+                    "`lock-free`'s second CAS is made on a line already in the sender's cache; a send is \
+                     dominated by the cache miss on the packet's state word, last written by the receiver \
+                     when it freed the packet. In this run `lock-free`'s o_s differs from the simple locks' by \
+                     {} and its g by {}; LC98's second CAS cost about 90 ns next to a 480 ns miss.",
+                    ns(lf_os.value - s_os.value),
+                    ns(lf_g.value - s_g.value),
+                ));
+            }
+            Finding::new(
+                outcome,
+                format!(
+                    "o_s: `lock-free` {} vs `tas`/`ttas` mean {}; g: {} vs {} (LC98: 1.9 vs 1.6 us, 3.1 vs 2.9 us)",
+                    ns_e(lf_os),
+                    ns_e(s_os),
+                    ns_e(lf_g),
+                    ns_e(s_g)
+                ),
+            )
+        }
+    });
 
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
-}
+    // (4) the issue's target against the cache-line ping-pong.
+    findings.push(match all(&["lock-free", "stamp"], "rtt_vs_pingpong") {
+        Err(f) => f,
+        Ok(rs) => {
+            let outcome = rule::Outcome::all(rs.iter().map(|(_, r)| rule::at_most(*r, TARGET)));
+            if let (Some(pp), rule::Outcome::Fails | rule::Outcome::Tie) =
+                (est(PINGPONG, "rtt_ns"), &outcome)
+            {
+                notes.push(format!(
+                    "A short message moves more than one cache line each way: the sender claims the packet \
+                     (its state word was last written by the receiver when it freed the packet) and fills it, \
+                     the receiver reads it and frees it; the ping-pong ({} here) moves exactly one line each \
+                     way.",
+                    ns(pp.value)
+                ));
+            }
+            Finding::new(
+                outcome,
+                format!(
+                    "RTT / ping-pong: {} (target at most {TARGET})",
+                    rs.iter()
+                        .map(|(s, r)| format!("`{s}` {}", r.show(2)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        }
+    });
+    if shared {
+        for f in &mut findings {
+            *f = Finding::not_measurable(
+                "the two ranks ran with more threads than cores (the rows are marked oversubscribed)",
+            );
+        }
+    }
 
-fn assess_old(rows: &[Row], m: &Machine) -> Section {
-    let cores = m.cores();
-    let claims = judge(rows);
-    let verdict = Verdict::of_claims(claims.list.iter().map(|c| c.1));
     let mut table = Table::new(&[
         "series",
         "RTT",
@@ -397,107 +473,166 @@ fn assess_old(rows: &[Row], m: &Machine) -> Section {
         "1.00x".into(),
         String::new(),
     ]);
-    let setup = rows
-        .iter()
-        .find(|r| r.metric == "rtt_ns" && r.series != PINGPONG)
-        .map(|r| {
-            format!(
-                "{} round trips (and as many stream messages) per measurement, median of {} repeats",
-                r.get_param("rounds").unwrap_or("?"),
-                r.get_param("repeats").unwrap_or("?")
-            )
+    let measured = d
+        .row(Sel::metric("rtt_ns").series("stamp"))
+        .or_else(|| {
+            d.select(Sel::metric("rtt_ns"))
+                .find(|r| r.series != PINGPONG)
         })
-        .unwrap_or_default();
-    let measured = format!(
-        "{}\n{}.",
-        claims_list(&claims.list),
-        if setup.is_empty() {
-            "No rows".to_string()
-        } else {
-            setup
-        }
-    );
-    let why = format!(
-        "{}\n\nThe two ranks are threads of one process, each mapping the endpoint segments \
-         itself (the same memory traffic as LC98's processes), pinned to two of this machine's \
-         {cores} CPUs; rank 1 polls in a tight loop. Each phase is timed in blocks of 1,000 \
-         messages and the median block counts (a block in which a rank was descheduled is an \
-         outlier, not a bias); o_s and o_r are means of calls timed with `Instant` pairs (their \
-         own cost subtracted); g is the sender's time per message of a one-way stream, which \
-         runs at the receiver's pace whenever the queue fills. LC98's Enterprise 5000 took \
-         480 ns to move a cache line between processors and about 90 ns per atomic; the ratios \
-         between algorithms, not the absolute times, are what carries over.",
-        claims.why.join("\n\n")
-    );
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: "\"With the exception of the Posix mutex, the various algorithms are nearly equivalent, \
-                with send overhead and gap rising slightly as the complexity of the algorithm \
-                increases. Interacting with the operating system makes the Posix mutex performance \
-                significantly worse (more than 25%) than the others\" (LC98 §4.1, Table 1: RTT 5.4-5.6 us, \
-                Posix mutex 6.9 us; lock-free o_s 1.9 and g 3.1 us vs 1.6 and 2.9 us for the \
-                test-and-set locks). Target (issue): `lock-free` and `stamp` RTT within 2.5x of a \
-                cache-line ping-pong measured in the same run."
-            .into(),
+        .map_or_else(
+            || "No rows.".to_string(),
+            |r| {
+                format!(
+                    "Two ranks, {} round trips (and as many stream messages) per measurement, each phase the \
+                     median block of up to 1,000 messages, each value the median of {} repeats interleaved \
+                     across the series; the cache-line ping-pong round trip in the same run: {}.",
+                    r.get_param("rounds").unwrap_or("?"),
+                    r.get_param("repeats").unwrap_or("?"),
+                    cell(PINGPONG, "rtt_ns")
+                )
+            },
+        );
+    notes.push(format!(
+        "The two ranks are threads of one process, each mapping the endpoint segments itself (the same memory \
+         traffic as LC98's processes), pinned to two of the run's {} CPUs when it has two; rank 1 polls in a \
+         tight loop. o_s and o_r are means of calls timed with clock pairs (their own cost subtracted); g is the \
+         sender's time per message of a one-way stream, which runs at the receiver's pace whenever the queue \
+         fills. LC98's Enterprise 5000 took 480 ns to move a cache line between processors and about 90 ns per \
+         atomic: the ratios between algorithms, not the absolute times, are what carries over.",
+        m.cores()
+    ));
+    Assessment {
+        findings,
         measured,
-        verdict,
-        why,
+        notes: notes.join(" "),
         table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
 
-    fn rows(pthread_rtt: f64, lf_os: f64) -> Vec<Row> {
-        let mut v = vec![Row::new(
-            EXPERIMENT.id,
-            PINGPONG,
-            2,
-            false,
-            "rtt_ns",
-            200.0,
-            "ns",
-        )];
+    /// Rows on `m`: ping-pong `pp`, every algorithm's RTT `rtt` except
+    /// `tas` (`tas_rtt`) and `pthread` (`pthread_rtt`); o_s 50 and g 70 ns
+    /// except `lock-free` (`lf_os`, `lf_g`); every point with a repeat
+    /// spread of `rel` either side.
+    struct Case {
+        pp: f64,
+        rtt: f64,
+        tas_rtt: f64,
+        pthread_rtt: f64,
+        lf_os: f64,
+        lf_g: f64,
+        rel: f64,
+    }
+
+    const HOLDS: Case = Case {
+        pp: 200.0,
+        rtt: 450.0,
+        tas_rtt: 450.0,
+        pthread_rtt: 600.0,
+        lf_os: 60.0,
+        lf_g: 80.0,
+        rel: 0.01,
+    };
+
+    fn rows(m: &Machine, c: &Case) -> Vec<Row> {
+        let row = |s: &str, metric: &str, v: f64| {
+            testing::row(
+                EXPERIMENT.id,
+                s,
+                2,
+                m,
+                metric,
+                v,
+                c.rel,
+                &[("rounds", "1000")],
+            )
+        };
+        let mut v = vec![row(PINGPONG, "rtt_ns", c.pp)];
         for a in symmetry_am::claim::NAMES {
-            let rtt = if *a == "pthread" { pthread_rtt } else { 450.0 };
-            let os = if *a == "lock-free" { lf_os } else { 50.0 };
-            let g = if *a == "lock-free" { 80.0 } else { 70.0 };
-            for (m, x) in [
+            let rtt = match *a {
+                "pthread" => c.pthread_rtt,
+                "tas" => c.tas_rtt,
+                _ => c.rtt,
+            };
+            let (os, g) = if *a == "lock-free" {
+                (c.lf_os, c.lf_g)
+            } else {
+                (50.0, 70.0)
+            };
+            for (metric, x) in [
                 ("rtt_ns", rtt),
                 ("os_ns", os),
                 ("or_ns", 60.0),
                 ("g_ns", g),
                 ("l_ns", rtt / 2.0 - os - 60.0),
-                ("rtt_vs_pingpong", rtt / 200.0),
+                ("rtt_vs_pingpong", rtt / c.pp),
             ] {
-                v.push(
-                    Row::new(EXPERIMENT.id, a, 2, false, m, x, "ns")
-                        .param("min", x)
-                        .param("max", x),
-                );
+                v.push(row(a, metric, x));
             }
         }
         v
     }
 
     #[test]
-    fn verdicts_follow_the_rows() {
-        let m = Machine {
-            logical_cpus: 2,
-            ..Machine::detect(true)
-        };
-        assert_eq!(assess_old(&rows(600.0, 60.0), &m).verdict, Verdict::Holds);
-        // pthread not worse: claim (1b) fails.
-        assert_eq!(assess_old(&rows(460.0, 60.0), &m).verdict, Verdict::Partial);
-        let s = assess_old(&rows(460.0, 40.0), &m);
-        assert!(s.measured.contains("does not hold"), "{}", s.measured);
-        assert_eq!(draw(&rows(460.0, 40.0), &m).panels.len(), 6);
-        assert_eq!(assess_old(&[], &m).verdict, Verdict::NotMeasurable);
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            let s = EXPERIMENT.section(&rows(&m, &HOLDS), &m);
+            assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
+            let differs = Case {
+                pp: 100.0,
+                tas_rtt: 300.0,
+                rtt: 600.0,
+                pthread_rtt: 450.0,
+                lf_os: 40.0,
+                lf_g: 60.0,
+                rel: 0.01,
+            };
+            let s = EXPERIMENT.section(&rows(&m, &differs), &m);
+            assert_eq!(s.verdict, Verdict::Differs, "{}", s.measured);
+            let tie = Case {
+                pp: 180.0,
+                rtt: 450.0,
+                tas_rtt: 450.0,
+                pthread_rtt: 450.0 * 1.25,
+                lf_os: 50.0,
+                lf_g: 70.0,
+                rel: 0.1,
+            };
+            let s = EXPERIMENT.section(&rows(&m, &tie), &m);
+            assert_eq!(s.verdict, Verdict::Indistinct, "{}", s.measured);
+            // An uncontended mutex as cheap as a spin lock: partly.
+            let cheap = Case {
+                pthread_rtt: 460.0,
+                ..HOLDS
+            };
+            assert_eq!(
+                EXPERIMENT.section(&rows(&m, &cheap), &m).verdict,
+                Verdict::Partial
+            );
+            assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+        }
+        let one = testing::machine(1, true);
+        assert_eq!(
+            EXPERIMENT.section(&rows(&one, &HOLDS), &one).verdict,
+            Verdict::NotMeasurable
+        );
+        assert_eq!(
+            draw(&rows(&small_vm(), &HOLDS), &small_vm()).panels.len(),
+            6
+        );
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), &HOLDS),
+            &rows(&big_metal(), &HOLDS),
+        );
     }
 }

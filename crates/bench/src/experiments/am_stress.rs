@@ -3,10 +3,10 @@
 //! (1,000,000 as in LC98; fewer in `--quick`), one per short request
 //! ([`crate::kernels::messages::stress_within`]), for every claim algorithm and
 //! writers = 1..=max(2 x cores - 1, 3) plus 4 x cores - 1 (or
-//! `--threads` minus the receiver). Ranks are threads of this process, each
-//! mapping the endpoint segments itself (the memory traffic of LC98's
-//! processes); `threads` = writers + 1, and a point is oversubscribed when
-//! that exceeds the cores.
+//! `--threads` minus the receiver), up to the job's rank limit. Ranks are
+//! threads of this process, each mapping the endpoint segments itself (the
+//! memory traffic of LC98's processes); `threads` = writers + 1, and a
+//! point is oversubscribed when that exceeds the cores.
 //!
 //! Metrics: `elapsed_ms` (from the start barrier to the last integer
 //! delivered), `ns_per_msg` (elapsed / integers delivered: LC98's measure)
@@ -15,24 +15,28 @@
 //! mixes with any time a rank spends descheduled by other load), with
 //! parameters `writers`, `ints`, `delivered`, `completed`, `full_waits`,
 //! `verified` (the receiver's count and sum matched the writers'),
-//! `budget_ms` and `repeats` (median of [`Ctx::repeats`] runs). Spin and
-//! queue locks can convoy when their holder or next waiter is descheduled,
-//! which under oversubscription can stretch a run by orders of magnitude:
-//! each run has a time budget after which the writers are asked to stop,
-//! and the row reports what was delivered in that time (`completed` =
-//! false), never an extrapolation.
+//! `budget_ms`, and the spread of the [`Ctx::repeats`] runs of each metric
+//! (`lo`, `hi`, `repeats`); the value and the other parameters are those of
+//! the median run by `ns_per_msg` (the upper middle one for an even count).
+//! Spin and queue locks can convoy when their holder or next waiter is
+//! descheduled, which under oversubscription can stretch a run by orders of
+//! magnitude: each run has a time budget after which the writers are asked
+//! to stop, and the row reports what was delivered in that time
+//! (`completed` = false), never an extrapolation.
 //!
 //! For LC98's first claim (one writer = the LogP gap) the run also measures
 //! each algorithm's gap g with [`crate::kernels::messages::logp`] (metric
-//! `logp_g_ns`, threads = 2).
+//! `logp_g_ns`, threads = 2, the median of 3 runs with their spread).
 
-use crate::harness::{Ctx, Experiment, figure, ns, ratio, value};
-use crate::kernels::locks::median_run;
-use crate::kernels::messages as am_kernels;
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, names,
+    ns, ratio, rule, value,
+};
+use crate::kernels::messages::{self as am_kernels, StressRun};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, LinePanel, Panel, Point, Scale, Series};
-use crate::output::report::{Section, Table, Verdict, claims_list};
+use crate::output::report::Table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -40,16 +44,57 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Many-to-one stress test: writers send 1,000,000 integers to one receiver",
     source: "LC98 Table 2",
     uses_locks: false,
-    claims: &[],
+    claims: CLAIMS,
     run,
     figure: draw,
     assess,
 };
 
+/// Writers LC98's contention claims start at (its Table 2: 3 and 7 writers,
+/// one process per processor); the contention rules need a receiver and
+/// this many writers, each on its own core.
+const CONTENDED: u32 = 3;
+
+/// LC98 §4.2-4.3 on Table 2.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "one-writer-is-gap",
+        paper: "\"The test with a single writer is equivalent to the LogP gap measurement\" (LC98 §4.2, \
+                Table 2: 2.96 to 3.54 s per 1,000,000 integers against g = 2.9 to 3.5 us).",
+        rule: "for every algorithm, the time per integer with one writer (median block) agrees with the LogP \
+               gap g of the same run within 1.3x",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "locks-degrade",
+        paper: "\"With three and seven writers, the processes contend for access, and performance degrades for \
+                the locking algorithms\" (LC98 §4.2, Table 2, one process per processor: e.g. Posix mutex \
+                3.54 / 10.0 / 14.1 s at 1 / 3 / 7 writers).",
+        rule: "at the most writers (3 or more) that leave every rank a core, each of LC98's locking algorithms \
+               takes longer per integer (median block) than with one writer",
+        needs: Needs::cores(CONTENDED as usize + 1),
+    },
+    Claim {
+        key: "lock-free-improves",
+        paper: "\"Surprisingly, the performance of the lock-free algorithm improves with more writers\" (LC98 \
+                §4.2, Table 2: 3.19 / 3.08 / 3.03 s at 1 / 3 / 7 writers).",
+        rule: "at the most writers (3 or more) that leave every rank a core, `lock-free` takes less time per \
+               integer (median block) than with one writer",
+        needs: Needs::cores(CONTENDED as usize + 1),
+    },
+    Claim {
+        key: "lock-free-robust",
+        paper: "\"Only the lock-free algorithm is both fast and robust to multiprogramming\" (LC98 §4.3).",
+        rule: "at the most writers measured, with more ranks than cores, `lock-free`'s whole-run time per \
+               integer is below every locking algorithm's",
+        needs: Needs::NONE,
+    },
+];
+
 /// LC98's locking algorithms.
 const LOCKING: [&str; 5] = ["tas", "ttas", "ticket", "anderson", "pthread"];
 const LOCK_FREE: &str = "lock-free";
-/// Claim (1): one writer's time per message within this factor of g.
+/// One writer's time per message within this factor of g.
 const GAP_MATCH: f64 = 1.3;
 
 /// LC98 Table 2 (seconds for 1,000,000 integers): 1, 3 and 7 writers.
@@ -63,7 +108,8 @@ const LC98: [(&str, [f64; 3]); 6] = [
 ];
 
 /// Writer counts: `--threads` minus the receiver, else 1..=max(2 cores - 1,
-/// 3) and 4 cores - 1 (LC98: 1, 3, 7 writers on 8 processors).
+/// 3) and 4 cores - 1 (LC98: 1, 3, 7 writers on 8 processors), below the
+/// job's rank limit.
 fn writer_counts(ctx: &Ctx) -> Vec<u32> {
     let mut w: Vec<u32> = match &ctx.threads {
         Some(t) => t
@@ -107,8 +153,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         let gs: Vec<f64> = (0..g_repeats)
             .map(|_| am_kernels::logp(alg, g_rounds).map(|p| p.g_ns))
             .collect::<Result<_, _>>()?;
-        let mut sorted = gs.clone();
-        sorted.sort_by(f64::total_cmp);
+        let g = Spread::of(&gs).ok_or_else(|| format!("am-stress {alg}: no valid gap"))?;
         rows.push(
             Row::new(
                 EXPERIMENT.id,
@@ -116,72 +161,65 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 2,
                 ctx.over(2),
                 "logp_g_ns",
-                sorted[sorted.len() / 2],
+                g.median,
                 "ns",
             )
             .param("writers", 1)
             .param("rounds", g_rounds)
-            .param("repeats", g_repeats),
+            .with_spread(&g),
         );
         bar.inc(1);
         for &w in &writers {
             bar.set_message(format!("{alg} x{w} writers"));
             let threads = w as usize + 1;
             let repeats = ctx.repeats(threads);
-            let mut err = None;
-            let r = median_run(
-                repeats,
-                || match am_kernels::stress_within(alg, w, ints, Some(budget)) {
-                    Ok(r) => Some(r),
-                    Err(e) => {
-                        err = Some(e);
-                        None
-                    }
-                },
-                |r| r.map_or(f64::INFINITY, |r| r.out.ns_per_msg),
-            );
-            if let Some(e) = err {
-                return Err(e);
-            }
-            let r = r.ok_or_else(|| format!("am-stress {alg} x{w}: no run"))?;
+            let mut runs: Vec<StressRun> = (0..repeats)
+                .map(|_| am_kernels::stress_within(alg, w, ints, Some(budget)))
+                .collect::<Result<_, _>>()?;
+            runs.sort_by(|a, b| a.out.ns_per_msg.total_cmp(&b.out.ns_per_msg));
+            // The spread of one metric over the runs (finite values only: a
+            // run shorter than a block has no block rate).
+            let spread = |f: fn(&StressRun) -> f64| {
+                let v: Vec<f64> = runs.iter().map(f).filter(|v| v.is_finite()).collect();
+                Spread::of(&v)
+            };
+            let r = *runs
+                .get(runs.len() / 2)
+                .ok_or_else(|| format!("am-stress {alg} x{w}: no run"))?;
             let over = ctx.over(threads);
-            let with = |row: Row| {
-                row.param("writers", w)
+            let point = |metric: &str, v: f64, unit: &str, s: Option<Spread>| {
+                let row = Row::new(EXPERIMENT.id, alg, threads as u32, over, metric, v, unit)
+                    .param("writers", w)
                     .param("ints", ints)
                     .param("delivered", r.delivered)
                     .param("completed", r.completed)
                     .param("full_waits", r.out.full_waits)
-                    .param("verified", r.out.verified)
+                    .param("verified", runs.iter().all(|r| r.out.verified))
                     .param("budget_ms", budget.as_millis())
-                    .param("repeats", repeats)
+                    .param("repeats", repeats);
+                match s {
+                    Some(s) => row.with_spread(&s),
+                    None => row,
+                }
             };
-            rows.push(with(Row::new(
-                EXPERIMENT.id,
-                alg,
-                threads as u32,
-                over,
+            rows.push(point(
                 "elapsed_ms",
                 r.out.elapsed.as_secs_f64() * 1e3,
                 "ms",
-            )));
-            rows.push(with(Row::new(
-                EXPERIMENT.id,
-                alg,
-                threads as u32,
-                over,
+                spread(|r| r.out.elapsed.as_secs_f64() * 1e3),
+            ));
+            rows.push(point(
                 "ns_per_msg",
                 r.out.ns_per_msg,
                 "ns",
-            )));
-            rows.push(with(Row::new(
-                EXPERIMENT.id,
-                alg,
-                threads as u32,
-                over,
+                spread(|r| r.out.ns_per_msg),
+            ));
+            rows.push(point(
                 "block_ns_per_msg",
                 r.block_ns_per_msg,
                 "ns",
-            )));
+                spread(|r| r.block_ns_per_msg),
+            ));
             bar.inc(1);
         }
     }
@@ -299,184 +337,222 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> crate::harness::Assessment {
-    crate::harness::legacy(assess_old(rows, m))
+/// An estimate in nanoseconds with its interval.
+fn ns_e(e: Estimate) -> String {
+    format!("{} [{}, {}]", ns(e.value), ns(e.lo), ns(e.hi))
 }
 
-fn assess_old(rows: &[Row], m: &Machine) -> Section {
+/// `e` with its lower end at 0 or above. The quantity is a time or a
+/// rate, so positive; an interval widened by a pooled noise of more than
+/// 100% would otherwise reach below 0 and make a ratio of two intervals
+/// meaningless (its quotients change sign) instead of wide.
+fn nonnegative(e: Estimate) -> Estimate {
+    Estimate::new(e.value, e.lo.max(0.0), e.hi)
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
     let cores = m.cores() as u32;
     let writers = measured_writers(rows);
     let algs = crate::harness::series_names(rows, "ns_per_msg");
-    let max_w = writers.last().copied();
+    let est = |metric: &str, alg: &str, w: u32| {
+        let r = point_of(rows, metric, alg, w)?;
+        r.value.is_finite().then(|| nonnegative(d.estimate_of(r)))
+    };
+    let gap = |alg: &str| {
+        d.estimate(Sel::metric("logp_g_ns").series(alg).threads(2))
+            .map(nonnegative)
+    };
     let slowdown = |a: &str, w: u32| Some(per_msg(rows, a, w)? / per_msg(rows, a, 1)?);
-    let mut list: Vec<(String, Option<bool>)> = Vec::new();
-    let mut why: Vec<String> = Vec::new();
+    let list = |xs: &[(String, String)]| {
+        xs.iter()
+            .map(|(a, x)| format!("`{a}` {x}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut findings = Vec::new();
+    let mut notes = Vec::new();
 
-    // (1) one writer = the LogP gap.
-    // Both are rates while every rank runs: the median block of the
-    // stress run against the median block of the LogP stream.
-    let gap_ratios: Vec<(String, f64, Option<f64>)> = algs
+    // (1) one writer = the LogP gap: both are rates while every rank runs
+    // (the median block of the stress run, the median block of the LogP
+    // stream).
+    let pairs: Vec<(String, Estimate, Estimate)> = algs
         .iter()
-        .filter_map(|a| {
-            let g = value(rows, a, 2, "logp_g_ns", None)?;
-            Some((
-                a.clone(),
-                block(rows, a, 1)? / g,
-                per_msg(rows, a, 1).map(|w| w / g),
-            ))
-        })
+        .filter_map(|a| Some((a.clone(), est("block_ns_per_msg", a, 1)?, gap(a)?)))
         .collect();
-    let c1 = (!gap_ratios.is_empty()).then(|| {
-        why.push(format!(
-            "(1) one writer's time per integer in the median block of about 1,000 / the LogP gap g \
-             measured in the same run: {} (holds when the median over the algorithms is within \
-             {GAP_MATCH}x either way and none is off by more than 2x). Over \
-             the whole run (elapsed / integers, LC98's measure) the ratios are {}: a whole run also \
-             counts the time either rank spent descheduled by other load on the machine.",
-            gap_ratios
-                .iter()
-                .map(|(a, r, _)| format!("`{a}` {}", ratio(*r)))
-                .collect::<Vec<_>>()
-                .join(", "),
-            gap_ratios
-                .iter()
-                .map(|(a, _, w)| format!("`{a}` {}", w.map_or("n/a".into(), ratio)))
-                .collect::<Vec<_>>()
-                .join(", ")
+    let one_over = point(rows, LOCK_FREE, 1).is_some_and(|r| r.oversubscribed);
+    findings.push(if one_over {
+        Finding::not_measurable("the one-writer points ran with more threads than cores")
+    } else if pairs.is_empty() {
+        Finding::missing("a one-writer block rate with its LogP gap")
+    } else {
+        let whole: Vec<(String, String)> = algs
+            .iter()
+            .filter_map(|a| Some((a.clone(), ratio(per_msg(rows, a, 1)? / gap(a)?.value))))
+            .collect();
+        notes.push(format!(
+            "Over the whole one-writer run (elapsed / integers, LC98's measure) the time per integer over g is {}: \
+             a whole run also counts the time either rank spent descheduled by other load.",
+            list(&whole)
         ));
-        let mut rs: Vec<f64> = gap_ratios.iter().map(|(_, r, _)| *r).collect();
-        rs.sort_by(f64::total_cmp);
-        let mid = rs[rs.len() / 2];
-        let within = |r: f64, k: f64| r <= k && r >= 1.0 / k;
-        within(mid, GAP_MATCH) && rs.iter().all(|&r| within(r, 2.0))
+        Finding::new(
+            rule::Outcome::all(
+                pairs
+                    .iter()
+                    .map(|(_, b, g)| rule::within_factor(*b, *g, GAP_MATCH)),
+            ),
+            format!(
+                "one writer's median block / g: {}",
+                list(
+                    &pairs
+                        .iter()
+                        .map(|(a, b, g)| (a.clone(), b.ratio(*g).show(2)))
+                        .collect::<Vec<_>>()
+                )
+            ),
+        )
     });
-    list.push((
-        "(1) with a single writer the test is equivalent to the LogP gap measurement".into(),
-        c1,
-    ));
 
-    // (2) under contention (one rank per processor) locking algorithms
-    // degrade while lock-free improves.
+    // (2), (3) contention with one rank per core: the most writers that fit.
     let fit = writers
         .iter()
         .copied()
-        .filter(|&w| w >= 2 && w < cores)
+        .filter(|&w| w >= CONTENDED && w < cores)
+        .filter(|&w| point(rows, LOCK_FREE, w).is_none_or(|r| !r.oversubscribed))
         .max();
-    let c2 = match fit {
-        None => {
-            why.push(format!(
-                "(2) not measurable here: with {cores} cores, every point with more than one writer \
-                 has more threads than cores (LC98 ran 3 and 7 writers on 8 processors, one process \
-                 per processor), so the contention LC98 measured cannot be separated from time-sharing \
-                 on this machine."
-            ));
-            None
-        }
-        Some(w) => {
-            // Median-block rates: every rank has a core, so a block
-            // measures contention, not other load.
-            let slow = |a: &str| Some(block(rows, a, w)? / block(rows, a, 1)?);
-            let lf = slow(LOCK_FREE);
-            let locking: Vec<f64> = LOCKING.iter().filter_map(|a| slow(a)).collect();
-            lf.filter(|_| locking.len() == LOCKING.len()).map(|lf| {
-                let min_lock = locking.iter().copied().fold(f64::INFINITY, f64::min);
-                why.push(format!(
-                    "(2) at {w} writers (every rank on its own core), `lock-free` takes {} of its \
-                     1-writer time per integer (median blocks); the locking algorithms {} (LC98 at \
-                     7 writers: lock-free 0.95x, locks 1.15x to 3.98x).",
-                    ratio(lf),
-                    LOCKING
-                        .iter()
-                        .filter_map(|a| slow(a).map(|r| format!("`{a}` {}", ratio(r))))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-                lf < 1.0 && min_lock > lf
-            })
-        }
+    let versus_one = |a: &str, w: u32| {
+        Some((
+            est("block_ns_per_msg", a, w)?,
+            est("block_ns_per_msg", a, 1)?,
+        ))
     };
-    list.push((
-        "(2) with one process per processor, the locking algorithms degrade with more writers while \
-         `lock-free` improves"
-            .into(),
-        c2,
-    ));
-
-    // (3) what the oversubscribed points show: LC98 §4.3/§6, "only the
-    // lock-free algorithm is both fast and robust to multiprogramming".
-    let over_w = max_w.filter(|&w| w + 1 > cores);
-    let c3 = over_w.and_then(|w| {
-        let lf = per_msg(rows, LOCK_FREE, w)?;
-        let locks: Vec<(&str, f64)> = LOCKING
-            .iter()
-            .filter_map(|a| per_msg(rows, a, w).map(|x| (*a, x)))
-            .collect();
-        if locks.len() < LOCKING.len() {
-            return None;
-        }
-        let partial: Vec<String> = algs
-            .iter()
-            .filter(|a| point(rows, a, w).and_then(|r| r.get_param("completed")) == Some("false"))
-            .map(|a| format!("`{a}`"))
-            .collect();
-        why.push(format!(
-            "(3) at {w} writers ({} threads on {cores} cores), time per integer relative to 1 writer: {}. \
-             `lock-free` costs {} per integer; the locking algorithms {}.{}",
-            w + 1,
-            algs.iter()
-                .filter_map(|a| slowdown(a, w).map(|r| format!("`{a}` {}", ratio(r))))
-                .collect::<Vec<_>>()
-                .join(", "),
-            ns(lf),
-            locks
-                .iter()
-                .map(|(a, x)| format!("`{a}` {}", ns(*x)))
-                .collect::<Vec<_>>()
-                .join(", "),
-            if partial.is_empty() {
-                String::new()
+    let no_fit = || {
+        Finding::not_measurable(format!(
+            "no point with {CONTENDED} or more writers where every rank has a core (writers measured: {})",
+            if writers.is_empty() {
+                "none".to_string()
             } else {
-                format!(
-                    " {} did not finish within the time budget (a convoy: the lock, or the next \
-                     turn of a queue lock, belongs to a descheduled thread, and every other sender \
-                     waits for the scheduler); their rate is over the integers delivered.",
-                    partial.join(", ")
-                )
-            }
-        ));
-        let waits = |a: &str| point(rows, a, w).and_then(|r| r.get_param("full_waits"));
-        if let Some(lw) = waits(LOCK_FREE) {
-            why.push(format!(
-                "Full-queue waits at {w} writers: `lock-free` {lw}; {} (LC98 Fig. 3: once the tail \
-                 has been advanced past a full ring, several senders wait on the same packet).",
-                LOCKING
+                writers
                     .iter()
-                    .filter_map(|a| waits(a).map(|x| format!("`{a}` {x}")))
+                    .map(u32::to_string)
                     .collect::<Vec<_>>()
                     .join(", ")
-            ));
+            }
+        ))
+    };
+    let show = |a: &str, (at_w, at_1): (Estimate, Estimate)| {
+        (
+            a.to_string(),
+            format!("{} ({} with 1)", at_w.ratio(at_1).show(2), ns(at_1.value)),
+        )
+    };
+    findings.push(match fit {
+        None => no_fit(),
+        Some(w) => {
+            let locks: Vec<(&str, (Estimate, Estimate))> =
+                LOCKING.iter().filter_map(|a| Some((*a, versus_one(a, w)?))).collect();
+            if locks.len() < LOCKING.len() {
+                Finding::missing(&format!("the locking algorithms at 1 and {w} writers"))
+            } else {
+                Finding::new(
+                    rule::Outcome::all(locks.iter().map(|(_, (x, one))| rule::greater(*x, *one))),
+                    format!(
+                        "at {w} writers, time per integer over one writer's (median blocks): {} (LC98 at 7 \
+                         writers: 1.15x to 3.98x)",
+                        list(&locks.iter().map(|(a, p)| show(a, *p)).collect::<Vec<_>>())
+                    ),
+                )
+            }
         }
-        Some(locks.iter().all(|(_, x)| lf < *x))
     });
-    list.push((
-        "(3) under multiprogramming (more ranks than cores), `lock-free` is faster than every locking \
-         algorithm (LC98 §4.3: \"only the lock-free algorithm is both fast and robust to \
-         multiprogramming\")"
-            .into(),
-        c3,
-    ));
+    findings.push(match fit {
+        None => no_fit(),
+        Some(w) => match versus_one(LOCK_FREE, w) {
+            None => Finding::missing(&format!("`lock-free` at 1 and {w} writers")),
+            Some((x, one)) => Finding::new(
+                rule::less(x, one),
+                format!(
+                    "at {w} writers, `lock-free` {} per integer against {} with one writer: {} (LC98 at 7 \
+                     writers: 0.95x)",
+                    ns(x.value),
+                    ns(one.value),
+                    x.ratio(one).show(2)
+                ),
+            ),
+        },
+    });
 
-    let verdict = Verdict::of_claims(list.iter().map(|c| c.1));
-    let unverified: Vec<String> = rows
-        .iter()
-        .filter(|r| r.metric == "ns_per_msg" && r.get_param("verified") == Some("false"))
-        .map(|r| format!("`{}` x{}", r.series, r.get_param("writers").unwrap_or("?")))
-        .collect();
+    // (4) robust to multiprogramming: the most writers, oversubscribed.
+    let max_w = writers.last().copied();
+    let over_w = max_w.filter(|&w| point(rows, LOCK_FREE, w).is_some_and(|r| r.oversubscribed));
+    findings.push(match (max_w, over_w) {
+        (None, _) => Finding::missing("many-to-one points"),
+        (Some(w), None) => Finding::not_measurable(format!(
+            "the most writers measured ({w}) leave every rank a core; a job has at most {} ranks",
+            symmetry_am::MAX_RANKS
+        )),
+        (_, Some(w)) => {
+            let lf = est("ns_per_msg", LOCK_FREE, w);
+            let locks: Vec<(&str, Estimate)> = LOCKING
+                .iter()
+                .filter_map(|a| Some((*a, est("ns_per_msg", a, w)?)))
+                .collect();
+            match lf {
+                Some(lf) if locks.len() == LOCKING.len() => {
+                    let partial: Vec<String> = algs
+                        .iter()
+                        .filter(|a| {
+                            point(rows, a, w).and_then(|r| r.get_param("completed")) == Some("false")
+                        })
+                        .cloned()
+                        .collect();
+                    if !partial.is_empty() {
+                        notes.push(format!(
+                            "At {w} writers {} did not finish within the time budget (a convoy: the lock, or the \
+                             next turn of a queue lock, belongs to a descheduled thread, and every other sender \
+                             waits for the scheduler); their rate is over the integers delivered.",
+                            names(&partial)
+                        ));
+                    }
+                    let waits = |a: &str| point(rows, a, w).and_then(|r| r.get_param("full_waits"));
+                    if let Some(lw) = waits(LOCK_FREE) {
+                        notes.push(format!(
+                            "Full-queue waits at {w} writers: `lock-free` {lw}; {} (LC98 Fig. 3: once the tail has \
+                             been advanced past a full ring, several senders wait on the same packet).",
+                            list(
+                                &LOCKING
+                                    .iter()
+                                    .filter_map(|a| Some((a.to_string(), waits(a)?.to_string())))
+                                    .collect::<Vec<_>>()
+                            )
+                        ));
+                    }
+                    Finding::new(
+                        rule::Outcome::all(locks.iter().map(|(_, x)| rule::less(lf, *x))),
+                        format!(
+                            "at {w} writers ({} ranks), whole-run time per integer: `lock-free` {}; {}",
+                            w + 1,
+                            ns_e(lf),
+                            list(
+                                &locks
+                                    .iter()
+                                    .map(|(a, x)| (a.to_string(), ns_e(*x)))
+                                    .collect::<Vec<_>>()
+                            )
+                        ),
+                    )
+                }
+                _ => Finding::missing(&format!("`lock-free` and the locking algorithms at {w} writers")),
+            }
+        }
+    });
 
     // Table: ns per integer per writer count, slowdown, gap.
     let mut header: Vec<String> = vec!["algorithm".into()];
     for &w in &writers {
-        let over = w + 1 > cores;
+        let over = point(rows, LOCK_FREE, w)
+            .or_else(|| algs.first().and_then(|a| point(rows, a, w)))
+            .is_some_and(|r| r.oversubscribed);
         header.push(format!(
             "{w} writer{}{}",
             if w == 1 { "" } else { "s" },
@@ -519,84 +595,103 @@ fn assess_old(rows: &[Row], m: &Machine) -> Section {
         table.push(&cells);
     }
 
-    let ints = rows
-        .iter()
-        .find(|r| r.metric == "ns_per_msg")
-        .and_then(|r| r.get_param("ints").map(str::to_string))
-        .unwrap_or_else(|| "?".into());
-    let mut measured = format!(
-        "{}\n{ints} integers per run, writers {}; the table gives the whole-run time per integer \
-         (elapsed / integers), the median-block rate at 1 writer and the LogP gap.",
-        claims_list(&list),
-        writers
-            .iter()
-            .map(|w| w.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let ints = d
+        .row(Sel::metric("ns_per_msg"))
+        .and_then(|r| r.get_param("ints"))
+        .unwrap_or("?");
+    let mut measured = if writers.is_empty() {
+        "No many-to-one points.".to_string()
+    } else {
+        format!(
+            "{ints} integers per run, writers {}; the table gives the whole-run time per integer (elapsed / \
+             integers), the median-block rate at 1 writer and the LogP gap.",
+            writers
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let unverified: Vec<String> = d
+        .select(Sel::metric("ns_per_msg"))
+        .filter(|r| r.get_param("verified") == Some("false"))
+        .map(|r| format!("`{}` x{}", r.series, r.get_param("writers").unwrap_or("?")))
+        .collect();
     if !unverified.is_empty() {
         measured.push_str(&format!(
             " **The receiver's count or sum did not match the writers' for {}** (a delivery bug).",
             unverified.join(", ")
         ));
-    } else if !rows.is_empty() {
+    } else if !writers.is_empty() {
         measured
             .push_str(" Every run delivered each integer exactly once (count and sum checked).");
     }
-    let why = format!(
-        "{}\n\nRanks are threads of one process, each mapping the endpoint segments itself (the \
-         memory traffic of LC98's processes). This machine has {cores} cores: the receiver and one \
-         writer fill it, and every point with more writers is oversubscribed (marked in the table \
-         and the plot), so those points measure time-sharing as much as contention. Ranks are \
-         pinned one per core when they fit; otherwise the kernel schedules them, the receiver \
-         yields after 64 empty polls and a sender facing a full queue backs off, polls and yields.",
-        why.join("\n\n")
-    );
-    Section {
-        id: EXPERIMENT.id.into(),
-        title: EXPERIMENT.title.into(),
-        source: EXPERIMENT.source.into(),
-        claim: "\"The test with a single writer is equivalent to the LogP gap measurement. With three and \
-                seven writers, the processes contend for access, and performance degrades for the \
-                locking algorithms. Surprisingly, the performance of the lock-free algorithm improves \
-                with more writers\" (LC98 §4.2, Table 2: 1,000,000 integers, one process per processor \
-                on 8 processors; lock-free 3.19 / 3.08 / 3.03 s at 1 / 3 / 7 writers, Posix mutex \
-                3.54 / 10.0 / 14.1 s). LC98 §4.3: \"Only the lock-free algorithm is both fast and \
-                robust to multiprogramming.\""
-            .into(),
+    notes.push(format!(
+        "Ranks are threads of one process, each mapping the endpoint segments itself (the memory traffic of \
+         LC98's processes). With {cores} cores, points with more than {} writer{} are oversubscribed (marked in \
+         the table and the plot) and measure time-sharing as much as contention. Ranks are pinned one per core \
+         when they fit; otherwise the kernel schedules them, the receiver yields after 64 empty polls and a \
+         sender facing a full queue backs off, polls and yields.",
+        cores.saturating_sub(1),
+        if cores == 2 { "" } else { "s" }
+    ));
+    Assessment {
+        findings,
         measured,
-        verdict,
-        why,
+        notes: notes.join("\n\n"),
         table: Some(table),
-        svg: Some(format!("{}.svg", EXPERIMENT.id)),
-        provenance: None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
 
-    fn rows(lf_max: f64) -> Vec<Row> {
+    /// Rows on `m` (writers 1, 3, cores - 1 and 4 cores - 1): g = 100 ns;
+    /// one writer at `one` ns per integer; with more writers than one the
+    /// locking algorithms at `locks` and `lock-free` at `lf` (median blocks
+    /// and whole runs alike); every point with a spread of `rel` either side.
+    fn rows(m: &Machine, one: f64, locks: f64, lf: f64, rel: f64) -> Vec<Row> {
+        let c = m.cores() as u32;
+        let mut ws = vec![1, 3, c.saturating_sub(1).max(1), 4 * c - 1];
+        ws.sort_unstable();
+        ws.dedup();
         let mut v = Vec::new();
         for a in symmetry_am::claim::NAMES {
-            v.push(
-                Row::new(EXPERIMENT.id, a, 2, false, "logp_g_ns", 100.0, "ns").param("writers", 1),
-            );
-            for w in [1u32, 2, 3, 7] {
+            v.push(testing::row(
+                EXPERIMENT.id,
+                a,
+                2,
+                m,
+                "logp_g_ns",
+                100.0,
+                rel,
+                &[("writers", "1")],
+            ));
+            for &w in &ws {
                 let x = match (*a, w) {
-                    (_, 1) => 110.0,
-                    ("lock-free", _) => lf_max,
-                    _ => 300.0,
+                    (_, 1) => one,
+                    ("lock-free" | "stamp", _) => lf,
+                    _ => locks,
                 };
+                let ws = w.to_string();
                 for metric in ["ns_per_msg", "block_ns_per_msg"] {
                     v.push(
-                        Row::new(EXPERIMENT.id, a, w + 1, w + 1 > 2, metric, x, "ns")
-                            .param("writers", w)
-                            .param("ints", 1000)
-                            .param("delivered", 1000)
-                            .param("completed", true)
-                            .param("verified", true),
+                        testing::row(
+                            EXPERIMENT.id,
+                            a,
+                            w + 1,
+                            m,
+                            metric,
+                            x,
+                            rel,
+                            &[("writers", ws.as_str()), ("ints", "1000")],
+                        )
+                        .param("delivered", 1000)
+                        .param("completed", true)
+                        .param("verified", true),
                     );
                 }
             }
@@ -605,44 +700,63 @@ mod tests {
     }
 
     #[test]
-    fn two_cores_cannot_show_contention_without_oversubscription() {
-        let m = Machine {
-            logical_cpus: 2,
-            ..Machine::detect(true)
-        };
-        let s = assess_old(&rows(100.0), &m);
-        assert!(s.measured.contains("not measured"), "{}", s.measured);
-        assert_eq!(s.verdict, Verdict::Holds);
-        assert_eq!(assess_old(&rows(400.0), &m).verdict, Verdict::Partial);
-        assert_eq!(draw(&rows(100.0), &m).panels.len(), 4);
-        // With 16 cores the 2..=7-writer points fit: claim (2) is judged.
-        let big = Machine {
-            logical_cpus: 16,
-            ..m
-        };
-        let s = assess_old(&rows(100.0), &big);
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            let s = EXPERIMENT.section(&rows(&m, 110.0, 300.0, 80.0, 0.01), &m);
+            assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
+            let s = EXPERIMENT.section(&rows(&m, 300.0, 100.0, 400.0, 0.01), &m);
+            assert_eq!(s.verdict, Verdict::Differs, "{}", s.measured);
+            let s = EXPERIMENT.section(&rows(&m, 130.0, 130.0, 130.0, 0.1), &m);
+            assert_eq!(s.verdict, Verdict::Indistinct, "{}", s.measured);
+            assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+        }
+        // A small machine cannot separate contention from time-sharing.
+        let m = small_vm();
+        let s = EXPERIMENT.section(&rows(&m, 110.0, 300.0, 80.0, 0.01), &m);
         assert!(
-            s.measured.contains("`lock-free` improves: **holds**"),
+            s.measured.contains("needs 4 or more cores"),
             "{}",
             s.measured
+        );
+        assert_eq!(
+            draw(&rows(&m, 110.0, 300.0, 80.0, 0.01), &m).panels.len(),
+            4
+        );
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), 110.0, 300.0, 80.0, 0.01),
+            &rows(&big_metal(), 110.0, 300.0, 80.0, 0.01),
         );
     }
 
     #[test]
     fn writer_counts_cover_lc98_points() {
-        let ctx = Ctx {
-            quick: true,
-            threads: None,
-            locks: None,
-            cores: 2,
-            progress: false,
-            out: None,
-        };
+        let ctx = Ctx::new(true, 2);
         assert_eq!(writer_counts(&ctx), vec![1, 2, 3, 7]);
         let ctx = Ctx {
             threads: Some(vec![1, 2, 4]),
             ..ctx
         };
         assert_eq!(writer_counts(&ctx), vec![1, 3]);
+    }
+
+    #[test]
+    fn a_run_records_the_spread_of_its_repeats() {
+        let ctx = Ctx {
+            threads: Some(vec![2]),
+            ..Ctx::new(true, 2)
+        };
+        let rows = run(&ctx).unwrap();
+        let d = Data::new(&rows);
+        for metric in ["logp_g_ns", "ns_per_msg", "elapsed_ms"] {
+            for r in d.select(Sel::metric(metric)) {
+                let (lo, hi, n) = r.spread().unwrap_or_else(|| panic!("{metric}: {r:?}"));
+                assert!(lo <= r.value && r.value <= hi && n >= 2, "{r:?}");
+            }
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! Measurement kernels of the Active Messages experiments (`am-logp`,
-//! `am-stress`, `peer-messages`): each runs ranks of a thread-mode job
+//! `am-stress`, `am-bulk`, `peer-messages`): each runs ranks of a thread-mode job
 //! (`symmetry_am::job::run_threads`: every rank maps the segments itself,
 //! so the memory traffic is that of separate processes) and returns plain
 //! numbers. Algorithms are chosen by registry name and monomorphized
@@ -21,9 +21,9 @@
 //!    o_r the mean time inside the `poll` call that delivers the reply (the
 //!    reply handler does nothing; the empty polls before it are not
 //!    counted). Each call is timed with a pair of `Instant::now()` reads
-//!    (rdtsc through the vDSO here, ~20 ns); the calls take well over 50 ns,
-//!    and the mean cost of an empty pair of reads, measured first, is
-//!    subtracted (clamped at 0).
+//!    (clock reads through the vDSO where the kernel offers one), and the
+//!    mean cost of an empty pair of reads, measured first, is subtracted
+//!    (clamped at 0).
 //! 4. **g**: rank 0 sends `rounds` one-way requests as fast as it can (the
 //!    queue is full most of the time: a full queue makes `request` back off
 //!    and poll, as LC98's Fig. 2 does; in that steady state the sender
@@ -35,7 +35,8 @@
 //! Each phase is timed in blocks of up to 1,000 messages and reports the
 //! median block's time per message: a block in which the scheduler
 //! preempted one of the ranks (or another program ran) is an outlier
-//! instead of a bias, which matters on a 2-CPU machine.
+//! instead of a bias, which matters wherever the ranks share their CPUs
+//! with other load.
 //!
 //! # Cache-line ping-pong ([`pingpong_rtt_ns`])
 //!
@@ -67,12 +68,25 @@
 //! CPU after 64 consecutive empty polls (the senders already back off and
 //! yield on a full queue).
 //!
+//! # Bulk transfers ([`bulk`], [`memcpy_run`], [`cross_core_run`])
+//!
+//! LC98 §4.1's peak bulk bandwidth: two ranks stream `request_bulk`
+//! messages of one size, the receiver copying each block out of the queue
+//! and checking its sequence number (see [`bulk`]). Two baselines of the
+//! same shape and size: one thread copying between two ring-shaped buffers
+//! ([`memcpy_run`], "the memory copy rate"), and the same chunks handed
+//! between two pinned threads through a ring of the same blocks with a
+//! sequence word per block ([`cross_core_run`]: both copies and the
+//! cache-line migration of a bulk message, without claim, packet or
+//! dispatch).
+//!
 //! # Teardown
 //!
 //! Every rank ends with an Active Messages barrier and closes its endpoint
 //! only once all ranks have left it (see `run_rank` for why
 //! `Endpoint::finish` is not used).
 
+use std::cell::UnsafeCell;
 use std::hint::spin_loop;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -81,6 +95,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 use symmetry_am::{AmError, Claim, Config, Endpoint, Job, MAX_RANKS, Msg, Token, job};
 
+use crate::harness::median;
 use crate::kernels::locks::allowed_cpus;
 
 /// LC98 Table 1's parameters of one algorithm, in nanoseconds.
@@ -322,13 +337,10 @@ fn per_msg(d: Duration, len: u64) -> f64 {
     d.as_nanos() as f64 / len.max(1) as f64
 }
 
-/// Median of a non-empty sample (NaN if empty).
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// The median of per-block times (NaN when there is no block, so that a
+/// run too short to time stays visibly unmeasured).
+fn median_block(v: &[f64]) -> f64 {
+    median(v).unwrap_or(f64::NAN)
 }
 
 fn logp_with<C: Claim>(rounds: u64) -> Result<LogP, String> {
@@ -356,14 +368,14 @@ fn logp_with<C: Claim>(rounds: u64) -> Result<LogP, String> {
     }
     root_cause("logp", C::NAME, errors)?;
     let o = out.ok_or_else(|| format!("logp {}: rank 0 returned no result", C::NAME))?;
-    let rtt_ns = median(o.rtt);
-    let os_ns = (median(o.os) - timer).max(0.0);
-    let or_ns = (median(o.or) - timer).max(0.0);
+    let rtt_ns = median_block(&o.rtt);
+    let os_ns = (median_block(&o.os) - timer).max(0.0);
+    let or_ns = (median_block(&o.or) - timer).max(0.0);
     Ok(LogP {
         rtt_ns,
         os_ns,
         or_ns,
-        g_ns: median(o.g),
+        g_ns: median_block(&o.g),
         l_ns: rtt_ns / 2.0 - os_ns - or_ns,
     })
 }
@@ -519,7 +531,7 @@ pub fn pingpong_rtt_ns(rounds: u64) -> f64 {
             }
             blocks
         });
-        median(a.join().expect("ping-pong thread panicked"))
+        median_block(&a.join().expect("ping-pong thread panicked"))
     })
 }
 
@@ -610,8 +622,7 @@ pub struct StressRun {
     /// The receiver's time per integer in the median block of about 1,000
     /// deliveries (NaN for runs shorter than a block): the rate while all
     /// ranks run, which a whole-run average mixes with the time the
-    /// machine's other load takes (on a loaded 2-CPU machine, several
-    /// times over).
+    /// machine's other load takes.
     pub block_ns_per_msg: f64,
 }
 
@@ -782,7 +793,7 @@ fn stress_rank<C: Claim>(
             elapsed,
             delivered: st.count,
             timed: st.count - before,
-            block_ns: median(blocks),
+            block_ns: median_block(&blocks),
             verified,
         })
     } else {
@@ -806,6 +817,364 @@ fn stress_rank<C: Claim>(
         ep.request(0, H_DONE, &[sent, sum])?;
         let full_waits = ep.stats().full_waits;
         Ok(StressRank::Writer { full_waits })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Bulk transfers
+
+/// Untimed bytes streamed (or copied) before each timed size.
+pub const BULK_WARMUP_BYTES: u64 = 1 << 20;
+
+/// Handler ids of the bulk benchmark: a block of the stream, and the
+/// receiver's reply when a phase has arrived.
+const H_BULK: u16 = 0;
+const H_BULK_DONE: u16 = 1;
+
+/// One measured bulk stream or baseline copy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BulkOut {
+    /// From the first send (copy) to the reply that the last block arrived.
+    pub elapsed: Duration,
+    /// Bytes that arrived.
+    pub bytes: u64,
+    /// Whether every block arrived with the sequence number it was sent
+    /// with, and all of them arrived.
+    pub verified: bool,
+}
+
+impl BulkOut {
+    /// Bandwidth in MB/s (10^6 bytes per second, as LC98).
+    pub fn mb_s(&self) -> f64 {
+        self.bytes as f64 / self.elapsed.as_secs_f64().max(1e-12) / 1e6
+    }
+}
+
+/// Block stride and count of the bulk ring of a default [`Config`] (the
+/// shape the baselines' buffers copy).
+pub fn bulk_ring_shape() -> (usize, usize) {
+    let c = Config::default();
+    (c.bulk_bytes as usize, c.bulk_blocks as usize)
+}
+
+/// Checks a message size of the bulk kernels: at least the 8 bytes of the
+/// sequence number each block carries, at most one bulk block.
+fn check_bulk_size(size: usize) -> Result<(), String> {
+    let (stride, _) = bulk_ring_shape();
+    if (8..=stride).contains(&size) {
+        Ok(())
+    } else {
+        Err(format!(
+            "bulk: message size {size} B (accepted: 8..={stride} B, one bulk block)"
+        ))
+    }
+}
+
+/// Handler state of both bulk ranks.
+struct BulkState {
+    /// Receiver: the destination of the copy (one block).
+    buf: Vec<u8>,
+    /// Receiver: bytes of the current phase so far, and bad blocks.
+    bytes: u64,
+    errors: u64,
+    /// Receiver: phases completed.
+    phases: u64,
+    /// Sender: replies received, and the last one's words.
+    acks: u64,
+    acked: [u64; 2],
+}
+
+/// Receiver: copy the block out, check its sequence number (`args[0]`),
+/// and reply when the phase's bytes (`args[1]`) have arrived.
+fn on_bulk<C: Claim>(t: &mut Token<'_, C, BulkState>, m: &Msg<'_>) -> Result<(), AmError> {
+    let s = t.state();
+    let n = m.bulk.len().min(s.buf.len());
+    s.buf[..n].copy_from_slice(&m.bulk[..n]);
+    let seq = s
+        .buf
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(!0, u64::from_le_bytes);
+    s.errors += u64::from(seq != m.args[0] || n != m.bulk.len());
+    s.bytes += n as u64;
+    if s.bytes >= m.args[1] {
+        let words = [s.bytes, s.errors];
+        (s.bytes, s.errors) = (0, 0);
+        s.phases += 1;
+        t.reply(H_BULK_DONE, &words)
+    } else {
+        Ok(())
+    }
+}
+
+/// Sender: a phase has arrived.
+fn on_bulk_done<C: Claim>(t: &mut Token<'_, C, BulkState>, m: &Msg<'_>) -> Result<(), AmError> {
+    let s = t.state();
+    s.acks += 1;
+    s.acked = [m.args[0], m.args[1]];
+    Ok(())
+}
+
+/// LC98 §4.1's bulk stream with claim algorithm `alg`: two ranks of a
+/// thread-mode job, pinned to two CPUs when there are two. For each of
+/// `sizes`, rank 0 streams an untimed warm-up of [`BULK_WARMUP_BYTES`] and
+/// then `total` bytes of `request_bulk` messages of that size to rank 1,
+/// which copies every block out of the queue into its own buffer (one
+/// block long, so the destination stays in cache), checks the sequence
+/// number the sender wrote into its first word, and replies when the
+/// phase's bytes have arrived; rank 0 times from its first send to that
+/// reply. Rank 1 polls in a tight loop, as LC98's microbenchmarks do, and
+/// yields only without a CPU of its own. One [`BulkOut`] per size.
+pub fn bulk(alg: &str, sizes: &[usize], total: u64) -> Result<Vec<BulkOut>, String> {
+    for &s in sizes {
+        check_bulk_size(s)?;
+    }
+    if total == 0 {
+        return Err("bulk: total must be at least 1 byte".into());
+    }
+    macro_rules! by_name {
+        ($($name:literal => $ty:ty;)*) => {
+            match alg {
+                $($name => bulk_with::<$ty>(sizes, total),)*
+                _ => Err(unknown(alg)),
+            }
+        };
+    }
+    symmetry_am::for_each_claim!(by_name)
+}
+
+fn bulk_with<C: Claim>(sizes: &[usize], total: u64) -> Result<Vec<BulkOut>, String> {
+    let pin = cpus() >= 2;
+    let polite = !pin;
+    let (stride, _) = bulk_ring_shape();
+    let gate = Barrier::new(2);
+    let results = job::run_threads(2, |job| {
+        if pin {
+            pin_to_core(job.rank as usize);
+        }
+        let state = BulkState {
+            buf: vec![0; stride],
+            bytes: 0,
+            errors: 0,
+            phases: 0,
+            acks: 0,
+            acked: [0; 2],
+        };
+        run_rank::<C, _, _>(&job, &gate, state, |ep| {
+            bulk_rank(ep, job.rank, sizes, total, polite)
+        })
+    });
+    let mut outs = None;
+    let mut errors = Vec::new();
+    for (rank, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(o) if rank == 0 => outs = Some(o),
+            Ok(_) => {}
+            Err(e) => errors.push((rank, e)),
+        }
+    }
+    root_cause("bulk", C::NAME, errors)?;
+    outs.ok_or_else(|| format!("bulk {}: rank 0 returned no result", C::NAME))
+}
+
+/// The body of a bulk rank (rank 0 the sender, rank 1 the receiver).
+fn bulk_rank<C: Claim>(
+    ep: &mut Endpoint<C, BulkState>,
+    rank: u32,
+    sizes: &[usize],
+    total: u64,
+    polite: bool,
+) -> Result<Vec<BulkOut>, AmError> {
+    ep.register(H_BULK, on_bulk::<C>)?;
+    ep.register(H_BULK_DONE, on_bulk_done::<C>)?;
+    ep.barrier()?;
+    let mut outs = Vec::new();
+    if rank == 1 {
+        let phases = 2 * sizes.len() as u64;
+        let mut empty = 0u64;
+        while ep.state().phases < phases {
+            if ep.poll()? > 0 {
+                empty = 0;
+            } else {
+                idle(ep, &mut empty, polite)?;
+            }
+        }
+        return Ok(outs);
+    }
+    let mut src = vec![0xa5u8; ep.state().buf.len()];
+    for &size in sizes {
+        for (bytes, timed) in [(BULK_WARMUP_BYTES, false), (total, true)] {
+            let n = bytes.div_ceil(size as u64);
+            let want = n * size as u64;
+            let acks = ep.state().acks;
+            let start = Instant::now();
+            for k in 0..n {
+                src[..8].copy_from_slice(&k.to_le_bytes());
+                ep.request_bulk(1, H_BULK, &[k, want], &src[..size])?;
+            }
+            let mut empty = 0u64;
+            while ep.state().acks == acks {
+                if ep.poll()? == 0 {
+                    idle(ep, &mut empty, polite)?;
+                }
+            }
+            let elapsed = start.elapsed();
+            let [got, errors] = ep.state().acked;
+            if timed {
+                outs.push(BulkOut {
+                    elapsed,
+                    bytes: got,
+                    verified: got == want && errors == 0,
+                });
+            }
+        }
+    }
+    Ok(outs)
+}
+
+/// The `memcpy` baseline: one thread pinned to the first allowed CPU
+/// copies `total` bytes in chunks of `size` between two buffers shaped
+/// like the bulk ring ([`bulk_ring_shape`]: chunk `k` at block `k mod
+/// blocks`), after an untimed warm-up.
+pub fn memcpy_run(size: usize, total: u64) -> Result<BulkOut, String> {
+    check_bulk_size(size)?;
+    let (stride, blocks) = bulk_ring_shape();
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            pin_to_core(0);
+            let src = vec![0x5au8; stride * blocks];
+            let mut dst = vec![0u8; stride * blocks];
+            let n = total.div_ceil(size as u64);
+            let mut pass = |n: u64| {
+                for k in 0..n {
+                    let off = (k as usize % blocks) * stride;
+                    dst[off..off + size].copy_from_slice(&src[off..off + size]);
+                    std::hint::black_box(&mut dst);
+                }
+            };
+            pass((BULK_WARMUP_BYTES / size as u64).max(blocks as u64));
+            let start = Instant::now();
+            pass(n);
+            BulkOut {
+                elapsed: start.elapsed(),
+                bytes: n * size as u64,
+                verified: dst[..size] == src[..size],
+            }
+        })
+        .join()
+    });
+    out.map_err(|_| "memcpy: the copying thread panicked".to_string())
+}
+
+/// The blocks of the cross-core ring, written and read under the protocol
+/// of the sequence words in [`cross_core_run`].
+struct Ring(Box<[UnsafeCell<u8>]>);
+
+// SAFETY: the bytes of block `b` are accessed by one thread at a time, as
+// handed over by the Release/Acquire sequence words of `cross_core_run`.
+unsafe impl Sync for Ring {}
+
+impl Ring {
+    fn new(bytes: usize) -> Self {
+        Self((0..bytes).map(|_| UnsafeCell::new(0)).collect())
+    }
+
+    /// Start of block `b` of `stride` bytes; the pointer may be used for
+    /// the whole block (it derives from the slice, not from one byte).
+    fn block(&self, b: usize, stride: usize) -> *mut u8 {
+        assert!((b + 1) * stride <= self.0.len());
+        UnsafeCell::raw_get(self.0.as_ptr().wrapping_add(b * stride))
+    }
+}
+
+/// The `memcpy-cross-core` baseline: a producer pinned to the first allowed
+/// CPU copies chunks of `size` into a ring shaped like the bulk ring; a
+/// consumer pinned to the second copies them out and checks the sequence
+/// number in each (a per-block sequence word hands each block over, with
+/// no claim algorithm, packet or dispatch). Timed from the common start,
+/// after an untimed warm-up, to the consumer's last copy.
+pub fn cross_core_run(size: usize, total: u64) -> Result<BulkOut, String> {
+    check_bulk_size(size)?;
+    let (stride, blocks) = bulk_ring_shape();
+    let ring = Ring::new(stride * blocks);
+    // Block b is free for message k when seq[b] == k and holds it when
+    // seq[b] == k + 1; the consumer frees it for message k + blocks.
+    let seq: Vec<CachePadded<AtomicU64>> = (0..blocks as u64)
+        .map(|b| CachePadded::new(AtomicU64::new(b)))
+        .collect();
+    let gate = Barrier::new(2);
+    // Messages `from..to`, as producer (copy in) or consumer (copy out and
+    // check the sequence number); whether every check passed.
+    let stream = |from: u64, to: u64, produce: bool| -> bool {
+        let mut ok = true;
+        let mut buf = vec![0u8; size];
+        let mut src = vec![0xa5u8; size];
+        for k in from..to {
+            let b = k as usize % blocks;
+            let want = if produce { k } else { k + 1 };
+            let mut spins = 0u32;
+            // Acquire: pairs with the other side's Release store below, so
+            // its accesses to the block happen before ours.
+            while seq[b].load(Ordering::Acquire) != want {
+                spins += 1;
+                if spins < 1 << 12 {
+                    spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            if produce {
+                src[..8].copy_from_slice(&k.to_le_bytes());
+            }
+            // SAFETY: the sequence word hands block b to this side alone
+            // until our Release store below; `size <= stride`
+            // (`check_bulk_size`) keeps the range inside block b of the
+            // ring, which outlives both threads and is never resized.
+            unsafe {
+                let block = ring.block(b, stride);
+                if produce {
+                    std::ptr::copy_nonoverlapping(src.as_ptr(), block, size);
+                } else {
+                    std::ptr::copy_nonoverlapping(block, buf.as_mut_ptr(), size);
+                }
+            }
+            if !produce {
+                ok &= buf[..8] == k.to_le_bytes();
+            }
+            let next = if produce { k + 1 } else { k + blocks as u64 };
+            // Release: publishes our accesses to the block to the other side.
+            seq[b].store(next, Ordering::Release);
+        }
+        ok
+    };
+    let warm = (BULK_WARMUP_BYTES / size as u64).max(blocks as u64);
+    let n = total.div_ceil(size as u64);
+    let joined = std::thread::scope(|s| {
+        let (stream, gate) = (&stream, &gate);
+        let producer = s.spawn(move || {
+            pin_to_core(0);
+            stream(0, warm, true);
+            gate.wait();
+            let start = Instant::now();
+            stream(warm, warm + n, true);
+            start
+        });
+        let consumer = s.spawn(move || {
+            pin_to_core(1);
+            let warm_ok = stream(0, warm, false);
+            gate.wait();
+            let ok = stream(warm, warm + n, false);
+            (Instant::now(), warm_ok && ok)
+        });
+        (producer.join(), consumer.join())
+    });
+    match joined {
+        (Ok(start), Ok((end, ok))) => Ok(BulkOut {
+            elapsed: end.saturating_duration_since(start),
+            bytes: n * size as u64,
+            verified: ok,
+        }),
+        _ => Err("memcpy-cross-core: a copying thread panicked".into()),
     }
 }
 
@@ -876,6 +1245,37 @@ mod tests {
         assert!(stress("tas", 0, 10).is_err());
         assert!(stress("tas", 64, 10).is_err());
         assert!(stress("nope", 1, 10).unwrap_err().contains("lock-free"));
+    }
+
+    #[test]
+    fn every_algorithm_streams_verified_bulk_data() {
+        for alg in symmetry_am::claim::NAMES {
+            let outs = bulk(alg, &[256, 8192], 1 << 18).unwrap();
+            assert_eq!(outs.len(), 2, "{alg}");
+            assert!(
+                outs.iter().all(|o| o.verified && o.bytes == 1 << 18),
+                "{alg}: {outs:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn bulk_baselines_copy_everything() {
+        for size in [256, 8192] {
+            assert!(memcpy_run(size, 1 << 18).unwrap().verified);
+            let c = cross_core_run(size, 1 << 18).unwrap();
+            assert!(c.verified && c.bytes == 1 << 18, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn bulk_sizes_are_checked() {
+        let (stride, _) = bulk_ring_shape();
+        assert!(bulk("stamp", &[4], 1024).unwrap_err().contains("accepted"));
+        assert!(bulk("stamp", &[stride + 1], 1024).is_err());
+        assert!(bulk("nope", &[256], 1024).unwrap_err().contains("accepted"));
+        assert!(memcpy_run(0, 1024).is_err());
+        assert!(cross_core_run(stride * 2, 1024).is_err());
     }
 
     #[test]
