@@ -448,14 +448,6 @@ fn per_app(apps: &[AppTimes], f: impl Fn(&AppTimes) -> Option<String>) -> String
         .join("; ")
 }
 
-/// `e` with its lower end at 0 or above. The quantity is a time or a
-/// rate, so positive; an interval widened by a pooled noise of more than
-/// 100% would otherwise reach below 0 and make a ratio of two intervals
-/// meaningless (its quotients change sign) instead of wide.
-fn nonnegative(e: Estimate) -> Estimate {
-    Estimate::new(e.value, e.lo.max(0.0), e.hi)
-}
-
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let cfgs = configs(rows);
@@ -514,7 +506,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 .threads(p)
                 .params(&[("app", app)]),
         )
-        .map(nonnegative)
     };
     // The P the text describes: the judged one, else the most ranks that
     // fit, else the most measured.

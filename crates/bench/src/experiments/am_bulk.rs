@@ -300,26 +300,12 @@ fn mb_e(e: Estimate) -> String {
     format!("{:.0} [{:.0}, {:.0}] MB/s", e.value, e.lo, e.hi)
 }
 
-/// `e` with its lower end at 0 or above. The quantity is a time or a
-/// rate, so positive; an interval widened by a pooled noise of more than
-/// 100% would otherwise reach below 0 and make a ratio of two intervals
-/// meaningless (its quotients change sign) instead of wide.
-fn nonnegative(e: Estimate) -> Estimate {
-    Estimate::new(e.value, e.lo.max(0.0), e.hi)
-}
-
 fn assess(rows: &[Row], _m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let peak = PEAK.to_string();
     let at_peak = [("bytes", peak.as_str())];
-    let bw = |n: &str| {
-        d.estimate(Sel::metric(METRIC).series(n).params(&at_peak))
-            .map(nonnegative)
-    };
-    let frac = |n: &str| {
-        d.estimate(Sel::metric(OF_MEMCPY).series(n))
-            .map(nonnegative)
-    };
+    let bw = |n: &str| d.estimate(Sel::metric(METRIC).series(n).params(&at_peak));
+    let frac = |n: &str| d.estimate(Sel::metric(OF_MEMCPY).series(n));
     let lc98_bw: Vec<(&str, Estimate)> = LC98.iter().filter_map(|n| Some((*n, bw(n)?))).collect();
     let absent: Vec<&str> = LC98.iter().copied().filter(|n| bw(n).is_none()).collect();
     let missing = || Finding::missing(&format!("8 KiB bandwidth of {}", names(&absent)));

@@ -264,20 +264,9 @@ fn ns_e(e: Estimate) -> String {
     format!("{} [{}, {}]", ns(e.value), ns(e.lo), ns(e.hi))
 }
 
-/// `e` with its lower end at 0 or above. The quantity is a time or a
-/// rate, so positive; an interval widened by a pooled noise of more than
-/// 100% would otherwise reach below 0 and make a ratio of two intervals
-/// meaningless (its quotients change sign) instead of wide.
-fn nonnegative(e: Estimate) -> Estimate {
-    Estimate::new(e.value, e.lo.max(0.0), e.hi)
-}
-
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
-    let est = |s: &str, metric: &str| {
-        d.estimate(Sel::metric(metric).series(s).threads(2))
-            .map(nonnegative)
-    };
+    let est = |s: &str, metric: &str| d.estimate(Sel::metric(metric).series(s).threads(2));
     // Estimates of `metric` for each of `series`, or the names missing.
     let all = |series: &[&str], metric: &str| -> Result<Vec<(String, Estimate)>, Finding> {
         let absent: Vec<&str> = series

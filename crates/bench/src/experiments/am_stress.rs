@@ -342,14 +342,6 @@ fn ns_e(e: Estimate) -> String {
     format!("{} [{}, {}]", ns(e.value), ns(e.lo), ns(e.hi))
 }
 
-/// `e` with its lower end at 0 or above. The quantity is a time or a
-/// rate, so positive; an interval widened by a pooled noise of more than
-/// 100% would otherwise reach below 0 and make a ratio of two intervals
-/// meaningless (its quotients change sign) instead of wide.
-fn nonnegative(e: Estimate) -> Estimate {
-    Estimate::new(e.value, e.lo.max(0.0), e.hi)
-}
-
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let cores = m.cores() as u32;
@@ -357,12 +349,9 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let algs = crate::harness::series_names(rows, "ns_per_msg");
     let est = |metric: &str, alg: &str, w: u32| {
         let r = point_of(rows, metric, alg, w)?;
-        r.value.is_finite().then(|| nonnegative(d.estimate_of(r)))
+        r.value.is_finite().then(|| d.estimate_of(r))
     };
-    let gap = |alg: &str| {
-        d.estimate(Sel::metric("logp_g_ns").series(alg).threads(2))
-            .map(nonnegative)
-    };
+    let gap = |alg: &str| d.estimate(Sel::metric("logp_g_ns").series(alg).threads(2));
     let slowdown = |a: &str, w: u32| Some(per_msg(rows, a, w)? / per_msg(rows, a, 1)?);
     let list = |xs: &[(String, String)]| {
         xs.iter()

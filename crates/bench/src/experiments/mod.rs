@@ -68,29 +68,3 @@ pub const PENDING: &[&str] = &[
     "pq-breakdown",
     "pq-apps",
 ];
-
-/// Transitional: one contended-counter point without its spread (use
-/// [`crate::registry::locks::LockEntry::counter_point`]).
-pub fn counter_point(
-    ctx: &Ctx,
-    lock: &crate::registry::locks::LockEntry,
-    cfg: crate::kernels::locks::CounterCfg,
-) -> crate::kernels::locks::CounterOut {
-    lock.counter_point(ctx, cfg).0
-}
-
-/// Transitional: the `ns_per_acquire` row without its spread (use
-/// [`crate::registry::locks::acquire_row`]).
-pub fn acquire_row(
-    id: &str,
-    series: &str,
-    ctx: &Ctx,
-    threads: usize,
-    out: &crate::kernels::locks::CounterOut,
-) -> crate::output::data::Row {
-    let s = crate::harness::Spread::single(out.ns_per_op());
-    let mut r = crate::registry::locks::acquire_row(id, series, ctx, threads, out, &s);
-    r.params
-        .retain(|(k, _)| k != "lo" && k != "hi" && k != "repeats");
-    r
-}

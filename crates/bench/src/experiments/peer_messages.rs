@@ -320,14 +320,6 @@ fn compare(
     }
 }
 
-/// `e` with its lower end at 0 or above. The quantity is a time or a
-/// rate, so positive; an interval widened by a pooled noise of more than
-/// 100% would otherwise reach below 0 and make a ratio of two intervals
-/// meaningless (its quotients change sign) instead of wide.
-fn nonnegative(e: Estimate) -> Estimate {
-    Estimate::new(e.value, e.lo.max(0.0), e.hi)
-}
-
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let cores = m.cores() as u32;
@@ -335,12 +327,9 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let rtt_e = |s: &str| {
         d.row(Sel::metric(RTT).series(s).threads(2))
             .filter(|r| !r.oversubscribed)
-            .map(|r| nonnegative(d.estimate_of(r)))
+            .map(|r| d.estimate_of(r))
     };
-    let mto_e = |s: &str, w: u32| {
-        d.estimate(Sel::metric(MTO).series(s).threads(w + 1))
-            .map(nonnegative)
-    };
+    let mto_e = |s: &str, w: u32| d.estimate(Sel::metric(MTO).series(s).threads(w + 1));
     let mut writers: Vec<u32> = d
         .select(Sel::metric(MTO))
         .map(|r| r.threads.saturating_sub(1))

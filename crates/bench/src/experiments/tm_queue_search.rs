@@ -26,7 +26,7 @@
 //! # Spread
 //!
 //! The Monte Carlo and the measurement each split their trials into
-//! [`BATCHES`] equal batches (the Monte Carlo with a seed per batch): the
+//! `BATCHES` equal batches (the Monte Carlo with a seed per batch): the
 //! row's value is the mean over all trials and its spread (`lo`, `hi`,
 //! `repeats`) the smallest and largest batch mean. The measured rows also
 //! carry the standard error of the mean (`std_err`).

@@ -11,7 +11,7 @@
 //!   machine the run is on. ALL89 does not print its thread latency as a number (Fig. 1
 //!   is a plot), but §III-F says "Threads in Presto cost 600 us on the same
 //!   Symmetry hardware, an order of magnitude worse than our threads", i.e.
-//!   about 60 us per null thread, so 300 us of work was [`PAPER_RATIO`] = 5
+//!   about 60 us per null thread, so 300 us of work was `PAPER_RATIO` = 5
 //!   null threads' worth. (Its other bound, "only an order of magnitude
 //!   more expensive than a procedure call" at 3.6 us in Table II, gives
 //!   ~36 us and a ratio of 8.3; 5 is the finer grain of the two.) The mean

@@ -250,18 +250,6 @@ impl Experiment {
     }
 }
 
-/// Transitional: an assessment carrying a section written before the
-/// experiment declared its claims (no rules; its verdict is lost). Every
-/// experiment of the catalogue is to declare its claims instead.
-pub fn legacy(s: Section) -> Assessment {
-    Assessment {
-        findings: Vec::new(),
-        measured: format!("{}\n\n{}", s.measured, s.why),
-        notes: String::new(),
-        table: s.table,
-    }
-}
-
 /// The verdict of a list of outcomes (the not-measurable ones left out):
 /// holds if all hold; not distinguishable if all are ties; differs if none
 /// holds and one fails; partly holds if some hold and others do not; not

@@ -41,14 +41,21 @@ impl Estimate {
         }
     }
 
-    /// The interval widened to at least `rel` of the value on each side.
+    /// The interval widened by a relative noise `rel` (a repeat range over
+    /// its value). A positive value is widened by the factor `1 + rel`
+    /// either way (`[v / (1 + rel), v * (1 + rel)]`): the timings and rates
+    /// measured here vary by factors, and a positive quantity never gets a
+    /// negative lower end, which would flip the sign of a ratio. Other
+    /// values are widened by `rel * |v|` on each side.
     pub fn widen(self, rel: f64) -> Estimate {
-        let d = (self.value * rel).abs();
-        Estimate::new(
-            self.value,
-            self.lo.min(self.value - d),
-            self.hi.max(self.value + d),
-        )
+        let rel = rel.abs();
+        let (lo, hi) = if self.value > 0.0 {
+            (self.value / (1.0 + rel), self.value * (1.0 + rel))
+        } else {
+            let d = (self.value * rel).abs();
+            (self.value - d, self.value + d)
+        };
+        Estimate::new(self.value, self.lo.min(lo), self.hi.max(hi))
     }
 
     /// `self / other`: every quotient of the two intervals (`other` taken
@@ -334,6 +341,18 @@ mod tests {
         let flat = [e(1.0, 0.8, 1.2), e(1.1, 0.9, 1.3)];
         assert_eq!(increasing(&flat), Outcome::Tie);
         assert!(matches!(increasing(&up[..1]), Outcome::NotMeasurable(_)));
+    }
+
+    #[test]
+    fn widening_keeps_positive_values_positive() {
+        let w = Estimate::exact(10.0).widen(1.5);
+        assert_eq!((w.lo, w.hi), (4.0, 25.0));
+        let w = Estimate::exact(-2.0).widen(0.5);
+        assert_eq!((w.lo, w.hi), (-3.0, -1.0));
+        let r = Estimate::exact(1.0)
+            .widen(3.0)
+            .ratio(Estimate::exact(1.0).widen(3.0));
+        assert!(r.lo > 0.0);
     }
 
     #[test]

@@ -386,9 +386,3 @@ pub fn increments<F: Fn() -> i64 + Sync>(
     });
     (per_thread.iter().sum(), elapsed)
 }
-
-/// Transitional: the median run of `repeats` runs of `f` by `key`, without
-/// its spread (use [`crate::harness::median_run`], which records it).
-pub fn median_run<T>(repeats: usize, f: impl FnMut() -> T, key: impl Fn(&T) -> f64) -> T {
-    crate::harness::median_run(repeats, f, key).0
-}

@@ -889,41 +889,6 @@ fn safe_url(url: &str) -> bool {
     }
 }
 
-/// Transitional: the "Measured" list of claims of an experiment not yet
-/// declared with rules (see `crate::harness::legacy`).
-pub fn claims_list<S: std::fmt::Display>(claims: &[(S, Option<bool>)]) -> String {
-    let mut out = String::new();
-    for (c, h) in claims {
-        out.push_str(&format!(
-            "- {c}: **{}**\n",
-            match h {
-                Some(true) => "holds",
-                Some(false) => "does not hold",
-                None => "not measured",
-            }
-        ));
-    }
-    out
-}
-
-impl Verdict {
-    /// Transitional: the verdict of claims held / failed / not measured, for
-    /// experiments not yet declared with rules.
-    pub fn of_claims(claims: impl IntoIterator<Item = Option<bool>>) -> Verdict {
-        let (mut held, mut known) = (0, 0);
-        for c in claims.into_iter().flatten() {
-            known += 1;
-            held += usize::from(c);
-        }
-        match held {
-            _ if known == 0 => Verdict::NotMeasurable,
-            h if h == known => Verdict::Holds,
-            0 => Verdict::Differs,
-            _ => Verdict::Partial,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1102,17 +1067,6 @@ mod tests {
         assert_eq!(markdown_to_html(""), "");
         assert_eq!(inline_html("a < b & `x`"), "a &lt; b &amp; <code>x</code>");
         assert_eq!(inline_html("`unclosed"), "`unclosed");
-    }
-
-    #[test]
-    fn verdict_of_claims() {
-        assert_eq!(Verdict::of_claims([Some(true), None]), Verdict::Holds);
-        assert_eq!(
-            Verdict::of_claims([Some(true), Some(false)]),
-            Verdict::Partial
-        );
-        assert_eq!(Verdict::of_claims([Some(false), None]), Verdict::Differs);
-        assert_eq!(Verdict::of_claims([None, None]), Verdict::NotMeasurable);
     }
 
     #[test]
