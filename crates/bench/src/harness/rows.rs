@@ -106,21 +106,32 @@ impl<'a> Data<'a> {
         Some(self.estimate_of(r))
     }
 
-    /// `r` as an estimate (see [`Data::estimate`]).
+    /// `r` as an estimate (see [`Data::estimate`]): its median, multiplied
+    /// and divided by one plus its relative noise, where the noise is the
+    /// larger of the point's own repeat range over its median and the
+    /// pooled noise of the most specific set of repeated points of the same
+    /// metric: its series' points that are oversubscribed as it is, else any
+    /// series' such points, else its series', else the metric's. The range
+    /// of a few repeats understates how far the next run's median may land,
+    /// so the interval spans the whole range on each side of the median.
     pub fn estimate_of(&self, r: &Row) -> Estimate {
         let own = match r.spread() {
-            Some((lo, hi, _)) => Estimate::new(r.value, lo, hi),
-            None => Estimate::exact(r.value),
+            Some((lo, hi, _)) if r.value != 0.0 && r.value.is_finite() => {
+                ((hi - lo) / r.value).abs()
+            }
+            _ => 0.0,
         };
-        // Most specific pool with a repeated point: the series' points with
-        // the same oversubscription, any series' with it, the series', all.
         let over = Some(r.oversubscribed);
-        let noise = self
+        let pooled = self
             .pool(&r.metric, Some(&r.series), over)
             .or_else(|| self.pool(&r.metric, None, over))
             .or_else(|| self.pool(&r.metric, Some(&r.series), None))
             .unwrap_or_else(|| self.pooled_noise(&r.metric));
-        own.widen(noise)
+        let base = match r.spread() {
+            Some((lo, hi, _)) => Estimate::new(r.value, lo, hi),
+            None => Estimate::exact(r.value),
+        };
+        base.widen(own.max(pooled))
     }
 
     /// The pooled relative noise of `metric` in this run: the median over
