@@ -169,19 +169,6 @@ fn installed<'a>(d: &Data<'a>, series: &str, metric: &str) -> Option<&'a Row> {
         .or_else(|| d.row(sel))
 }
 
-/// `r` as an estimate: the range of its own repeats when it has two or
-/// more, else [`Data::estimate_of`] (widened to the metric's pooled noise).
-/// Every `c_spins` point of a run has repeats of its own, and the series
-/// differ by orders of magnitude in noise (a user C of a few spins is
-/// quantized, an OS C of hundreds is not): pooling them would give an OS C
-/// the user C's relative spread.
-fn own(d: &Data<'_>, r: &Row) -> Estimate {
-    match r.spread() {
-        Some((lo, hi, n)) if n >= 2 => Estimate::new(r.value, lo, hi),
-        _ => d.estimate_of(r),
-    }
-}
-
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let mut table = Table::new(&[
@@ -223,7 +210,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         "1.00x",
         "-",
     ]);
-    let est = |series: &str, metric: &str| installed(&d, series, metric).map(|r| own(&d, r));
+    let est = |series: &str, metric: &str| installed(&d, series, metric).map(|r| d.estimate_of(r));
     let os_c = est("os", "c_spins");
     let user_c = est("user", "c_spins");
     let firefly = Estimate::exact(FIREFLY_C_SPINS);

@@ -107,31 +107,26 @@ impl<'a> Data<'a> {
     }
 
     /// `r` as an estimate (see [`Data::estimate`]): its median, multiplied
-    /// and divided by one plus its relative noise, where the noise is the
-    /// larger of the point's own repeat range over its median and the
-    /// pooled noise of the most specific set of repeated points of the same
-    /// metric: its series' points that are oversubscribed as it is, else any
-    /// series' such points, else its series', else the metric's. The range
-    /// of a few repeats understates how far the next run's median may land,
-    /// so the interval spans the whole range on each side of the median.
+    /// and divided by one plus the pooled noise of its kind: the median
+    /// relative repeat range of the metric's repeated points that are
+    /// oversubscribed as `r` is (else of all the metric's points). The
+    /// interval always contains the point's own repeats.
+    ///
+    /// Why pooled rather than each point's own range: three to five repeats
+    /// give a range that swings from run to run (one descheduled repeat
+    /// widens it tenfold), so rules judged on own ranges flipped between a
+    /// decision and a tie across back-to-back runs. The median range over
+    /// all of a metric's points is stable across runs, and the medians it
+    /// surrounds move far less than single ranges do.
     pub fn estimate_of(&self, r: &Row) -> Estimate {
-        let own = match r.spread() {
-            Some((lo, hi, _)) if r.value != 0.0 && r.value.is_finite() => {
-                ((hi - lo) / r.value).abs()
-            }
-            _ => 0.0,
-        };
-        let over = Some(r.oversubscribed);
         let pooled = self
-            .pool(&r.metric, Some(&r.series), over)
-            .or_else(|| self.pool(&r.metric, None, over))
-            .or_else(|| self.pool(&r.metric, Some(&r.series), None))
+            .pool(&r.metric, None, Some(r.oversubscribed))
             .unwrap_or_else(|| self.pooled_noise(&r.metric));
         let base = match r.spread() {
             Some((lo, hi, _)) => Estimate::new(r.value, lo, hi),
             None => Estimate::exact(r.value),
         };
-        base.widen(own.max(pooled))
+        base.widen(pooled)
     }
 
     /// The pooled relative noise of `metric` in this run: the median over
