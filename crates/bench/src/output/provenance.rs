@@ -74,12 +74,11 @@ impl Provenance {
     /// One line for the report: commit, mode, start, duration, command.
     pub fn markdown(&self) -> String {
         format!(
-            "commit `{}`, {} mode, started {}, {:.0} s on {} logical CPUs, command `{}`",
+            "commit `{}`, {} mode, started {}, {:.0} s, command `{}`",
             self.commit,
             self.mode,
             self.started_utc,
             self.seconds,
-            self.cores,
             self.command.replace('`', "'")
         )
     }
