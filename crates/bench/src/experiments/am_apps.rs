@@ -855,11 +855,12 @@ mod tests {
         assert_eq!(s.verdict, Verdict::NotMeasurable, "{}", s.measured);
     }
 
-    /// LC98's own Table 4 (stamp as lock-free): `ticket` is strictly the
-    /// best locking algorithm on two applications of four (tied on
-    /// CON/comp, behind on SAMPLE), which is no majority; the rest holds.
+    /// LC98's own Table 4 (stamp as lock-free): its orderings among the
+    /// fast algorithms rest on 1-4% differences, under the harness's noise
+    /// floor, so those rules are ties; `pthread`'s large gaps decide the
+    /// one that holds, and the ties do not move the verdict.
     #[test]
-    fn the_papers_table_is_partly_distinct() {
+    fn the_papers_table_mostly_ties() {
         let table: Vec<(&str, [f64; 7])> = TABLE4
             .iter()
             .map(|(a, t)| (*a, [t[0], t[1], t[2], t[3], t[4], t[5], t[5]]))
@@ -867,7 +868,7 @@ mod tests {
         let m = big_metal();
         let rows = rows_from(&m, &table, 8, 0.002);
         let s = EXPERIMENT.section(&rows, &m);
-        assert_eq!(s.verdict, Verdict::Partial, "{}", s.measured);
+        assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
         let line = s
             .measured
             .lines()

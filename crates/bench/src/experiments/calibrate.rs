@@ -252,8 +252,11 @@ mod tests {
             assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
             let differs = rows(&m, 100.0, 5000.0, 0.0);
             assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
-            let partial = rows(&m, 100.0, 101.0, 12.0);
+            let partial = rows(&m, 100.0, 5000.0, 12.0);
             assert_eq!(EXPERIMENT.section(&partial, &m).verdict, Verdict::Partial);
+            // A hand-off inside the noise neither supports nor refutes.
+            let tie = rows(&m, 100.0, 101.0, 12.0);
+            assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Holds);
             assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
         }
         // One core: no pair to hand off between; the constants still count.

@@ -558,7 +558,8 @@ mod tests {
             let tie = rows(&m, eq, (0.01, 0.01), (0.005, 0.005));
             let a = assess(&tie, &m);
             assert_eq!(a.findings[1].outcome, Outcome::Tie);
-            assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Partial);
+            // A tie neither supports nor refutes: the other rules decide.
+            assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Holds);
             assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
         }
     }
