@@ -24,11 +24,7 @@ use std::ptr::NonNull;
 use corosensei::Coroutine;
 
 use crate::park_word::ParkWord;
-use corosensei::stack::DefaultStack;
-
-/// The stack type of user threads: an `mmap`ed region with a guard page
-/// below it (corosensei's [`DefaultStack`]).
-pub type Stack = DefaultStack;
+pub use crate::stack::Stack;
 
 /// Why a user thread switched back to its processor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

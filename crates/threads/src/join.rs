@@ -13,6 +13,11 @@ use std::time::Duration;
 use symmetry_locks::Tas;
 
 use crate::cb::CbRef;
+use crate::stack::StackError;
+
+/// The result payload of a thread that could not start (distinct from
+/// any panic payload a user could throw).
+pub(crate) struct NoStack(pub(crate) StackError);
 
 enum Waiter {
     User(CbRef),
@@ -58,6 +63,7 @@ impl<T> Packet<T> {
 
 /// Why [`JoinHandle::join`] has no value.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum JoinError {
     /// The thread panicked; the payload is the panic's.
     Panicked {
@@ -69,6 +75,9 @@ pub enum JoinError {
     /// The runtime shut down while the thread was blocked or had not
     /// started; it will never finish.
     Abandoned,
+    /// The thread never started: no stack could be had for it (see
+    /// [`StackError`]).
+    NoStack(StackError),
 }
 
 impl JoinError {
@@ -79,7 +88,7 @@ impl JoinError {
                 .downcast_ref::<&str>()
                 .copied()
                 .or_else(|| payload.downcast_ref::<String>().map(String::as_str)),
-            JoinError::Abandoned => None,
+            JoinError::Abandoned | JoinError::NoStack(_) => None,
         }
     }
 }
@@ -101,6 +110,7 @@ impl std::fmt::Display for JoinError {
             JoinError::Abandoned => {
                 f.write_str("the runtime shut down before the user thread finished")
             }
+            JoinError::NoStack(e) => write!(f, "the user thread could not start: {e}"),
         }
     }
 }
@@ -149,9 +159,12 @@ impl<T> JoinHandle<T> {
             {
                 let mut g = self.packet.inner.lock();
                 if let Some(r) = g.result.take() {
-                    return r.map_err(|payload| JoinError::Panicked {
-                        name: self.name.clone(),
-                        payload,
+                    return r.map_err(|payload| match payload.downcast::<NoStack>() {
+                        Ok(e) => JoinError::NoStack(e.0),
+                        Err(payload) => JoinError::Panicked {
+                            name: self.name.clone(),
+                            payload,
+                        },
                     });
                 }
                 g.waiter = Some(match me {

@@ -21,9 +21,10 @@
 //! Arguments live in the control block (the closure is stored inline when
 //! it fits [`INLINE_ARGS`] bytes), a stack is bound only when the thread
 //! starts, and finished control blocks and stacks go to free lists. Stacks
-//! are `mmap`ed with a guard page; overflowing one is reported with the
-//! thread's name (see [`stack`] docs) instead of a bare
-//! `SIGSEGV`.
+//! are carved from large slabs, each with a guard region below it that
+//! costs no kernel mapping (`MADV_GUARD_INSTALL`), so a million threads
+//! can be alive at once; overflowing one is reported with the thread's
+//! name (see [`stack`] docs) instead of a bare `SIGSEGV`.
 //!
 //! Presto's object model (Faust & Levy 1990) maps to traits chosen at
 //! compile time: the scheduler object is a [`ReadyPool`] (a user can write
@@ -85,6 +86,7 @@ pub use runtime::{
     Builder, DEFAULT_STACK_SIZE, DefaultProcessor, Handle, Processor, Runtime, ShutdownReport,
     Stats, ThreadBuilder, Unstarted, spawn_detached_here,
 };
+pub use stack::StackError;
 #[cfg(not(loom))]
 pub use strategy::{
     Fifo, IdleQueue, LocalFreelist, LocalReadyq, MultiLock, ReadyPool, SingleLock, Strategy,

@@ -40,7 +40,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::cb::{CbRef, Coro, RuntimeHooks, Switch};
 use crate::join::{JoinHandle, Packet};
-use crate::stack::{AltStack, guard_of, set_running};
+use crate::stack::{AltStack, StackError, guard_of, set_running};
 use crate::strategy::{Allocator, Dispatch, Env, Finished, Idle, ProcStats, Strategy};
 
 /// PRESTO's processor object, as hooks a user can implement: called on the
@@ -80,6 +80,29 @@ pub(crate) struct ProcHeader {
 struct ProcCtx<S: Strategy> {
     header: ProcHeader,
     local: UnsafeCell<S::Local>,
+}
+
+thread_local! {
+    /// Why the thread whose closure is being dropped unrun could not start
+    /// (set by `fail_start` around the drop; read by [`StartFailure`]).
+    static START_FAILURE: Cell<Option<StackError>> = const { Cell::new(None) };
+}
+
+/// The join packet as the spawned closure holds it. If the closure is
+/// dropped unrun because the thread could not start, the packet is
+/// completed with the reason, so the joiner is told instead of waiting
+/// for a thread that will never run. (Dropped unrun for any other reason,
+/// a deleted or abandoned thread, it leaves the packet to the handle.)
+struct StartFailure<T>(Option<Arc<Packet<T>>>);
+
+impl<T> Drop for StartFailure<T> {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take()
+            && let Some(e) = START_FAILURE.with(|f| f.take())
+        {
+            p.complete(Err(Box::new(crate::join::NoStack(e))));
+        }
+    }
 }
 
 thread_local! {
@@ -406,6 +429,30 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
         }
     }
 
+    /// A thread that was dispatched to start but got no stack: its
+    /// closure is dropped unrun, which (for a thread with a join handle)
+    /// completes the handle with [`JoinError::NoStack`](crate::JoinError)
+    /// through [`StartFailure`]; a detached thread's failure is written to
+    /// stderr. The control block stays in the arena (freed with the
+    /// runtime), off every free list.
+    #[cold]
+    #[inline(never)]
+    fn fail_start(&self, cb: CbRef) {
+        let err = self.env.alloc.stack_error().unwrap_or_else(|| {
+            StackError::Os("the strategy dispatched a new thread without a stack".into())
+        });
+        START_FAILURE.with(|f| f.replace(Some(err.clone())));
+        // SAFETY: the dispatched cb is ours alone and never ran.
+        unsafe { cb.drop_entry() };
+        if START_FAILURE.with(|f| f.take()).is_some() {
+            eprintln!(
+                "symmetry-threads: user thread '{}' (id {}) could not start: {err}",
+                cb.name().unwrap_or("<unnamed>"),
+                cb.id()
+            );
+        }
+    }
+
     /// Switches to a dispatched thread and handles its return.
     #[inline]
     fn run(&self, ctx: &ProcCtx<S>, d: Dispatch) -> Option<Finished> {
@@ -413,9 +460,16 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
         // SAFETY: the dispatched cb is ours alone: it is out of every queue
         // and not running anywhere.
         let coro = unsafe { &mut *cb.cb().coro.get() };
-        if let Some(stack) = d.stack {
-            cb.cb().guard.set(guard_of(&stack));
-            *coro = Some(Coro::with_stack(stack, move |y, ()| trampoline(cb, y)));
+        match d.stack {
+            Some(stack) => {
+                cb.cb().guard.set(guard_of(&stack));
+                *coro = Some(Coro::with_stack(stack, move |y, ()| trampoline(cb, y)));
+            }
+            None if coro.is_none() => {
+                self.fail_start(cb);
+                return None;
+            }
+            None => {}
         }
         self.processor.on_dispatch(ctx.header.index, cb);
         ctx.header.current.set(Some(cb));
@@ -1096,11 +1150,13 @@ impl<S: Strategy, P: Processor> ThreadBuilder<'_, S, P> {
     {
         let name: Option<Arc<str>> = self.name.as_deref().map(Arc::from);
         let packet = Arc::new(Packet::new());
-        let p2 = Arc::clone(&packet);
+        let mut done = StartFailure(Some(Arc::clone(&packet)));
         self.handle.shared.create(
             move || {
                 let r = catch_unwind(AssertUnwindSafe(f));
-                p2.complete(r);
+                if let Some(p) = done.0.take() {
+                    p.complete(r);
+                }
             },
             self.name,
             self.priority,

@@ -1,29 +1,69 @@
-//! Stacks: allocation, the guard page, and the stack-overflow report.
+//! Stacks: slabs, guard regions, and the stack-overflow report.
 //!
-//! Stacks are corosensei's [`DefaultStack`](corosensei::stack::DefaultStack):
-//! an anonymous `mmap` with one `PROT_NONE` guard page at its low end. A
-//! fresh one costs an `mmap` and an `mprotect` (microseconds, plus page
-//! faults on first touch); a pooled one costs a list operation. That gap is
-//! the reason for ALL89's free lists, and `presto-create-delete` measures it.
+//! # Slabs
 //!
-//! A user thread that runs off the end of its stack touches the guard page
-//! and takes `SIGSEGV`. The handler installed here (on an alternate signal
-//! stack) checks whether the faulting address lies in the guard area of the
+//! A user thread's stack is carved from a *slab*: one large anonymous
+//! `mmap` (reserved with `MAP_NORESERVE`, so untouched stack costs no
+//! memory and no commit charge) cut into equal slots of guard region plus
+//! usable stack. Slots are carved on demand, one at a time, and a stack
+//! that is dropped returns its slot to the process-wide pool of its size
+//! (its pages are given back to the kernel with `MADV_DONTNEED` once more
+//! than [`RETAINED`] slots are free), so a later runtime reuses it. The
+//! runtime's strategies keep their own free lists of [`Stack`]s in front
+//! of this pool (ALL89's free lists); a fresh one is the slow path.
+//!
+//! # Guard regions
+//!
+//! The low [`GUARD`] bytes of every slot are a guard region. On Linux 6.13
+//! and later it is installed with `madvise(MADV_GUARD_INSTALL)`, which
+//! marks the pages in the page tables and creates no kernel mapping, so a
+//! million stacks cost one mapping per slab instead of two per stack
+//! (`vm.max_map_count`, 65,530 by default, capped the old scheme near
+//! 32,000 live stacks). On older kernels, or with
+//! `SYMMETRY_STACK_GUARD=mprotect` in the environment, the guard is made
+//! `PROT_NONE` with `mprotect`, which splits the slab's mapping around each
+//! guard; the pool then counts the mappings it creates and, before the
+//! process would reach `vm.max_map_count`, refuses a new stack with
+//! [`StackError::MapLimit`] (the thread fails to start and its join handle
+//! says why) instead of letting the kernel abort the process.
+//!
+//! The guard is [`GUARD`] bytes, not one page: the slot below is another
+//! thread's stack, not a hole, so a frame larger than the guard that
+//! skipped it would land in a neighbour. Rust probes every page of a large
+//! frame, and 64 KiB covers the frames C code makes without probes.
+//!
+//! # Overflow report
+//!
+//! A user thread that runs off the end of its stack touches its guard and
+//! takes `SIGSEGV`. The handler installed here (on an alternate signal
+//! stack) checks whether the faulting address lies in the guard of the
 //! user thread running on this processor; if so it writes
 //! `user thread '<name>' (id N) has overflowed its stack` to stderr and
 //! aborts, as std does for OS threads. Any other fault goes to the handler
 //! that was installed before (std's, or the default action).
 
 use std::cell::Cell;
-use std::sync::Once;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Mutex, Once};
 
-use corosensei::stack::Stack as _;
+use crate::cb::Cb;
 
-use crate::cb::{Cb, Stack};
+/// Bytes of guard region below every stack (see the module docs).
+pub const GUARD: usize = 64 * 1024;
 
-/// Faults this far below the guard page still count as a stack overflow
-/// (a large frame can jump past a single guard page).
-const GUARD_SLACK: usize = 64 * 1024;
+/// Bytes of address space per slab (reserved, not committed).
+const SLAB_BYTES: usize = 256 * 1024 * 1024;
+
+/// Free slots per size that keep their pages; beyond this, a returned
+/// slot's pages go back to the kernel.
+pub const RETAINED: usize = 1024;
+
+/// Mappings left to the rest of the process when guards are made with
+/// `mprotect` (malloc arenas, libraries, other runtimes' slabs).
+const MAP_RESERVE: usize = 4096;
+
+/// `MADV_GUARD_INSTALL` (Linux 6.13, `include/uapi/asm-generic/mman-common.h`).
+const MADV_GUARD_INSTALL: libc::c_int = 102;
 
 thread_local! {
     /// The control block running on this OS thread (null on the scheduler
@@ -41,42 +81,373 @@ pub(crate) fn set_running(cb: *const Cb) {
 
 /// The system page size (asked once).
 pub(crate) fn page_size() -> usize {
-    static PAGE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    static PAGE: AtomicUsize = AtomicUsize::new(0);
     // Relaxed: an idempotent cache of a constant.
-    let p = PAGE.load(std::sync::atomic::Ordering::Relaxed);
+    let p = PAGE.load(Ordering::Relaxed);
     if p != 0 {
         return p;
     }
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     let p = if p > 0 { p as usize } else { 4096 };
-    PAGE.store(p, std::sync::atomic::Ordering::Relaxed);
+    PAGE.store(p, Ordering::Relaxed);
     p
 }
 
-/// The guard area `[lo, hi)` of a stack: the guard page plus
-/// [`GUARD_SLACK`] below it. corosensei's `limit()` is the lowest address
-/// of the mapping, guard page included, so the guard page is
-/// `[limit, limit + page)`.
-pub(crate) fn guard_of(stack: &Stack) -> (usize, usize) {
-    let limit = stack.limit().get();
-    let hi = limit + page_size();
-    let lo = limit.saturating_sub(GUARD_SLACK);
-    (lo, hi)
+/// Why no stack could be had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StackError {
+    /// Guards are made with `mprotect` (no `MADV_GUARD_INSTALL` on this
+    /// kernel, or `SYMMETRY_STACK_GUARD=mprotect`), and another stack would
+    /// take the process past `vm.max_map_count` kernel mappings.
+    MapLimit {
+        /// Stacks of this process alive (in use or pooled) when refused.
+        live_stacks: usize,
+        /// The kernel's `vm.max_map_count`.
+        max_map_count: usize,
+    },
+    /// The kernel refused the slab or the guard (`errno` text).
+    Os(String),
 }
 
-/// Allocates a fresh stack of at least `size` bytes plus a guard page.
-/// On failure the process aborts with a message: a processor that cannot
-/// get a stack cannot start the thread it has already dequeued.
-#[cold]
-pub(crate) fn fresh_stack(size: usize) -> Stack {
-    match Stack::new(size) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("symmetry-threads: cannot allocate a {size}-byte user-thread stack: {e}");
-            std::process::abort()
+impl std::fmt::Display for StackError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StackError::MapLimit {
+                live_stacks,
+                max_map_count,
+            } => write!(
+                f,
+                "no stack for a new user thread: {live_stacks} stacks are alive and each \
+                 `mprotect` guard costs two kernel mappings, which would pass vm.max_map_count \
+                 = {max_map_count} (this kernel has no MADV_GUARD_INSTALL, or \
+                 SYMMETRY_STACK_GUARD=mprotect is set); raise vm.max_map_count or run on \
+                 Linux 6.13 or later"
+            ),
+            StackError::Os(e) => write!(f, "no stack for a new user thread: {e}"),
         }
     }
+}
+
+impl std::error::Error for StackError {}
+
+/// How guards are installed, decided at the first stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum GuardMode {
+    /// `madvise(MADV_GUARD_INSTALL)`: no kernel mapping per stack.
+    Madvise = 1,
+    /// `mprotect(PROT_NONE)`: two kernel mappings per stack.
+    Mprotect = 2,
+}
+
+/// 0 until the first guard is installed, then a [`GuardMode`].
+static MODE: AtomicU8 = AtomicU8::new(0);
+
+/// The guard mode of this process: the one in use, or the one the next
+/// stack will try first.
+pub fn guard_mode() -> GuardMode {
+    // Relaxed: a sticky one-way latch; a stale 0 only re-runs detection.
+    match MODE.load(Ordering::Relaxed) {
+        2 => GuardMode::Mprotect,
+        1 => GuardMode::Madvise,
+        _ if forced_mprotect() => GuardMode::Mprotect,
+        _ => GuardMode::Madvise,
+    }
+}
+
+fn forced_mprotect() -> bool {
+    std::env::var_os("SYMMETRY_STACK_GUARD").is_some_and(|v| v == "mprotect")
+}
+
+fn errno_text() -> String {
+    std::io::Error::last_os_error().to_string()
+}
+
+/// `vm.max_map_count`, read once (65,530 if unreadable).
+fn max_map_count() -> usize {
+    static MAX: AtomicUsize = AtomicUsize::new(0);
+    // Relaxed: an idempotent cache.
+    let m = MAX.load(Ordering::Relaxed);
+    if m != 0 {
+        return m;
+    }
+    let m = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(65_530);
+    MAX.store(m, Ordering::Relaxed);
+    m
+}
+
+/// Kernel mappings of this process now (`/proc/self/maps` lines).
+pub fn kernel_mappings() -> Option<usize> {
+    let s = std::fs::read_to_string("/proc/self/maps").ok()?;
+    Some(s.lines().count())
+}
+
+/// Stacks of this process, all sizes: slots carved and not yet returned
+/// to a slab (in use by a thread or held on a runtime's free list).
+pub fn live_stacks() -> usize {
+    // Relaxed: a statistic.
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// Slabs mapped by this process, all sizes.
+pub fn slabs() -> usize {
+    // Relaxed: a statistic.
+    SLABS.load(Ordering::Relaxed)
+}
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static SLABS: AtomicUsize = AtomicUsize::new(0);
+
+/// The process-wide pool of one stack size. Pools live for the whole
+/// process (leaked), so a [`Stack`] can point at its own.
+#[derive(Debug)]
+struct Pool {
+    /// Usable bytes per stack.
+    usable: usize,
+    /// Guard plus usable bytes: the slot size.
+    stride: usize,
+    inner: Mutex<PoolInner>,
+}
+
+#[derive(Debug, Default)]
+struct PoolInner {
+    /// Low ends (guard included) of free slots, most recently freed last.
+    free: Vec<usize>,
+    /// Of those, how many still hold their pages (the last `hot` ones).
+    hot: usize,
+    /// Next uncarved slot of the newest slab, and the slab's end.
+    cursor: usize,
+    end: usize,
+    /// Guards made by `mprotect` (each splits a mapping in two).
+    protected: usize,
+    /// Mappings of the process when the first `mprotect` guard was made.
+    baseline_maps: usize,
+}
+
+/// Every size's pool.
+static POOLS: Mutex<Vec<&'static Pool>> = Mutex::new(Vec::new());
+
+fn pool_for(usable: usize) -> &'static Pool {
+    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = pools.iter().find(|p| p.usable == usable) {
+        return p;
+    }
+    let p: &'static Pool = Box::leak(Box::new(Pool {
+        usable,
+        stride: usable + GUARD,
+        inner: Mutex::new(PoolInner::default()),
+    }));
+    pools.push(p);
+    p
+}
+
+/// Rounds `size` up to whole pages, at least corosensei's minimum.
+fn usable_bytes(size: usize) -> usize {
+    let page = page_size();
+    let size = size.max(corosensei::stack::MIN_STACK_SIZE);
+    size.div_ceil(page) * page
+}
+
+impl Pool {
+    /// A slot: a free one if any, else a freshly carved one.
+    fn take(&'static self) -> Result<usize, StackError> {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(lo) = g.free.pop() {
+            // The top of the list is hot whenever any slot is.
+            g.hot = g.hot.saturating_sub(1);
+            LIVE.fetch_add(1, Ordering::Relaxed);
+            return Ok(lo);
+        }
+        if g.cursor == g.end {
+            self.map_slab(&mut g)?;
+        }
+        let lo = g.cursor;
+        install_guard(lo, &mut g)?;
+        g.cursor += self.stride;
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        Ok(lo)
+    }
+
+    #[cold]
+    fn map_slab(&self, g: &mut PoolInner) -> Result<(), StackError> {
+        let slots = (SLAB_BYTES / self.stride).max(1);
+        let len = slots * self.stride;
+        // SAFETY: a fresh anonymous private mapping; no existing memory is
+        // touched.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(StackError::Os(format!(
+                "mmap of a {len}-byte stack slab: {}",
+                errno_text()
+            )));
+        }
+        g.cursor = map as usize;
+        g.end = map as usize + len;
+        SLABS.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Returns a slot. Its pages are released if enough slots are hot.
+    fn give(&self, lo: usize) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.free.push(lo);
+        if g.hot < RETAINED {
+            g.hot += 1;
+            return;
+        }
+        // Keep the newest RETAINED slots hot: release the oldest hot one,
+        // which sits just below the hot run at the top of the list.
+        // The lock stays held: once released, `take` could hand the slot
+        // to a thread while its pages are being dropped.
+        let cold = g.free[g.free.len() - 1 - RETAINED];
+        // SAFETY: `cold` is a free slot of this pool (and stays so while
+        // we hold the lock): no thread runs on it and no `Stack` refers to
+        // it; dropping its pages (not the guard) only zeroes memory nobody
+        // owns.
+        unsafe {
+            libc::madvise(
+                (cold + GUARD) as *mut libc::c_void,
+                self.usable,
+                libc::MADV_DONTNEED,
+            );
+        }
+    }
+}
+
+/// Installs the guard of the slot at `lo`.
+fn install_guard(lo: usize, g: &mut PoolInner) -> Result<(), StackError> {
+    if guard_mode() == GuardMode::Madvise {
+        // SAFETY: `lo .. lo + GUARD` lies in a slab this pool mapped and
+        // no stack uses yet.
+        let r = unsafe { libc::madvise(lo as *mut libc::c_void, GUARD, MADV_GUARD_INSTALL) };
+        if r == 0 {
+            // Relaxed: a one-way latch (see `guard_mode`).
+            MODE.store(GuardMode::Madvise as u8, Ordering::Relaxed);
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINVAL) {
+            return Err(StackError::Os(format!("madvise(MADV_GUARD_INSTALL): {e}")));
+        }
+        // EINVAL: the kernel predates guard regions; fall back for good.
+    }
+    // Relaxed: as above.
+    MODE.store(GuardMode::Mprotect as u8, Ordering::Relaxed);
+    if g.protected == 0 {
+        g.baseline_maps = kernel_mappings().unwrap_or(0);
+    }
+    // Each guard adds up to two mappings (it splits one in three).
+    let max = max_map_count();
+    if g.baseline_maps + 2 * (g.protected + 1) + MAP_RESERVE > max {
+        return Err(StackError::MapLimit {
+            live_stacks: live_stacks(),
+            max_map_count: max,
+        });
+    }
+    // SAFETY: as above; PROT_NONE on our own unused slot.
+    if unsafe { libc::mprotect(lo as *mut libc::c_void, GUARD, libc::PROT_NONE) } != 0 {
+        return Err(StackError::Os(format!(
+            "mprotect of a stack guard: {}",
+            errno_text()
+        )));
+    }
+    g.protected += 1;
+    Ok(())
+}
+
+/// A user-thread stack: a slot of a slab, guard region at its low end.
+/// Dropping it returns the slot to the process-wide pool of its size.
+pub struct Stack {
+    /// Low end of the slot (the guard's first byte).
+    lo: usize,
+    pool: &'static Pool,
+}
+
+impl std::fmt::Debug for Stack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stack")
+            .field("lo", &format_args!("{:#x}", self.lo))
+            .field("usable", &self.pool.usable)
+            .finish()
+    }
+}
+
+impl Stack {
+    /// A stack with at least `size` usable bytes (rounded up to pages)
+    /// below which lies a [`GUARD`]-byte guard region.
+    pub fn new(size: usize) -> Result<Stack, StackError> {
+        let pool = pool_for(usable_bytes(size));
+        Ok(Stack {
+            lo: pool.take()?,
+            pool,
+        })
+    }
+
+    /// Usable bytes.
+    pub fn usable(&self) -> usize {
+        self.pool.usable
+    }
+
+    /// The guard region `[lo, hi)`.
+    pub(crate) fn guard(&self) -> (usize, usize) {
+        (self.lo, self.lo + GUARD)
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        self.pool.give(self.lo);
+    }
+}
+
+// SAFETY: `base` is the top of a slot of `usable` bytes (a page multiple,
+// so 16-byte aligned) above a guard region, and `limit` is the slot's low
+// end, guard included, as the trait asks. The slot belongs to this `Stack`
+// alone until it is dropped.
+unsafe impl corosensei::stack::Stack for Stack {
+    #[inline]
+    fn base(&self) -> corosensei::stack::StackPointer {
+        // `lo` is a mapped address, never zero.
+        corosensei::stack::StackPointer::new(self.lo + self.pool.stride)
+            .unwrap_or(corosensei::stack::StackPointer::MIN)
+    }
+
+    #[inline]
+    fn limit(&self) -> corosensei::stack::StackPointer {
+        corosensei::stack::StackPointer::new(self.lo)
+            .unwrap_or(corosensei::stack::StackPointer::MIN)
+    }
+}
+
+// SAFETY: a `Stack` is an owned address range plus a pointer to a pool
+// behind a mutex.
+unsafe impl Send for Stack {}
+// SAFETY: `&Stack` only reads immutable fields.
+unsafe impl Sync for Stack {}
+
+/// The guard region of `stack`, for the overflow report.
+pub(crate) fn guard_of(stack: &Stack) -> (usize, usize) {
+    stack.guard()
+}
+
+/// A fresh stack for the runtime's allocator.
+#[cold]
+pub(crate) fn fresh_stack(size: usize) -> Result<Stack, StackError> {
+    Stack::new(size)
 }
 
 static INSTALL: Once = Once::new();

@@ -153,7 +153,7 @@ impl PerStrategy for Panics {
                 .unwrap_err();
             match &e {
                 JoinError::Panicked { name, .. } => assert_eq!(name.as_deref(), Some("boom")),
-                JoinError::Abandoned => panic!("expected a panic, got {e}"),
+                other => panic!("expected a panic, got {other}"),
             }
             assert_eq!(e.panic_message(), Some("kaput 7"));
             assert_eq!(e.to_string(), "user thread 'boom' panicked: kaput 7");
@@ -176,7 +176,7 @@ impl PerStrategy for Panics {
                 JoinError::Panicked { payload, .. } => {
                     assert_eq!(payload.downcast_ref::<u32>(), Some(&42))
                 }
-                JoinError::Abandoned => unreachable!(),
+                other => unreachable!("{other}"),
             }
 
             // Joined from inside a user thread (the joiner parks).

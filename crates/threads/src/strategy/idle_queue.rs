@@ -111,7 +111,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> IdleQueue<L, Q> {
         let stack = if cb.is_started() {
             None
         } else {
-            Some(self.pools.take_stack(&self.env, &mut cx.lists))
+            self.pools.take_stack(&self.env, &mut cx.lists)
         };
         let st = &self.env.stats[cx.lists.proc];
         ProcStats::bump(&st.dequeues, 1);
@@ -196,8 +196,9 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for IdleQueue<L
         drop(c);
         // Preallocate the stack the next thread will need, off the
         // critical path.
-        let s = self.pools.take_stack(&self.env, &mut cx.lists);
-        self.pools.free_stack(&mut cx.lists, s);
+        if let Some(s) = self.pools.take_stack(&self.env, &mut cx.lists) {
+            self.pools.free_stack(&mut cx.lists, s);
+        }
         None
     }
 

@@ -145,19 +145,20 @@ impl<L: RawMutex> Pools<L> {
     }
 
     /// A stack for a starting thread: the local one, else the pool, else
-    /// `mmap`.
+    /// a fresh one (`None` if none could be had; see
+    /// [`Allocator::fresh_stack`](super::Allocator::fresh_stack)).
     #[inline(always)]
-    pub(crate) fn take_stack(&self, env: &Env, l: &mut LocalLists) -> Stack {
+    pub(crate) fn take_stack(&self, env: &Env, l: &mut LocalLists) -> Option<Stack> {
         match l.stack.take() {
-            Some(s) => s,
+            Some(s) => Some(s),
             None => self.take_stack_slow(env),
         }
     }
 
     #[cold]
-    fn take_stack_slow(&self, env: &Env) -> Stack {
+    fn take_stack_slow(&self, env: &Env) -> Option<Stack> {
         let s = self.stacks.lock().pop();
-        s.unwrap_or_else(|| env.alloc.fresh_stack())
+        s.or_else(|| env.alloc.fresh_stack())
     }
 
     /// Frees a stack: kept locally if the local slot is empty.
@@ -249,7 +250,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for LocalFreeli
         let stack = if cb.is_started() {
             None
         } else {
-            Some(self.pools.take_stack(&self.env, cx))
+            self.pools.take_stack(&self.env, cx)
         };
         let st = &self.env.stats[cx.proc];
         ProcStats::bump(&st.dequeues, 1);

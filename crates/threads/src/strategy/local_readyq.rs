@@ -119,7 +119,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for LocalReadyq
                 let stack = if cb.is_started() {
                     None
                 } else {
-                    Some(self.pools.take_stack(&self.env, &mut cx.lists))
+                    self.pools.take_stack(&self.env, &mut cx.lists)
                 };
                 let st = &self.env.stats[cx.lists.proc];
                 ProcStats::bump(&st.dequeues, 1);

@@ -30,6 +30,7 @@ use crossbeam_utils::CachePadded;
 use lock_api::RawMutex;
 
 use crate::cb::{CbList, CbRef, Stack};
+use crate::stack::StackError;
 
 mod idle_queue;
 mod local_freelist;
@@ -168,6 +169,7 @@ pub struct Allocator {
     arena: std::sync::Mutex<Vec<CbRef>>,
     cbs: AtomicU64,
     stacks: AtomicU64,
+    stack_error: std::sync::Mutex<Option<StackError>>,
 }
 
 impl Allocator {
@@ -177,6 +179,7 @@ impl Allocator {
             arena: std::sync::Mutex::new(Vec::new()),
             cbs: AtomicU64::new(0),
             stacks: AtomicU64::new(0),
+            stack_error: std::sync::Mutex::new(None),
         }
     }
 
@@ -193,12 +196,33 @@ impl Allocator {
         cb
     }
 
-    /// A new stack from `mmap` (free lists were empty).
+    /// A new stack from the process-wide slabs (free lists were empty),
+    /// or `None` if none could be had: the error is kept (see
+    /// [`Allocator::stack_error`]), and a strategy dispatches the starting
+    /// thread without a stack, which makes the runtime fail that thread's
+    /// start with this error (its join handle returns
+    /// [`JoinError::NoStack`](crate::JoinError::NoStack)).
     #[cold]
     #[inline(never)]
-    pub fn fresh_stack(&self) -> Stack {
-        self.stacks.fetch_add(1, Ordering::Relaxed);
-        crate::stack::fresh_stack(self.stack_size)
+    pub fn fresh_stack(&self) -> Option<Stack> {
+        match crate::stack::fresh_stack(self.stack_size) {
+            Ok(s) => {
+                self.stacks.fetch_add(1, Ordering::Relaxed);
+                Some(s)
+            }
+            Err(e) => {
+                *self.stack_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                None
+            }
+        }
+    }
+
+    /// The last error of [`Allocator::fresh_stack`], if any.
+    pub fn stack_error(&self) -> Option<StackError> {
+        self.stack_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Control blocks allocated so far.
@@ -265,7 +289,10 @@ pub struct Finished {
 }
 
 /// The next thread for a processor: the control block, plus a stack when
-/// the thread has not started yet (bound here, at start, as in ALL89).
+/// the thread has not started yet (bound here, at start, as in ALL89). A
+/// thread that has not started and comes without a stack (no stack could
+/// be had) fails to start: its join handle returns
+/// [`JoinError::NoStack`](crate::JoinError::NoStack).
 pub struct Dispatch {
     /// The thread.
     pub cb: CbRef,
@@ -355,7 +382,7 @@ pub trait Strategy: Sized + Send + Sync + 'static {
 
 /// Takes up to `n` stacks from a vector (warm start helper).
 pub(crate) fn warm_stacks(alloc: &Allocator, n: usize) -> Vec<Stack> {
-    (0..n).map(|_| alloc.fresh_stack()).collect()
+    (0..n).map_while(|_| alloc.fresh_stack()).collect()
 }
 
 /// Allocates `n` fresh control blocks as a list.

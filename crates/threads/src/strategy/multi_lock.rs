@@ -79,7 +79,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for MultiLock<L
             None
         } else {
             let s = self.stacks.lock().pop();
-            Some(s.unwrap_or_else(|| self.env.alloc.fresh_stack()))
+            s.or_else(|| self.env.alloc.fresh_stack())
         };
         let st = &self.env.stats[cx.0];
         ProcStats::bump(&st.dequeues, 1);

@@ -107,10 +107,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for SingleLock<
         let stack = if cb.is_started() {
             None
         } else {
-            Some(match c.stacks.pop() {
-                Some(s) => s,
-                None => self.env.alloc.fresh_stack(),
-            })
+            c.stacks.pop().or_else(|| self.env.alloc.fresh_stack())
         };
         drop(c);
         let st = &self.env.stats[cx.0];

@@ -159,6 +159,11 @@ impl Barrier {
     pub fn parties(&self) -> usize {
         self.n
     }
+
+    /// Parties that have arrived at the current generation and wait.
+    pub fn waiting(&self) -> usize {
+        self.state.lock().arrived
+    }
 }
 
 impl fmt::Debug for Barrier {
