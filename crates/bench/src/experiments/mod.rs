@@ -15,6 +15,7 @@ pub mod cs_calibrate;
 pub mod cs_elapsed;
 pub mod peer_locks;
 pub mod peer_messages;
+pub mod peer_skynet;
 pub mod peer_threads;
 pub mod presto_atomic_int;
 pub mod presto_create_delete;
@@ -24,6 +25,7 @@ pub mod spin_barrier;
 pub mod spin_counter;
 pub mod spin_cs_size;
 pub mod tm_latency_vs_runnable;
+pub mod tm_million;
 pub mod tm_null_threads;
 pub mod tm_queue_search;
 pub mod tm_user_work;
@@ -35,6 +37,7 @@ pub const ALL: &[Experiment] = &[
     tm_user_work::EXPERIMENT,
     tm_latency_vs_runnable::EXPERIMENT,
     tm_queue_search::EXPERIMENT,
+    tm_million::EXPERIMENT,
     spin_counter::EXPERIMENT,
     spin_cs_size::EXPERIMENT,
     spin_barrier::EXPERIMENT,
@@ -51,6 +54,7 @@ pub const ALL: &[Experiment] = &[
     am_stress::EXPERIMENT,
     peer_locks::EXPERIMENT,
     peer_threads::EXPERIMENT,
+    peer_skynet::EXPERIMENT,
     peer_messages::EXPERIMENT,
 ];
 

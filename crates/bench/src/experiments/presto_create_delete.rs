@@ -19,8 +19,9 @@
 //! thread starts, so create + delete without start touches no stack at
 //! all; that is what PRESTO's LTQ-FSS (fixed-size stacks bound once) was
 //! after. The second part measures why stacks are pooled in the first
-//! place: `stack-fresh-mmap` (`Stack::new` + drop, the runtime's fresh
-//! path: `mmap`, `mprotect` of the guard page, `munmap`),
+//! place: `stack-fresh-mmap` (a stack as a mapping of its own: `mmap`,
+//! `mprotect` of all but the guard page, `munmap`; symmetry-threads now
+//! carves stacks from slabs instead, see `tm-million`),
 //! `stack-fresh-mmap-touch` (the same system calls, plus the first write to
 //! the top page, i.e. the page fault a starting thread takes) and
 //! `stack-pooled` (pop a stack from a free list, push it back).
@@ -201,30 +202,32 @@ fn create_delete<S: Strategy>(procs: usize, total: u64, budget: Duration) -> Out
     }
 }
 
-/// Nanoseconds per fresh stack: `Stack::new` + drop.
+/// Nanoseconds per fresh stack mapping: `mmap`, `mprotect` of all but the
+/// guard page, `munmap` (a stack of its own per thread, as runtimes
+/// without pools or slabs make it).
 fn stack_fresh(iters: u64) -> f64 {
-    let t = Instant::now();
-    for _ in 0..iters {
-        let s = Stack::new(DEFAULT_STACK_SIZE).expect("mmap a stack");
-        drop(std::hint::black_box(s));
-    }
-    t.elapsed().as_nanos() as f64 / iters as f64
+    fresh_mapping(iters, false)
 }
 
-/// Nanoseconds per fresh stack with its first page touched: the system
-/// calls of `Stack::new` (mmap `PROT_NONE`, mprotect all but the guard page
-/// read-write) and its drop (munmap), plus one write to the top page. Done
-/// with libc directly because the stack's address is only reachable
-/// through corosensei's `Stack` trait.
+/// [`stack_fresh`] plus one write to the top page: the page fault a
+/// starting thread takes.
 fn stack_fresh_touch(iters: u64) -> f64 {
+    fresh_mapping(iters, true)
+}
+
+/// Nanoseconds per stack made as a mapping of its own, optionally with
+/// its top page touched. Done with libc: symmetry-threads itself carves
+/// stacks from slabs, whose take and give are a free-list operation.
+fn fresh_mapping(iters: u64, touch: bool) -> f64 {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
     let len = DEFAULT_STACK_SIZE + page;
     let t = Instant::now();
     for _ in 0..iters {
         // SAFETY: an anonymous private mapping of `len` bytes, made
-        // accessible above its first (guard) page, written once inside that
-        // range, and unmapped by us alone; nothing else knows the address.
+        // accessible above its first (guard) page, written at most once
+        // inside that range, and unmapped by us alone; nothing else knows
+        // the address.
         unsafe {
             let m = libc::mmap(
                 std::ptr::null_mut(),
@@ -242,8 +245,10 @@ fn stack_fresh_touch(iters: u64) -> f64 {
                 libc::PROT_READ | libc::PROT_WRITE,
             );
             assert_eq!(rc, 0, "mprotect a stack");
-            // The first frame goes at the top of the stack.
-            usable.add(DEFAULT_STACK_SIZE - 64).write_volatile(1);
+            if touch {
+                // The first frame goes at the top of the stack.
+                usable.add(DEFAULT_STACK_SIZE - 64).write_volatile(1);
+            }
             libc::munmap(m, len);
         }
     }

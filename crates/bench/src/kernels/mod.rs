@@ -1,6 +1,7 @@
 //! Measurement kernels, by subject. Experiments call them; they know
 //! nothing of rows or reports.
 
+pub mod fanout;
 pub mod klmo91;
 pub mod locks;
 pub mod machine;

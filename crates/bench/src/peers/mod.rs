@@ -1,4 +1,5 @@
 //! The modern peers the papers' runtimes are measured against.
 
+pub mod fanout;
 pub mod messages;
 pub mod threads;

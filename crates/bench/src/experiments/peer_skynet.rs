@@ -1,0 +1,450 @@
+//! `peer-skynet` — the skynet fan-out on every symmetry-threads strategy
+//! and on the modern peers in one run. The root spawns 10 children, each
+//! spawns 10, down to `leaves` leaves (1,000,000; 100,000 in `--quick`,
+//! recorded as the `leaves` parameter); every node joins its children and
+//! returns their sum (499,999,500,000 for a million leaves).
+//!
+//! - the five strategies of [`crate::registry::threads::NAMES`], in their
+//!   default order (`order` parameter), P processors, every node a user
+//!   thread with a join handle ([`crate::kernels::fanout::skynet`]);
+//! - `tokio`: every node a `tokio::spawn`ed task awaiting its children's
+//!   join handles, P workers;
+//! - `go`: goroutines and channels, `GOMAXPROCS` = P, a small Go program
+//!   compiled from the repository on first use; where no `go` toolchain is
+//!   installed its row says so (`status`) and nothing is measured.
+//!
+//! Metrics: `ms` (median of the repeats, with their spread), `completed`
+//! (1 if the sum was right), `peak_rss_mb` (peak resident memory above the
+//! start of the run, the median run's). P = 1 and P = all cores.
+
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, figure,
+    median_run, rule,
+};
+use crate::kernels::fanout::{ScaleOut, skynet};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::report::Table;
+use crate::peers::fanout::{GoError, go_skynet, tokio_skynet};
+use crate::registry::threads::NAMES;
+
+/// Catalogue entry.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "peer-skynet",
+    title: "skynet fan-out (1M leaves): every strategy vs tokio and Go",
+    source: "modern peers (the skynet benchmark)",
+    uses_locks: false,
+    claims: CLAIMS,
+    run,
+    figure: draw,
+    assess,
+};
+
+/// The project's targets for fan-out programs.
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "completes",
+        paper: "Target: a fan-out of a million user threads, each joining its children, completes on every \
+                strategy (ALL89's runtime binds stacks only at start, so unstarted threads cost a control \
+                block).",
+        rule: "at the largest size run, every strategy's `completed` is 1 at every P",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "within-tokio",
+        paper: "Target: the best built-in strategy runs skynet in at most tokio's time.",
+        rule: "at P = 1 and at P = all cores, the best strategy's `ms` over tokio's is at most 1",
+        needs: Needs::NONE,
+    },
+];
+
+const TOKIO: &str = "tokio";
+const GO: &str = "go";
+/// The order the built-in strategies run new threads in (the default).
+const ORDER: &str = "fifo";
+
+fn leaves(ctx: &Ctx) -> u64 {
+    if ctx.quick { 100_000 } else { 1_000_000 }
+}
+
+fn points(ctx: &Ctx) -> Vec<usize> {
+    let mut p: Vec<usize> = ctx.threads.clone().unwrap_or_else(|| vec![1, ctx.cores]);
+    p.sort_unstable();
+    p.dedup();
+    p
+}
+
+fn rows_of(
+    series: &str,
+    p: usize,
+    ctx: &Ctx,
+    leaves: u64,
+    out: &ScaleOut,
+    s: &crate::harness::Spread,
+) -> Vec<Row> {
+    let row = |metric: &str, v: f64, unit: &str| {
+        Row::new(
+            EXPERIMENT.id,
+            series,
+            p as u32,
+            ctx.over(p),
+            metric,
+            v,
+            unit,
+        )
+        .param("leaves", leaves)
+    };
+    let mut ms = row("ms", out.elapsed.as_secs_f64() * 1e3, "ms").with_spread(s);
+    if NAMES.contains(&series) {
+        ms = ms.param("order", ORDER);
+    }
+    vec![
+        ms,
+        row("completed", f64::from(u8::from(out.completed)), "bool"),
+        row("peak_rss_mb", out.peak_rss_bytes as f64 / 1e6, "MB"),
+    ]
+}
+
+fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
+    let leaves = leaves(ctx);
+    let ps = points(ctx);
+    let bar = ctx.bar(EXPERIMENT.id, ps.len() * (NAMES.len() + 2));
+    let mut rows = Vec::new();
+    let ms = |o: &ScaleOut| o.elapsed.as_secs_f64() * 1e3;
+    for &p in &ps {
+        let repeats = ctx.repeats(p).min(3);
+        for name in NAMES {
+            bar.set_message(format!("{name} x{p}"));
+            let (out, s) = median_run(
+                repeats,
+                || crate::with_strategy!(*name, skynet(p, leaves)).expect("registry name"),
+                ms,
+            );
+            rows.extend(rows_of(name, p, ctx, leaves, &out, &s));
+            bar.inc(1);
+        }
+        bar.set_message(format!("tokio x{p}"));
+        let (out, s) = median_run(repeats, || tokio_skynet(p, leaves), ms);
+        rows.extend(rows_of(TOKIO, p, ctx, leaves, &out, &s));
+        bar.inc(1);
+        bar.set_message(format!("go x{p}"));
+        let mut runs = Vec::new();
+        let mut err = None;
+        for _ in 0..repeats {
+            match go_skynet(p, leaves) {
+                Ok(o) => runs.push(o),
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        match err {
+            None => {
+                let mut i = 0;
+                let (out, s) = median_run(
+                    runs.len(),
+                    || {
+                        i += 1;
+                        runs[i - 1]
+                    },
+                    ms,
+                );
+                rows.extend(rows_of(GO, p, ctx, leaves, &out, &s));
+            }
+            Some(e) => {
+                let status = match e {
+                    GoError::NotInstalled => "not installed".to_string(),
+                    GoError::Failed(m) => format!("failed: {m}"),
+                };
+                rows.push(
+                    Row::new(
+                        EXPERIMENT.id,
+                        GO,
+                        p as u32,
+                        ctx.over(p),
+                        "completed",
+                        0.0,
+                        "bool",
+                    )
+                    .param("leaves", leaves)
+                    .param("status", status),
+                );
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(rows)
+}
+
+/// The largest `leaves` in the data.
+fn largest(rows: &[Row]) -> Option<String> {
+    rows.iter()
+        .filter_map(|r| r.get_param("leaves")?.parse::<u64>().ok())
+        .max()
+        .map(|l| l.to_string())
+}
+
+fn procs(rows: &[Row]) -> Vec<u32> {
+    let mut p: Vec<u32> = rows.iter().map(|r| r.threads).collect();
+    p.sort_unstable();
+    p.dedup();
+    p
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let Some(l) = largest(rows) else {
+        return Assessment {
+            measured: "No skynet run in the data.".into(),
+            ..Assessment::default()
+        };
+    };
+    let lp = [("leaves", l.as_str())];
+    let ps = procs(rows);
+    let sel = |metric: &'static str| Sel::metric(metric).params(&lp);
+    // completes
+    let mut failed = Vec::new();
+    let mut seen = 0;
+    for name in NAMES {
+        for &p in &ps {
+            if let Some(v) = d.value(sel("completed").series(name).threads(p)) {
+                seen += 1;
+                if v < 1.0 {
+                    failed.push(format!("`{name}` at P = {p}"));
+                }
+            }
+        }
+    }
+    let completes = if seen == 0 {
+        Finding::missing("a strategy's skynet run")
+    } else if failed.is_empty() {
+        Finding::new(
+            Outcome::Holds,
+            format!("{seen} strategy runs of {l} leaves, all with the right sum"),
+        )
+    } else {
+        Finding::new(
+            Outcome::Fails,
+            format!("not completed: {}", failed.join(", ")),
+        )
+    };
+    // within-tokio, at P = 1 and at P = all cores
+    let cores = m.cores() as u32;
+    let judged: Vec<u32> = ps
+        .iter()
+        .copied()
+        .filter(|&p| p == 1 || p == cores)
+        .collect();
+    let mut outcomes = Vec::new();
+    let mut ev = Vec::new();
+    for &p in &judged {
+        let best = NAMES
+            .iter()
+            .filter(|n| d.value(sel("completed").series(n).threads(p)) == Some(1.0))
+            .filter_map(|n| Some((*n, d.estimate(sel("ms").series(n).threads(p))?)))
+            .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
+        let tokio = d.estimate(sel("ms").series(TOKIO).threads(p));
+        if let (Some((n, b)), Some(t)) = (best, tokio) {
+            let r = b.ratio(t);
+            outcomes.push(rule::at_most(r, 1.0));
+            ev.push(format!(
+                "P = {p}: best `{n}` {} ms, `tokio` {} ms: {}",
+                b.show(1),
+                t.show(1),
+                r.show(2)
+            ));
+        }
+    }
+    let within = if outcomes.is_empty() {
+        Finding::missing("tokio and a completed strategy at P = 1 or all cores")
+    } else {
+        Finding::new(Outcome::all(outcomes), ev.join("; "))
+    };
+    // The table: ms and peak memory per series and P.
+    let mut header = vec!["series".to_string()];
+    for p in &ps {
+        header.push(format!("P = {p}: ms"));
+        header.push(format!("P = {p}: peak MB"));
+    }
+    let mut table = Table::new(&header);
+    let series: Vec<String> = d.series(Sel::metric("completed"));
+    for s in &series {
+        let mut row = vec![s.clone()];
+        for &p in &ps {
+            let status = rows
+                .iter()
+                .find(|r| r.series == *s && r.threads == p && r.get_param("status").is_some())
+                .and_then(|r| r.get_param("status"));
+            let ms: Option<Estimate> = d.estimate(sel("ms").series(s).threads(p));
+            let done = d.value(sel("completed").series(s).threads(p)) == Some(1.0);
+            row.push(match (status, ms) {
+                (Some(st), _) => st.to_string(),
+                (None, Some(e)) if done => format!("{:.1}", e.value),
+                (None, Some(e)) => format!("{:.1} (wrong sum)", e.value),
+                (None, None) => "n/a".into(),
+            });
+            row.push(
+                d.value(sel("peak_rss_mb").series(s).threads(p))
+                    .map_or("n/a".into(), |v| format!("{v:.0}")),
+            );
+        }
+        table.rows.push(row);
+    }
+    let go = judged
+        .iter()
+        .filter_map(|&p| {
+            let g = d.value(sel("ms").series(GO).threads(p))?;
+            let best = NAMES
+                .iter()
+                .filter_map(|n| d.value(sel("ms").series(n).threads(p)))
+                .fold(f64::INFINITY, f64::min);
+            Some(format!("P = {p}: best strategy / Go = {:.2}", best / g))
+        })
+        .collect::<Vec<_>>();
+    let go_line = if go.is_empty() {
+        let st = rows
+            .iter()
+            .find(|r| r.series == GO)
+            .and_then(|r| r.get_param("status"))
+            .unwrap_or("not run");
+        format!("Go: {st}.")
+    } else {
+        format!("Go: {}.", go.join("; "))
+    };
+    Assessment {
+        findings: vec![completes, within],
+        measured: format!(
+            "skynet with {l} leaves ({} nodes), built-in strategies in `{ORDER}` order. {go_line}",
+            nodes(l.parse().unwrap_or(0))
+        ),
+        notes: String::new(),
+        table: Some(table),
+    }
+}
+
+/// Nodes of a skynet tree with `leaves` leaves (a power of ten).
+fn nodes(leaves: u64) -> u64 {
+    let mut n = 0;
+    let mut level = leaves;
+    while level >= 1 {
+        n += level;
+        if level == 1 {
+            break;
+        }
+        level /= 10;
+    }
+    n
+}
+
+fn draw(rows: &[Row], m: &Machine) -> Figure {
+    let panels = procs(rows)
+        .into_iter()
+        .map(|p| {
+            let bars = rows
+                .iter()
+                .filter(|r| r.metric == "ms" && r.threads == p)
+                .map(|r| {
+                    let group = if NAMES.contains(&r.series.as_str()) {
+                        "symmetry-threads"
+                    } else {
+                        "peer"
+                    };
+                    Bar::new(&r.series, r.value, group)
+                })
+                .collect();
+            Panel::Bar(BarPanel {
+                title: format!("{p} processor{}", if p == 1 { "" } else { "s" }),
+                y_label: "ms per skynet run (log)".into(),
+                y_scale: Scale::Log,
+                bars,
+                reference_lines: Vec::new(),
+            })
+        })
+        .collect();
+    figure(
+        "peer-skynet: skynet fan-out, every strategy vs tokio and Go",
+        m,
+        panels,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    /// Rows for machine `m`: every strategy at `strategy_ms`, tokio at
+    /// `tokio_ms`, at P = 1 and all cores; `done` for every completed.
+    fn rows(m: &Machine, strategy_ms: f64, tokio_ms: f64, done: bool) -> Vec<Row> {
+        let mut out = Vec::new();
+        for p in [1, m.cores() as u32] {
+            for (s, v) in NAMES
+                .iter()
+                .map(|n| (*n, strategy_ms))
+                .chain([(TOKIO, tokio_ms)])
+            {
+                let r = |metric: &str, v: f64, rel: f64| {
+                    testing::row(
+                        EXPERIMENT.id,
+                        s,
+                        p,
+                        m,
+                        metric,
+                        v,
+                        rel,
+                        &[("leaves", "1000000")],
+                    )
+                };
+                out.push(r("ms", v, 0.02));
+                out.push(r("completed", if done { 1.0 } else { 0.0 }, 0.0));
+                out.push(r("peak_rss_mb", 100.0, 0.0));
+            }
+            out.push(
+                Row::new(EXPERIMENT.id, GO, p, false, "completed", 0.0, "bool")
+                    .param("leaves", 1_000_000)
+                    .param("status", "not installed"),
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            let s = EXPERIMENT.section(&rows(&m, 300.0, 400.0, true), &m);
+            assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
+            assert!(s.measured.contains("Go: not installed"), "{}", s.measured);
+            let s = EXPERIMENT.section(&rows(&m, 800.0, 400.0, false), &m);
+            assert_eq!(s.verdict, Verdict::Differs, "{}", s.measured);
+            let s = EXPERIMENT.section(&rows(&m, 800.0, 400.0, true), &m);
+            assert_eq!(s.verdict, Verdict::Partial, "{}", s.measured);
+            let s = EXPERIMENT.section(&rows(&m, 400.0, 401.0, true), &m);
+            assert_eq!(
+                s.verdict,
+                Verdict::Holds,
+                "a tie does not move it: {}",
+                s.measured
+            );
+            assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+        }
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), 300.0, 400.0, true),
+            &rows(&big_metal(), 300.0, 400.0, true),
+        );
+    }
+
+    #[test]
+    fn tree_sizes() {
+        assert_eq!(nodes(1_000_000), 1_111_111);
+        assert_eq!(nodes(100), 111);
+    }
+}
