@@ -26,6 +26,13 @@
 //! can be alive at once; overflowing one is reported with the thread's
 //! name (see [`stack`] docs) instead of a bare `SIGSEGV`.
 //!
+//! Every strategy takes its ready-pool discipline as a type parameter.
+//! The default, [`NewestFirst`], starts the newest created thread first
+//! (Go's `runnext`, tokio's LIFO slot, extended to every unstarted
+//! thread), so a program that forks children and joins them runs
+//! depth-first; ALL89's FIFO is [`Fifo`] (`LocalReadyq<Tas, Fifo>`), and
+//! the papers' experiments use it.
+//!
 //! Presto's object model (Faust & Levy 1990) maps to traits chosen at
 //! compile time: the scheduler object is a [`ReadyPool`] (a user can write
 //! a LIFO or priority pool and plug it into any strategy), the processor
@@ -89,7 +96,8 @@ pub use runtime::{
 pub use stack::StackError;
 #[cfg(not(loom))]
 pub use strategy::{
-    Fifo, IdleQueue, LocalFreelist, LocalReadyq, MultiLock, ReadyPool, SingleLock, Strategy,
+    Fifo, IdleQueue, LocalFreelist, LocalReadyq, MultiLock, NewestFirst, ReadyPool, SingleLock,
+    Strategy,
 };
 
 #[cfg(not(loom))]

@@ -18,8 +18,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use symmetry_threads::{
-    DefaultProcessor, JoinError, JoinHandle, LocalReadyq, NotInRuntime, Runtime, ShutdownReport,
-    SingleLock, Strategy, Thread, current, park, spawn_detached_here, try_park, yield_now,
+    DefaultProcessor, Fifo, JoinError, JoinHandle, LocalReadyq, NotInRuntime, Runtime,
+    ShutdownReport, SingleLock, Strategy, Thread, current, park, spawn_detached_here, try_park,
+    yield_now,
 };
 
 /// A test body run once per strategy.
@@ -701,4 +702,72 @@ impl PerStrategy for IdleParks {
 #[test]
 fn an_idle_runtime_parks_its_processors() {
     each(IdleParks);
+}
+
+/// The default discipline starts the newest created thread first; ALL89's
+/// `Fifo` starts the oldest first. One processor, so the order is exact.
+#[test]
+fn new_threads_start_newest_first_by_default_and_fifo_on_request() {
+    fn order<S: Strategy>() -> Vec<u32> {
+        let rt: Runtime<S> = Runtime::new(1).unwrap();
+        let h = rt.handle();
+        rt.block_on(move || {
+            let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let kids: Vec<_> = (1..=3u32)
+                .map(|i| {
+                    let seen = Arc::clone(&seen);
+                    h.spawn(move || seen.lock().unwrap().push(i))
+                })
+                .collect();
+            for k in kids {
+                k.join().unwrap();
+            }
+            let v = seen.lock().unwrap().clone();
+            v
+        })
+        .unwrap()
+    }
+    assert_eq!(order::<LocalReadyq>(), vec![3, 2, 1]);
+    assert_eq!(order::<SingleLock>(), vec![3, 2, 1]);
+    assert_eq!(
+        order::<LocalReadyq<symmetry_locks::Tas, Fifo>>(),
+        vec![1, 2, 3]
+    );
+}
+
+/// A thread that yields in a loop goes behind the others, whatever the
+/// discipline: it cannot keep a lone processor from the thread it waits
+/// for, nor can a stream of new threads keep it from running.
+#[test]
+fn newest_first_starves_neither_a_yielder_nor_the_threads_it_waits_for() {
+    within("newest-first fairness", 60, || {
+        let rt: Runtime<SingleLock> = Runtime::new(1).unwrap();
+        let h = rt.handle();
+        rt.block_on(move || {
+            let flag = Arc::new(AtomicBool::new(false));
+            let f2 = Arc::clone(&flag);
+            let waiter = h.spawn(move || {
+                while !f2.load(Ordering::Acquire) {
+                    yield_now();
+                }
+            });
+            // A flood of creations, each creating the next: the waiter
+            // and the setter still get turns.
+            let h2 = h.clone();
+            let flood = h.spawn(move || {
+                fn chain(h: symmetry_threads::Handle<SingleLock>, left: u32) {
+                    if left > 0 {
+                        let h2 = h.clone();
+                        h.spawn_detached(move || chain(h2, left - 1));
+                    }
+                }
+                chain(h2, 10_000);
+            });
+            let setter = h.spawn(move || flag.store(true, Ordering::Release));
+            flood.join().unwrap();
+            setter.join().unwrap();
+            waiter.join().unwrap();
+        })
+        .unwrap();
+    });
 }

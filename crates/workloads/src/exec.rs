@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use symmetry_threads::{Runtime, SingleLock};
+use symmetry_threads::{Fifo, Runtime, SingleLock};
 
 /// A barrier of the executor's kind (blocking for its threads).
 pub trait ExecBarrier: Send + Sync {
@@ -58,7 +58,7 @@ pub struct UserThreads {
 /// The thread-management strategy of the runtime [`UserThreads`] builds
 /// (ALL89 §III-A, one central ready queue under one lock: the simplest,
 /// and on 2 to 8 processors not a bottleneck for these workloads).
-pub type UserStrategy = SingleLock;
+pub type UserStrategy = SingleLock<symmetry_locks::Tas, Fifo>;
 
 /// [`std::sync::Barrier`] as an [`ExecBarrier`].
 struct OsBarrier(std::sync::Barrier);

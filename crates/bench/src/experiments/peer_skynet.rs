@@ -61,8 +61,13 @@ const CLAIMS: &[Claim] = &[
 
 const TOKIO: &str = "tokio";
 const GO: &str = "go";
-/// The order the built-in strategies run new threads in (the default).
-const ORDER: &str = "fifo";
+/// The orders the built-in strategies run in: ALL89's FIFO ready pools,
+/// and a slot for the newest created thread in front of them.
+const ORDERS: [&str; 2] = ["newest", "fifo"];
+/// The order of the crate's default strategy types.
+const DEFAULT_ORDER: &str = "newest";
+/// The `order` of a peer's rows.
+const PEER: &str = "-";
 
 fn leaves(ctx: &Ctx) -> u64 {
     if ctx.quick { 100_000 } else { 1_000_000 }
@@ -77,6 +82,7 @@ fn points(ctx: &Ctx) -> Vec<usize> {
 
 fn rows_of(
     series: &str,
+    order: &str,
     p: usize,
     ctx: &Ctx,
     leaves: u64,
@@ -94,13 +100,10 @@ fn rows_of(
             unit,
         )
         .param("leaves", leaves)
+        .param("order", order)
     };
-    let mut ms = row("ms", out.elapsed.as_secs_f64() * 1e3, "ms").with_spread(s);
-    if NAMES.contains(&series) {
-        ms = ms.param("order", ORDER);
-    }
     vec![
-        ms,
+        row("ms", out.elapsed.as_secs_f64() * 1e3, "ms").with_spread(s),
         row("completed", f64::from(u8::from(out.completed)), "bool"),
         row("peak_rss_mb", out.peak_rss_bytes as f64 / 1e6, "MB"),
     ]
@@ -109,24 +112,26 @@ fn rows_of(
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let leaves = leaves(ctx);
     let ps = points(ctx);
-    let bar = ctx.bar(EXPERIMENT.id, ps.len() * (NAMES.len() + 2));
+    let bar = ctx.bar(EXPERIMENT.id, ps.len() * (ORDERS.len() * NAMES.len() + 2));
     let mut rows = Vec::new();
     let ms = |o: &ScaleOut| o.elapsed.as_secs_f64() * 1e3;
     for &p in &ps {
         let repeats = ctx.repeats(p).min(3);
         for name in NAMES {
-            bar.set_message(format!("{name} x{p}"));
-            let (out, s) = median_run(
-                repeats,
-                || crate::with_strategy!(*name, skynet(p, leaves)).expect("registry name"),
-                ms,
-            );
-            rows.extend(rows_of(name, p, ctx, leaves, &out, &s));
-            bar.inc(1);
+            for order in ORDERS {
+                bar.set_message(format!("{name} ({order}) x{p}"));
+                let one = || match order {
+                    "fifo" => crate::with_strategy!(*name, skynet(p, leaves)),
+                    _ => crate::with_strategy_newest!(*name, skynet(p, leaves)),
+                };
+                let (out, s) = median_run(repeats, || one().expect("registry name"), ms);
+                rows.extend(rows_of(name, order, p, ctx, leaves, &out, &s));
+                bar.inc(1);
+            }
         }
         bar.set_message(format!("tokio x{p}"));
         let (out, s) = median_run(repeats, || tokio_skynet(p, leaves), ms);
-        rows.extend(rows_of(TOKIO, p, ctx, leaves, &out, &s));
+        rows.extend(rows_of(TOKIO, PEER, p, ctx, leaves, &out, &s));
         bar.inc(1);
         bar.set_message(format!("go x{p}"));
         let mut runs = Vec::new();
@@ -151,7 +156,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     },
                     ms,
                 );
-                rows.extend(rows_of(GO, p, ctx, leaves, &out, &s));
+                rows.extend(rows_of(GO, PEER, p, ctx, leaves, &out, &s));
             }
             Some(e) => {
                 let status = match e {
@@ -169,6 +174,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                         "bool",
                     )
                     .param("leaves", leaves)
+                    .param("order", PEER)
                     .param("status", status),
                 );
             }
@@ -202,18 +208,29 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             ..Assessment::default()
         };
     };
-    let lp = [("leaves", l.as_str())];
     let ps = procs(rows);
-    let sel = |metric: &'static str| Sel::metric(metric).params(&lp);
-    // completes
+    let at = |order: &'static str| [("leaves", l.clone()), ("order", order.to_string())];
+    let pick = |metric: &str, series: &str, p: u32, order: &'static str| {
+        let params = at(order);
+        let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        d.estimate(
+            Sel::metric(metric)
+                .series(series)
+                .threads(p)
+                .params(&params),
+        )
+    };
+    // completes: every strategy, every order run, every P.
     let mut failed = Vec::new();
     let mut seen = 0;
     for name in NAMES {
-        for &p in &ps {
-            if let Some(v) = d.value(sel("completed").series(name).threads(p)) {
-                seen += 1;
-                if v < 1.0 {
-                    failed.push(format!("`{name}` at P = {p}"));
+        for order in ORDERS {
+            for &p in &ps {
+                if let Some(v) = pick("completed", name, p, order) {
+                    seen += 1;
+                    if v.value < 1.0 {
+                        failed.push(format!("`{name}` ({order}) at P = {p}"));
+                    }
                 }
             }
         }
@@ -231,23 +248,25 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             format!("not completed: {}", failed.join(", ")),
         )
     };
-    // within-tokio, at P = 1 and at P = all cores
+    // within-tokio, default order, at P = 1 and at P = all cores.
     let cores = m.cores() as u32;
     let judged: Vec<u32> = ps
         .iter()
         .copied()
         .filter(|&p| p == 1 || p == cores)
         .collect();
+    let best_at = |p: u32, order: &'static str| -> Option<(&str, Estimate)> {
+        NAMES
+            .iter()
+            .filter(|n| pick("completed", n, p, order).is_some_and(|c| c.value >= 1.0))
+            .filter_map(|n| Some((*n, pick("ms", n, p, order)?)))
+            .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
+    };
     let mut outcomes = Vec::new();
     let mut ev = Vec::new();
     for &p in &judged {
-        let best = NAMES
-            .iter()
-            .filter(|n| d.value(sel("completed").series(n).threads(p)) == Some(1.0))
-            .filter_map(|n| Some((*n, d.estimate(sel("ms").series(n).threads(p))?)))
-            .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
-        let tokio = d.estimate(sel("ms").series(TOKIO).threads(p));
-        if let (Some((n, b)), Some(t)) = (best, tokio) {
+        let tokio = pick("ms", TOKIO, p, PEER);
+        if let (Some((n, b)), Some(t)) = (best_at(p, DEFAULT_ORDER), tokio) {
             let r = b.ratio(t);
             outcomes.push(rule::at_most(r, 1.0));
             ev.push(format!(
@@ -263,23 +282,34 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     } else {
         Finding::new(Outcome::all(outcomes), ev.join("; "))
     };
-    // The table: ms and peak memory per series and P.
+    // The table: ms and peak memory per series, order and P.
     let mut header = vec!["series".to_string()];
     for p in &ps {
         header.push(format!("P = {p}: ms"));
         header.push(format!("P = {p}: peak MB"));
     }
     let mut table = Table::new(&header);
-    let series: Vec<String> = d.series(Sel::metric("completed"));
-    for s in &series {
-        let mut row = vec![s.clone()];
+    let lines: Vec<(&str, &'static str)> = NAMES
+        .iter()
+        .flat_map(|n| ORDERS.iter().map(move |o| (*n, *o)))
+        .chain([(TOKIO, PEER), (GO, PEER)])
+        .collect();
+    for (s, order) in lines {
+        let label = if order == PEER {
+            s.to_string()
+        } else {
+            format!("{s} ({order})")
+        };
+        let mut row = vec![label];
+        let mut any = false;
         for &p in &ps {
             let status = rows
                 .iter()
-                .find(|r| r.series == *s && r.threads == p && r.get_param("status").is_some())
+                .find(|r| r.series == s && r.threads == p)
                 .and_then(|r| r.get_param("status"));
-            let ms: Option<Estimate> = d.estimate(sel("ms").series(s).threads(p));
-            let done = d.value(sel("completed").series(s).threads(p)) == Some(1.0);
+            let ms = pick("ms", s, p, order);
+            let done = pick("completed", s, p, order).is_some_and(|c| c.value >= 1.0);
+            any |= status.is_some() || ms.is_some();
             row.push(match (status, ms) {
                 (Some(st), _) => st.to_string(),
                 (None, Some(e)) if done => format!("{:.1}", e.value),
@@ -287,23 +317,25 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 (None, None) => "n/a".into(),
             });
             row.push(
-                d.value(sel("peak_rss_mb").series(s).threads(p))
-                    .map_or("n/a".into(), |v| format!("{v:.0}")),
+                pick("peak_rss_mb", s, p, order)
+                    .map_or("n/a".into(), |v| format!("{:.0}", v.value)),
             );
         }
-        table.rows.push(row);
+        if any {
+            table.rows.push(row);
+        }
     }
-    let go = judged
+    let go: Vec<String> = judged
         .iter()
         .filter_map(|&p| {
-            let g = d.value(sel("ms").series(GO).threads(p))?;
-            let best = NAMES
-                .iter()
-                .filter_map(|n| d.value(sel("ms").series(n).threads(p)))
-                .fold(f64::INFINITY, f64::min);
-            Some(format!("P = {p}: best strategy / Go = {:.2}", best / g))
+            let g = pick("ms", GO, p, PEER)?;
+            let (n, b) = best_at(p, DEFAULT_ORDER)?;
+            Some(format!(
+                "P = {p}: best strategy (`{n}`) / Go = {:.2}",
+                b.value / g.value
+            ))
         })
-        .collect::<Vec<_>>();
+        .collect();
     let go_line = if go.is_empty() {
         let st = rows
             .iter()
@@ -314,11 +346,26 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     } else {
         format!("Go: {}.", go.join("; "))
     };
+    let fifo: Vec<String> = judged
+        .iter()
+        .filter_map(|&p| {
+            let (_, f) = best_at(p, "fifo")?;
+            let (_, n) = best_at(p, DEFAULT_ORDER)?;
+            Some(format!("P = {p}: {:.2}", f.value / n.value))
+        })
+        .collect();
     Assessment {
         findings: vec![completes, within],
         measured: format!(
-            "skynet with {l} leaves ({} nodes), built-in strategies in `{ORDER}` order. {go_line}",
-            nodes(l.parse().unwrap_or(0))
+            "skynet with {l} leaves ({} nodes); built-in strategies in both orders, `{DEFAULT_ORDER}` \
+             (the default, a slot for the newest created thread) and `fifo` (ALL89's). Best `fifo` time \
+             over best `{DEFAULT_ORDER}`: {}. {go_line}",
+            nodes(l.parse().unwrap_or(0)),
+            if fifo.is_empty() {
+                "n/a".into()
+            } else {
+                fifo.join("; ")
+            }
         ),
         notes: String::new(),
         table: Some(table),
@@ -352,7 +399,11 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
                     } else {
                         "peer"
                     };
-                    Bar::new(&r.series, r.value, group)
+                    let label = match r.get_param("order") {
+                        Some(o) if o != PEER => format!("{} ({o})", r.series),
+                        _ => r.series.clone(),
+                    };
+                    Bar::new(&label, r.value, group)
                 })
                 .collect();
             Panel::Bar(BarPanel {
@@ -406,6 +457,7 @@ mod tests {
             out.push(
                 Row::new(EXPERIMENT.id, GO, p, false, "completed", 0.0, "bool")
                     .param("leaves", 1_000_000)
+                    .param("order", PEER)
                     .param("status", "not installed"),
             );
         }

@@ -27,7 +27,8 @@
 //! [`Lifo`]: crate::registry::user_scheduler::Lifo
 //! [`Priority`]: crate::registry::user_scheduler::Priority
 
-use symmetry_threads::{LocalFreelist, LocalReadyq, SingleLock};
+use symmetry_locks::Tas;
+use symmetry_threads::{Fifo, LocalFreelist, LocalReadyq, SingleLock};
 
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
@@ -94,9 +95,9 @@ const TOTAL: u64 = 1_000_000;
 
 fn chain(name: &str, cfg: &ChainCfg) -> Option<ChainOut> {
     Some(match name {
-        "single-lock" => null_chain::<SingleLock>(cfg),
-        CENTRAL => null_chain::<LocalFreelist>(cfg),
-        BUILTIN => null_chain::<LocalReadyq>(cfg),
+        "single-lock" => null_chain::<SingleLock<Tas, Fifo>>(cfg),
+        CENTRAL => null_chain::<LocalFreelist<Tas, Fifo>>(cfg),
+        BUILTIN => null_chain::<LocalReadyq<Tas, Fifo>>(cfg),
         LIFO => null_chain::<LocalReadyqLifo>(cfg),
         PRIO => null_chain::<LocalReadyqPriority>(cfg),
         _ => return None,

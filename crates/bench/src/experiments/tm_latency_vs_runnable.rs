@@ -251,7 +251,9 @@ fn loadavg() -> Option<f64> {
 
 fn chains_named(name: &str, cfg: &Cfg) -> Option<Out> {
     match name {
-        Q18 => Some(chains::<symmetry_threads::LocalReadyq>(&Cfg {
+        Q18 => Some(chains::<
+            symmetry_threads::LocalReadyq<symmetry_locks::Tas, symmetry_threads::Fifo>,
+        >(&Cfg {
             queues: Some(18),
             ..*cfg
         })),

@@ -129,7 +129,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     // in about 25 s at the one-processor rate of a pilot run; else it
     // shrinks the total (recorded in `total`).
     let total = if ctx.quick {
-        let pilot = null_chain::<symmetry_threads::SingleLock>(&ChainCfg {
+        let pilot = null_chain::<
+            symmetry_threads::SingleLock<symmetry_locks::Tas, symmetry_threads::Fifo>,
+        >(&ChainCfg {
             processors: 1,
             total: MIN_TOTAL,
             work_iters: 0,

@@ -105,7 +105,7 @@ const E40_BELOW: f64 = 1.2;
 
 const METRIC: &str = "queues_examined";
 
-type Rq = LocalReadyq;
+type Rq = LocalReadyq<symmetry_locks::Tas, symmetry_threads::Fifo>;
 
 /// State shared by the driver and the threads of one trial (reused).
 struct Trial {

@@ -12,7 +12,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
-use symmetry_threads::{LocalReadyq, Runtime, Thread};
+use symmetry_locks::Tas;
+use symmetry_threads::{Fifo, LocalReadyq, Runtime, Thread};
 
 use crate::harness::Spread;
 use crate::kernels::locks::{
@@ -191,7 +192,7 @@ impl UserPingPong {
 /// (processors pinned) hand a turn back and forth, each parking until the
 /// other unparks it: ns per round trip (two block+wake hand-offs).
 fn user_rtt(processors: usize, rounds: u64) -> f64 {
-    let rt: Runtime<LocalReadyq> = Runtime::builder()
+    let rt: Runtime<LocalReadyq<Tas, Fifo>> = Runtime::builder()
         .processors(processors)
         .pin(true)
         .build()

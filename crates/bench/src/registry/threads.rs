@@ -14,8 +14,10 @@ pub const NAMES: &[&str] = &[
     "local-readyq",
 ];
 
-/// Calls `$kernel::<Strategy>(args...)` for the strategy named `$name`;
-/// evaluates to `Some(result)`, or `None` for an unknown name.
+/// Calls `$kernel::<Strategy>(args...)` for the strategy named `$name`,
+/// with ALL89's FIFO ready pools ([`symmetry_threads::Fifo`], what the
+/// papers' experiments measure); evaluates to `Some(result)`, or `None`
+/// for an unknown name.
 ///
 /// ```ignore
 /// let out = with_strategy!(name, null_chain(procs, total));
@@ -24,11 +26,27 @@ pub const NAMES: &[&str] = &[
 macro_rules! with_strategy {
     ($name:expr, $kernel:ident ( $($arg:expr),* $(,)? )) => {
         match $name {
-            "single-lock" => Some($kernel::<symmetry_threads::SingleLock>($($arg),*)),
-            "multi-lock" => Some($kernel::<symmetry_threads::MultiLock>($($arg),*)),
-            "local-freelist" => Some($kernel::<symmetry_threads::LocalFreelist>($($arg),*)),
-            "idle-queue" => Some($kernel::<symmetry_threads::IdleQueue>($($arg),*)),
-            "local-readyq" => Some($kernel::<symmetry_threads::LocalReadyq>($($arg),*)),
+            "single-lock" => Some($kernel::<symmetry_threads::SingleLock<symmetry_locks::Tas, symmetry_threads::Fifo>>($($arg),*)),
+            "multi-lock" => Some($kernel::<symmetry_threads::MultiLock<symmetry_locks::Tas, symmetry_threads::Fifo>>($($arg),*)),
+            "local-freelist" => Some($kernel::<symmetry_threads::LocalFreelist<symmetry_locks::Tas, symmetry_threads::Fifo>>($($arg),*)),
+            "idle-queue" => Some($kernel::<symmetry_threads::IdleQueue<symmetry_locks::Tas, symmetry_threads::Fifo>>($($arg),*)),
+            "local-readyq" => Some($kernel::<symmetry_threads::LocalReadyq<symmetry_locks::Tas, symmetry_threads::Fifo>>($($arg),*)),
+            _ => None,
+        }
+    };
+}
+
+/// [`with_strategy!`] with the newest-created-thread-first ready pools
+/// ([`symmetry_threads::NewestFirst`]).
+#[macro_export]
+macro_rules! with_strategy_newest {
+    ($name:expr, $kernel:ident ( $($arg:expr),* $(,)? )) => {
+        match $name {
+            "single-lock" => Some($kernel::<symmetry_threads::SingleLock<symmetry_locks::Tas, symmetry_threads::NewestFirst>>($($arg),*)),
+            "multi-lock" => Some($kernel::<symmetry_threads::MultiLock<symmetry_locks::Tas, symmetry_threads::NewestFirst>>($($arg),*)),
+            "local-freelist" => Some($kernel::<symmetry_threads::LocalFreelist<symmetry_locks::Tas, symmetry_threads::NewestFirst>>($($arg),*)),
+            "idle-queue" => Some($kernel::<symmetry_threads::IdleQueue<symmetry_locks::Tas, symmetry_threads::NewestFirst>>($($arg),*)),
+            "local-readyq" => Some($kernel::<symmetry_threads::LocalReadyq<symmetry_locks::Tas, symmetry_threads::NewestFirst>>($($arg),*)),
             _ => None,
         }
     };

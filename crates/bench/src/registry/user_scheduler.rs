@@ -178,7 +178,7 @@ mod tests {
     #[test]
     fn builtin_fifo_for_comparison() {
         assert_eq!(
-            order::<symmetry_threads::LocalReadyq>(&[3, 2, 1]),
+            order::<LocalReadyq<Tas, symmetry_threads::Fifo>>(&[3, 2, 1]),
             vec![0, 1, 2]
         );
     }

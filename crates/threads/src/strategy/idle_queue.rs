@@ -34,7 +34,7 @@ use lock_api::RawMutex;
 use symmetry_locks::Tas;
 
 use super::local_freelist::{LocalLists, Pools};
-use super::{Dispatch, Env, Fifo, Finished, Idle, ProcStats, ReadyPool, Strategy};
+use super::{Dispatch, Env, Finished, Idle, NewestFirst, ProcStats, ReadyPool, Strategy};
 use crate::cb::CbRef;
 
 const WAITING: usize = 0;
@@ -54,7 +54,7 @@ struct Central<Q> {
 }
 
 /// ALL89 §III-D. See the module docs.
-pub struct IdleQueue<L: RawMutex = Tas, Q: ReadyPool = Fifo> {
+pub struct IdleQueue<L: RawMutex = Tas, Q: ReadyPool = NewestFirst> {
     env: Env,
     central: lock_api::Mutex<L, Central<Q>>,
     /// Mirror of the ready queue's length, written under the lock.

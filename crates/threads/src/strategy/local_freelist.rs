@@ -17,7 +17,7 @@ use lock_api::RawMutex;
 use symmetry_locks::Tas;
 
 use super::{
-    Dispatch, Env, Fifo, Finished, LockedPool, ProcStats, ReadyPool, Strategy, warm_stacks,
+    Dispatch, Env, Finished, LockedPool, NewestFirst, ProcStats, ReadyPool, Strategy, warm_stacks,
 };
 use crate::cb::{CbList, CbRef, Stack};
 
@@ -196,7 +196,7 @@ impl<L: RawMutex> Pools<L> {
 }
 
 /// ALL89 §III-C. See the module docs.
-pub struct LocalFreelist<L: RawMutex = Tas, Q: ReadyPool = Fifo> {
+pub struct LocalFreelist<L: RawMutex = Tas, Q: ReadyPool = NewestFirst> {
     env: Env,
     ready: LockedPool<Q, L>,
     pools: Pools<L>,

@@ -22,11 +22,13 @@ use lock_api::RawMutex;
 use symmetry_locks::Tas;
 
 use super::local_freelist::{LocalLists, Pools};
-use super::{Dispatch, Env, Fifo, Finished, LockedPool, ProcStats, ReadyPool, Rng, Strategy};
+use super::{
+    Dispatch, Env, Finished, LockedPool, NewestFirst, ProcStats, ReadyPool, Rng, Strategy,
+};
 use crate::cb::CbRef;
 
 /// ALL89 §III-E. See the module docs.
-pub struct LocalReadyq<L: RawMutex = Tas, Q: ReadyPool = Fifo> {
+pub struct LocalReadyq<L: RawMutex = Tas, Q: ReadyPool = NewestFirst> {
     env: Env,
     queues: Box<[CachePadded<LockedPool<Q, L>>]>,
     pools: Pools<L>,

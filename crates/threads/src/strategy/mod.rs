@@ -36,12 +36,14 @@ mod idle_queue;
 mod local_freelist;
 mod local_readyq;
 mod multi_lock;
+mod newest_first;
 mod single_lock;
 
 pub use idle_queue::IdleQueue;
 pub use local_freelist::LocalFreelist;
 pub use local_readyq::LocalReadyq;
 pub use multi_lock::MultiLock;
+pub use newest_first::NewestFirst;
 pub use single_lock::SingleLock;
 
 /// PRESTO's scheduler object: the discipline of a pool of ready threads.
@@ -62,7 +64,10 @@ pub trait ReadyPool: Default + Send + 'static {
     }
 }
 
-/// The built-in discipline: first in, first out, on the intrusive link.
+/// ALL89's discipline: first in, first out, on the intrusive link. The
+/// papers' experiments run every strategy with it
+/// (`SingleLock<Tas, Fifo>`, ...); the strategies' default is
+/// [`NewestFirst`], which runs fan-out programs depth-first.
 #[derive(Debug, Default)]
 pub struct Fifo(CbList);
 

@@ -13,13 +13,13 @@ use symmetry_locks::Tas;
 
 use super::single_lock::ProcIndex;
 use super::{
-    Dispatch, Env, Fifo, Finished, LockedPool, ProcStats, ReadyPool, Strategy, warm_cbs,
+    Dispatch, Env, Finished, LockedPool, NewestFirst, ProcStats, ReadyPool, Strategy, warm_cbs,
     warm_stacks,
 };
 use crate::cb::{CbList, CbRef, Stack};
 
 /// ALL89 §III-B. See the module docs.
-pub struct MultiLock<L: RawMutex = Tas, Q: ReadyPool = Fifo> {
+pub struct MultiLock<L: RawMutex = Tas, Q: ReadyPool = NewestFirst> {
     env: Env,
     ready: LockedPool<Q, L>,
     cbs: lock_api::Mutex<L, CbList>,

@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use lock_api::RawMutex;
 use symmetry_locks::Tas;
 
-use super::{Dispatch, Env, Fifo, Finished, ProcStats, ReadyPool, Strategy, warm_cbs, warm_stacks};
+use super::{
+    Dispatch, Env, Finished, NewestFirst, ProcStats, ReadyPool, Strategy, warm_cbs, warm_stacks,
+};
 use crate::cb::{CbList, CbRef, Stack};
 
 struct Central<Q> {
@@ -25,7 +27,7 @@ struct Central<Q> {
 }
 
 /// ALL89 §III-A. See the module docs.
-pub struct SingleLock<L: RawMutex = Tas, Q: ReadyPool = Fifo> {
+pub struct SingleLock<L: RawMutex = Tas, Q: ReadyPool = NewestFirst> {
     env: Env,
     central: lock_api::Mutex<L, Central<Q>>,
     /// Mirror of `central.ready.len()`, written under the lock.
