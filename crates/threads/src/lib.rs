@@ -90,8 +90,8 @@ pub use cb::{CbList, CbRef, INLINE_ARGS, Stack};
 pub use join::{JoinError, JoinHandle};
 #[cfg(not(loom))]
 pub use runtime::{
-    Builder, DEFAULT_STACK_SIZE, DefaultProcessor, Handle, Processor, Runtime, ShutdownReport,
-    Stats, ThreadBuilder, Unstarted, spawn_detached_here,
+    Builder, DEFAULT_STACK_SIZE, DROP_GRACE, DefaultProcessor, Handle, Processor, Runtime,
+    ShutdownReport, Stats, ThreadBuilder, Unstarted, spawn_detached_here,
 };
 pub use stack::StackError;
 #[cfg(not(loom))]

@@ -34,6 +34,7 @@ use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use corosensei::CoroutineResult;
 use crossbeam_utils::CachePadded;
@@ -210,8 +211,12 @@ pub(crate) struct Shared<S: Strategy, P: Processor> {
     processor: P,
     next_id: AtomicU64,
     created_outside: AtomicU64,
-    /// Set once every processor has exited.
+    /// Set once every processor has exited (or been given up on).
     pub(crate) stopped: Arc<AtomicBool>,
+    /// Set by [`Runtime::shutdown_timeout`] when its time is nearly out:
+    /// processors stop dispatching and exit, leaving ready threads
+    /// unrun (abandoned).
+    stop_now: AtomicBool,
     pin: bool,
 }
 
@@ -363,6 +368,15 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
                     None => break,
                 },
             };
+            // Acquire: pairs with the Release store in `shutdown_timeout`.
+            if self.stop_now.load(Ordering::Acquire) {
+                // Out of time: the thread goes back to the ready pool
+                // unrun (a stack bound for its start returns to the slab
+                // pool), and the shutdown counts it as abandoned.
+                drop(d.stack);
+                self.with_local(|l| self.strategy.ready(l, d.cb));
+                break;
+            }
             done = self.run(&ctx, d);
         }
         debug_assert!(done.is_none());
@@ -393,7 +407,8 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
             }
             // Acquire: pairs with the SeqCst store in `shutdown`.
             if self.env.shutdown.load(Ordering::Acquire) {
-                if self.strategy.has_ready() {
+                // Acquire: as in `worker`.
+                if self.strategy.has_ready() && !self.stop_now.load(Ordering::Acquire) {
                     continue;
                 }
                 return None;
@@ -742,6 +757,7 @@ impl<S: Strategy, P: Processor> Builder<S, P> {
             next_id: AtomicU64::new(1),
             created_outside: AtomicU64::new(0),
             stopped: Arc::new(AtomicBool::new(false)),
+            stop_now: AtomicBool::new(false),
             pin: self.pin,
         });
         let mut workers = Vec::with_capacity(n);
@@ -803,9 +819,13 @@ pub struct ShutdownReport {
     pub cbs_free: u64,
     /// Stacks on the free lists after the processors exited.
     pub stacks_free: u64,
-    /// Threads still blocked (or never started) when the processors
+    /// Threads still blocked, ready or never started when the processors
     /// stopped; they never ran to completion.
     pub abandoned: u64,
+    /// Threads still running on a processor that did not stop by the
+    /// deadline of [`Runtime::shutdown_timeout`] (they never switched);
+    /// always 0 after [`Runtime::shutdown`].
+    pub still_running: u64,
 }
 
 impl ShutdownReport {
@@ -906,17 +926,94 @@ impl<S: Strategy, P: Processor> Runtime<S, P> {
 
     /// Lets ready threads finish, stops the processors, and reports what
     /// is left (see the module docs). Idempotent.
+    ///
+    /// It waits for as long as threads stay ready: a thread that yields in
+    /// a loop until a condition nobody will set, or a stream of new
+    /// threads, keeps it waiting for ever. [`Runtime::shutdown_timeout`]
+    /// returns within a bound whatever the threads do.
     pub fn shutdown(&mut self) -> ShutdownReport {
         if let Some(r) = self.report {
             return r;
         }
+        self.begin_shutdown();
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+        self.finish_shutdown(0)
+    }
+
+    /// [`Runtime::shutdown`] that returns within about `limit`, whatever
+    /// the user threads do. Ready threads run until three quarters of
+    /// `limit` have passed; then each processor stops at its next switch
+    /// (a thread that blocks, yields or finishes), leaving the threads
+    /// still ready unrun. A thread that runs on without ever switching
+    /// keeps its processor: that processor's OS thread is left to it
+    /// (detached), and the report counts it in
+    /// [`ShutdownReport::still_running`]. Threads that did not finish
+    /// are counted in [`ShutdownReport::abandoned`]; their join handles
+    /// return [`JoinError::Abandoned`](crate::JoinError::Abandoned).
+    /// Idempotent.
+    pub fn shutdown_timeout(&mut self, limit: Duration) -> ShutdownReport {
+        if let Some(r) = self.report {
+            return r;
+        }
+        let start = Instant::now();
+        self.begin_shutdown();
+        let wait = |workers: &mut Vec<std::thread::JoinHandle<()>>, until: Duration| {
+            while start.elapsed() < until && workers.iter().any(|w| !w.is_finished()) {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            let (done, left): (Vec<_>, Vec<_>) = std::mem::take(workers)
+                .into_iter()
+                .partition(|w| w.is_finished());
+            for w in done {
+                let _ = w.join();
+            }
+            *workers = left;
+        };
+        wait(&mut self.workers, limit * 3 / 4);
+        if !self.workers.is_empty() {
+            // Release: pairs with the processors' Acquire loads.
+            self.shared.stop_now.store(true, Ordering::Release);
+            self.shared.sleepers.wake_all();
+            self.shared.strategy.wake_all();
+            wait(&mut self.workers, limit);
+        }
+        let running = self.workers.len() as u64;
+        // Detached: a processor still running a thread that never
+        // switches keeps its OS thread (and its reference to the runtime).
+        self.workers.clear();
+        self.finish_shutdown(running)
+    }
+
+    /// Sets the shutdown flag and wakes every idle processor.
+    fn begin_shutdown(&self) {
         let sh = &self.shared;
         // SeqCst: pairs with the idle processors' SeqCst fence and loads.
         sh.env.shutdown.store(true, Ordering::SeqCst);
         sh.sleepers.wake_all();
         sh.strategy.wake_all();
-        for w in self.workers.drain(..) {
-            let _ = w.join();
+    }
+
+    /// Counts what is left once the processors have exited (all but
+    /// `running`, which never switched back) and completes the shutdown.
+    fn finish_shutdown(&mut self, running: u64) -> ShutdownReport {
+        let sh = &self.shared;
+        if running > 0 {
+            // A processor still runs a user thread: control blocks are
+            // not ours to walk. Count without touching them.
+            let s = sh.stats();
+            // Release: pairs with the Acquire load in `JoinHandle::join`.
+            sh.stopped.store(true, Ordering::Release);
+            let r = ShutdownReport {
+                stats: s,
+                cbs_free: 0,
+                stacks_free: 0,
+                abandoned: s.created.saturating_sub(s.finished).saturating_sub(running),
+                still_running: running,
+            };
+            self.report = Some(r);
+            return r;
         }
         let (cbs_free, stacks_free) = sh.strategy.free_counts();
         // Abandoned threads: anything that still has a coroutine or an
@@ -955,15 +1052,25 @@ impl<S: Strategy, P: Processor> Runtime<S, P> {
             cbs_free,
             stacks_free,
             abandoned,
+            still_running: 0,
         };
         self.report = Some(r);
         r
     }
 }
 
+/// How long dropping a runtime waits for its ready threads
+/// ([`Runtime::shutdown_timeout`]).
+pub const DROP_GRACE: Duration = Duration::from_secs(5);
+
 impl<S: Strategy, P: Processor> Drop for Runtime<S, P> {
+    /// Shuts down with [`Runtime::shutdown_timeout`]`(`[`DROP_GRACE`]`)`
+    /// unless already shut down: ready threads get up to that long to
+    /// finish, and dropping never hangs. What is left is not reported;
+    /// call [`Runtime::shutdown`] or [`Runtime::shutdown_timeout`] first
+    /// to see it.
     fn drop(&mut self) {
-        self.shutdown();
+        self.shutdown_timeout(DROP_GRACE);
     }
 }
 

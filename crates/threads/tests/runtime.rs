@@ -771,3 +771,77 @@ fn newest_first_starves_neither_a_yielder_nor_the_threads_it_waits_for() {
         .unwrap();
     });
 }
+
+/// `shutdown_timeout` returns within its bound whatever the threads do:
+/// a thread yielding in a loop, a thread spawning in a loop, and (on a
+/// second processor) a thread that never switches at all.
+#[test]
+fn shutdown_timeout_returns_with_yielders_spawners_and_spinners() {
+    struct Case;
+    impl PerStrategy for Case {
+        fn run<S: Strategy>(&self, name: &'static str) {
+            let mut rt: Runtime<S> = Runtime::new(2).unwrap();
+            let h = rt.handle();
+            let stop = Arc::new(AtomicBool::new(false));
+            let s1 = Arc::clone(&stop);
+            let yielder = h.spawn(move || {
+                while !s1.load(Ordering::Relaxed) {
+                    yield_now();
+                }
+            });
+            let h2 = h.clone();
+            let s2 = Arc::clone(&stop);
+            h.spawn_detached(move || {
+                while !s2.load(Ordering::Relaxed) {
+                    h2.spawn_detached(|| {});
+                    yield_now();
+                }
+            });
+            let s3 = Arc::clone(&stop);
+            let spinning = Arc::new(AtomicBool::new(false));
+            let sp = Arc::clone(&spinning);
+            h.spawn_detached(move || {
+                sp.store(true, Ordering::Relaxed);
+                // Never switches: keeps its processor until told to stop.
+                while !s3.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+            wait_until("the spinner runs", 30, || spinning.load(Ordering::Relaxed));
+            let t = Instant::now();
+            let r = rt.shutdown_timeout(Duration::from_millis(300));
+            let took = t.elapsed();
+            assert!(
+                took < Duration::from_secs(3),
+                "{name}: shutdown_timeout took {took:?}"
+            );
+            assert_eq!(r.still_running, 1, "{name}: {r:?}");
+            assert!(r.abandoned >= 1, "{name}: {r:?}");
+            assert!(
+                matches!(yielder.join(), Err(JoinError::Abandoned)),
+                "{name}"
+            );
+            // The spinner's processor was left to it; let it go.
+            stop.store(true, Ordering::Relaxed);
+            // Idempotent: the same report again.
+            assert_eq!(rt.shutdown_timeout(Duration::from_millis(1)), r);
+        }
+    }
+    each(Case);
+}
+
+/// Dropping a runtime whose thread yields for ever returns (after
+/// `DROP_GRACE` at most).
+#[test]
+fn drop_returns_with_a_yield_looping_thread() {
+    within("drop with a yield loop", 30, || {
+        let rt: Runtime<LocalReadyq> = Runtime::new(1).unwrap();
+        rt.handle().spawn_detached(|| {
+            loop {
+                yield_now();
+            }
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        drop(rt);
+    });
+}
