@@ -131,6 +131,28 @@ pub(crate) fn current_cb() -> Option<CbRef> {
     }
 }
 
+/// Chains a note in front of the panic hook in force (once per process):
+/// a panic on a processor is announced with the user thread that
+/// panicked (`user thread 'name' (id N)`), since the hook itself names
+/// only the carrier OS thread (`symmetry-proc-0`). The previous hook still
+/// runs, so a hook the program installed keeps working.
+fn install_panic_note() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Some(cb) = current_cb() {
+                eprintln!(
+                    "symmetry-threads: user thread '{}' (id {}) panicked:",
+                    cb.name().unwrap_or("<unnamed>"),
+                    cb.id()
+                );
+            }
+            previous(info);
+        }));
+    });
+}
+
 /// Sleeping processors of the generic idle protocol.
 struct Sleepers {
     /// Number of processors in `list`. Read after a SeqCst fence by
@@ -730,6 +752,7 @@ impl<S: Strategy, P: Processor> Builder<S, P> {
             return Err(invalid("local-readyq needs at least one ready queue"));
         }
         crate::stack::install_overflow_handler();
+        install_panic_note();
         let n = self.processors;
         let env = Env {
             processors: n,

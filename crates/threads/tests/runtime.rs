@@ -722,8 +722,7 @@ fn new_threads_start_newest_first_by_default_and_fifo_on_request() {
             for k in kids {
                 k.join().unwrap();
             }
-            let v = seen.lock().unwrap().clone();
-            v
+            seen.lock().unwrap().clone()
         })
         .unwrap()
     }

@@ -433,22 +433,14 @@ mod tests {
     fn rows(m: &Machine, strategy_ms: f64, tokio_ms: f64, done: bool) -> Vec<Row> {
         let mut out = Vec::new();
         for p in [1, m.cores() as u32] {
-            for (s, v) in NAMES
+            let lines = NAMES
                 .iter()
-                .map(|n| (*n, strategy_ms))
-                .chain([(TOKIO, tokio_ms)])
-            {
+                .flat_map(|n| ORDERS.iter().map(move |o| (*n, *o, strategy_ms)))
+                .chain([(TOKIO, PEER, tokio_ms)]);
+            for (s, order, v) in lines {
                 let r = |metric: &str, v: f64, rel: f64| {
-                    testing::row(
-                        EXPERIMENT.id,
-                        s,
-                        p,
-                        m,
-                        metric,
-                        v,
-                        rel,
-                        &[("leaves", "1000000")],
-                    )
+                    let params = [("leaves", "1000000"), ("order", order)];
+                    testing::row(EXPERIMENT.id, s, p, m, metric, v, rel, &params)
                 };
                 out.push(r("ms", v, 0.02));
                 out.push(r("completed", if done { 1.0 } else { 0.0 }, 0.0));
