@@ -1,25 +1,15 @@
-//! The loom shim of the crate (SPEC §1): every atomic and cell of the
-//! queue protocol comes from here, so `RUSTFLAGS="--cfg loom" cargo test
-//! --release -p symmetry-am --test loom` checks the claim and poll code
-//! that ships (on heap-allocated queues instead of a shared segment).
+//! The crate's view of the workspace's loom shim ([`symmetry_locks::sync`],
+//! SPEC §1): every atomic of the queue protocol comes from there, and the
+//! checked cell from here, so `RUSTFLAGS="--cfg loom" cargo test --release
+//! -p symmetry-am --test loom` checks the claim and poll code that ships
+//! (on heap-allocated queues instead of a shared segment).
 
-#[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicU32, AtomicU64};
-#[cfg(loom)]
-#[allow(unused_imports)] // AtomicU32 is used by the segment header only
-pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64};
-
-pub(crate) use core::sync::atomic::Ordering;
+#[cfg_attr(loom, allow(unused_imports))] // AtomicU32: the segment header only
+pub(crate) use symmetry_locks::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// One iteration of a busy-wait loop (a model-checker yield under loom).
-#[cfg_attr(loom, allow(dead_code))] // used by the endpoint's backoff only
-#[inline(always)]
-pub(crate) fn spin_hint() {
-    #[cfg(not(loom))]
-    core::hint::spin_loop();
-    #[cfg(loom)]
-    loom::thread::yield_now();
-}
+#[cfg_attr(loom, allow(unused_imports))] // used by the endpoint's backoff only
+pub(crate) use symmetry_locks::sync::spin_hint;
 
 /// An `UnsafeCell` whose accesses loom checks for data races.
 #[derive(Debug)]

@@ -71,7 +71,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-mod sync;
+pub mod sync;
 
 pub mod anderson;
 pub mod atomic_int;

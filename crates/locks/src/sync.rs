@@ -1,23 +1,89 @@
-//! The one loom shim of the crate (SPEC §1).
+//! The one loom shim of the workspace (SPEC §1): `symmetry-locks`,
+//! `symmetry-threads` and `symmetry-am` take their atomics, fences, spin
+//! hints and the blocking primitives their protocols use from here.
 //!
 //! Every atomic, spin hint and thread-local used by an algorithm comes from
 //! here, so `RUSTFLAGS="--cfg loom" cargo test --release -p symmetry-locks
-//! --test loom` model-checks the same code that ships. Under loom the atomics
+//! --test loom` (and the threads and am crates' loom tests) model-check the
+//! same code that ships. Under loom the atomics
 //! are loom's instrumented ones (not `const`-constructible, which is why the
 //! `lock_api::RawMutex` impls are compiled out under `cfg(loom)` and the loom
 //! tests construct locks with `new()` and drive them through
 //! `lock_api::RawMutex`).
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{
-    AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize,
+pub use core::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, fence,
 };
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{
-    AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize,
+pub use loom::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, fence,
 };
 
-pub(crate) use core::sync::atomic::Ordering;
+pub use core::sync::atomic::Ordering;
+
+#[cfg(loom)]
+pub use loom::sync::Mutex;
+/// A mutex for the slow paths of the runtime's protocols (std's, or
+/// loom's under `cfg(loom)`).
+#[cfg(not(loom))]
+pub use std::sync::Mutex;
+
+/// OS-thread parking for the runtime's idle protocol: std's natively.
+/// Under loom, a parker of loom's mutex and condition variable with std's
+/// token semantics (an `unpark` before `park` makes that `park` return at
+/// once): loom 0.7's own park does not keep the token in every case
+/// (tokio-rs/loom#249) and reports deadlocks std cannot have.
+pub mod thread {
+    #[cfg(not(loom))]
+    pub use std::thread::{Thread, current, park};
+
+    #[cfg(loom)]
+    pub use self::model::{Thread, current, park};
+
+    #[cfg(loom)]
+    mod model {
+        use loom::sync::{Arc, Condvar, Mutex};
+
+        #[derive(Debug, Default)]
+        struct Parker {
+            token: Mutex<bool>,
+            cv: Condvar,
+        }
+
+        loom::thread_local! {
+            static ME: Arc<Parker> = Arc::new(Parker::default());
+        }
+
+        /// A handle that can unpark the thread it was taken on.
+        #[derive(Debug, Clone)]
+        pub struct Thread(Arc<Parker>);
+
+        impl Thread {
+            /// Makes the token available and wakes the thread if parked.
+            pub fn unpark(&self) {
+                *self.0.token.lock().unwrap() = true;
+                self.0.cv.notify_one();
+            }
+        }
+
+        /// The calling thread's handle.
+        pub fn current() -> Thread {
+            ME.with(|p| Thread(p.clone()))
+        }
+
+        /// Blocks until the token is available, then consumes it.
+        pub fn park() {
+            ME.with(|p| {
+                let mut t = p.token.lock().unwrap();
+                while !*t {
+                    t = p.cv.wait(t).unwrap();
+                }
+                *t = false;
+            });
+        }
+    }
+}
 
 /// One iteration of a busy-wait loop.
 ///
@@ -25,7 +91,7 @@ pub(crate) use core::sync::atomic::Ordering;
 /// on Arm); under loom it yields to the model checker so that spin loops
 /// terminate in the explored schedules.
 #[inline(always)]
-pub(crate) fn spin_hint() {
+pub fn spin_hint() {
     #[cfg(not(loom))]
     core::hint::spin_loop();
     #[cfg(loom)]
@@ -37,7 +103,7 @@ pub(crate) fn spin_hint() {
 /// Under loom a delay is a single yield: loom explores interleavings, not
 /// time, so a longer delay adds states without adding behaviours.
 #[inline]
-pub(crate) fn delay(n: u32) {
+pub fn delay(n: u32) {
     #[cfg(not(loom))]
     for _ in 0..n {
         core::hint::spin_loop();

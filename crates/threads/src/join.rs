@@ -7,8 +7,8 @@
 
 use std::any::Any;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use symmetry_locks::sync::{AtomicBool, Ordering};
 
 use symmetry_locks::Tas;
 

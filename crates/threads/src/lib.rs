@@ -70,6 +70,8 @@
 
 #[doc(hidden)]
 pub mod park_word;
+#[doc(hidden)]
+pub mod sleepers;
 
 #[cfg(not(loom))]
 mod cb;
@@ -93,6 +95,7 @@ pub use runtime::{
     Builder, DEFAULT_STACK_SIZE, DROP_GRACE, DefaultProcessor, Handle, Processor, Runtime,
     ShutdownReport, Stats, ThreadBuilder, Unstarted, spawn_detached_here,
 };
+#[cfg(not(loom))]
 pub use stack::StackError;
 #[cfg(not(loom))]
 pub use strategy::{

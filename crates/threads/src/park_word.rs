@@ -21,10 +21,7 @@
 //!
 //! This module is model-checked with loom (`tests/loom_park.rs`).
 
-#[cfg(loom)]
-use loom::sync::atomic::{AtomicU8, Ordering};
-#[cfg(not(loom))]
-use std::sync::atomic::{AtomicU8, Ordering};
+use symmetry_locks::sync::{AtomicU8, Ordering};
 
 const RUNNING: u8 = 0;
 const PARKING: u8 = 1;

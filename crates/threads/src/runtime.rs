@@ -32,15 +32,16 @@
 use std::cell::{Cell, UnsafeCell};
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use symmetry_locks::sync::{AtomicBool, AtomicU64, Ordering};
 
 use corosensei::CoroutineResult;
 use crossbeam_utils::CachePadded;
 
 use crate::cb::{CbRef, Coro, RuntimeHooks, Switch};
 use crate::join::{JoinHandle, Packet};
+use crate::sleepers::Sleepers;
 use crate::stack::{AltStack, StackError, guard_of, set_running};
 use crate::strategy::{Allocator, Dispatch, Env, Finished, Idle, ProcStats, Strategy};
 
@@ -151,77 +152,6 @@ fn install_panic_note() {
             previous(info);
         }));
     });
-}
-
-/// Sleeping processors of the generic idle protocol.
-struct Sleepers {
-    /// Number of processors in `list`. Read after a SeqCst fence by
-    /// wakers; incremented (SeqCst) by a processor before its final
-    /// emptiness check.
-    count: AtomicUsize,
-    list: std::sync::Mutex<Vec<usize>>,
-    flags: Box<[CachePadded<AtomicBool>]>,
-    threads: Box<[OnceLock<std::thread::Thread>]>,
-}
-
-impl Sleepers {
-    fn new(n: usize) -> Self {
-        Sleepers {
-            count: AtomicUsize::new(0),
-            list: std::sync::Mutex::new(Vec::with_capacity(n)),
-            flags: (0..n)
-                .map(|_| CachePadded::new(AtomicBool::new(false)))
-                .collect(),
-            threads: (0..n).map(|_| OnceLock::new()).collect(),
-        }
-    }
-
-    /// Wakes one sleeping processor if there is one. Called after making a
-    /// thread ready.
-    #[inline(always)]
-    fn notify_one(&self) {
-        // SeqCst fence: pairs with the sleeper's SeqCst increment and fence
-        // before its last `has_ready` check (store-buffering pattern):
-        // either we see its increment, or it sees our enqueue.
-        fence(Ordering::SeqCst);
-        if self.count.load(Ordering::Relaxed) != 0 {
-            self.wake_one();
-        }
-    }
-
-    #[cold]
-    fn wake_one(&self) {
-        let p = {
-            let mut l = self.list.lock().unwrap_or_else(|e| e.into_inner());
-            let p = l.pop();
-            if p.is_some() {
-                self.count.fetch_sub(1, Ordering::SeqCst);
-            }
-            p
-        };
-        if let Some(p) = p {
-            self.wake(p);
-        }
-    }
-
-    fn wake(&self, p: usize) {
-        // Release: pairs with the Acquire swap in `sleep`.
-        self.flags[p].store(true, Ordering::Release);
-        if let Some(t) = self.threads[p].get() {
-            t.unpark();
-        }
-    }
-
-    fn wake_all(&self) {
-        let all: Vec<usize> = {
-            let mut l = self.list.lock().unwrap_or_else(|e| e.into_inner());
-            self.count.store(0, Ordering::SeqCst);
-            l.drain(..).collect()
-        };
-        for p in all {
-            self.wake(p);
-        }
-    }
 }
 
 /// Shared state of a runtime.
@@ -364,7 +294,7 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
         if self.pin {
             pin_to(index);
         }
-        let _ = self.sleepers.threads[index].set(std::thread::current());
+        self.sleepers.register(index);
         let ctx = Box::new(ProcCtx::<S> {
             header: ProcHeader {
                 rt: Arc::as_ptr(&self) as *const (),
@@ -441,28 +371,12 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
                 continue;
             }
             spins = 0;
-            // Go to sleep: register, then re-check (see `Sleepers`).
-            {
-                let mut l = self.sleepers.list.lock().unwrap_or_else(|e| e.into_inner());
-                l.push(me);
-                self.sleepers.count.fetch_add(1, Ordering::SeqCst);
-            }
-            fence(Ordering::SeqCst);
-            if self.strategy.has_ready() || self.env.shutdown.load(Ordering::SeqCst) {
-                let mut l = self.sleepers.list.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(pos) = l.iter().position(|&p| p == me) {
-                    l.swap_remove(pos);
-                    self.sleepers.count.fetch_sub(1, Ordering::SeqCst);
-                }
-                // Otherwise a waker already took us off the list and will
-                // set our flag: the next sleep returns at once (harmless).
-                continue;
-            }
-            ProcStats::bump(&self.env.stats[me].parks, 1);
-            // Acquire: pairs with the Release store in `Sleepers::wake`.
-            while !self.sleepers.flags[me].swap(false, Ordering::Acquire) {
-                std::thread::park();
-            }
+            // SeqCst load: the re-check after the sleeper's fence (see `Sleepers`).
+            self.sleepers.sleep(
+                me,
+                || self.strategy.has_ready() || self.env.shutdown.load(Ordering::SeqCst),
+                || ProcStats::bump(&self.env.stats[me].parks, 1),
+            );
         }
     }
 

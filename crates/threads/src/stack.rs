@@ -43,8 +43,8 @@
 //! that was installed before (std's, or the default action).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
+use symmetry_locks::sync::{AtomicU8, AtomicUsize, Ordering};
 
 use crate::cb::Cb;
 

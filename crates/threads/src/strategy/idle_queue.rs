@@ -27,7 +27,7 @@
 
 use std::collections::VecDeque;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use symmetry_locks::sync::{AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
 use lock_api::RawMutex;

@@ -15,7 +15,7 @@
 //! The number of queues defaults to the number of processors (as in the
 //! paper) and can be set apart from it ([`crate::Builder::queues`]).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use symmetry_locks::sync::{AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
 use lock_api::RawMutex;

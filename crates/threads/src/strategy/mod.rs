@@ -24,7 +24,7 @@
 //! | [`LocalReadyq`] | §III-E | per processor, locked, random placement, idle processors scan from their own | as local-freelist |
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use symmetry_locks::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
 use lock_api::RawMutex;

@@ -10,7 +10,7 @@
 //! Idle processors check the ready queue's length mirror before taking the
 //! lock, as the paper recommends.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use symmetry_locks::sync::{AtomicUsize, Ordering};
 
 use lock_api::RawMutex;
 use symmetry_locks::Tas;

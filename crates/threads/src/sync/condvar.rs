@@ -25,7 +25,7 @@
 //! the mutex by its own policy).
 
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use symmetry_locks::sync::{AtomicUsize, Ordering};
 
 use symmetry_locks::Tas;
 

@@ -45,7 +45,7 @@ use std::cell::UnsafeCell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU8, Ordering};
+use symmetry_locks::sync::{AtomicU8, Ordering};
 
 use symmetry_locks::Tas;
 

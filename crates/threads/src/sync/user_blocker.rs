@@ -15,7 +15,7 @@
 //! the OS thread, a spurious return the lock's loop absorbs. Such a
 //! caller works, it just polls.
 
-use std::sync::atomic::Ordering;
+use symmetry_locks::sync::Ordering;
 
 use symmetry_locks::Tas;
 use symmetry_locks::spin_then_block::{Blocker, calibration};

@@ -37,7 +37,7 @@
 use std::cell::Cell;
 use std::marker::PhantomPinned;
 use std::ptr;
-use std::sync::atomic::{AtomicU8, Ordering};
+use symmetry_locks::sync::{AtomicU8, Ordering};
 
 use crate::cb::CbRef;
 use crate::runtime::{park_current, unpark};
