@@ -2,7 +2,13 @@
 //! finish a thread that does nothing but create the next one) on every
 //! symmetry-threads strategy and on the modern peers in one run:
 //!
-//! - the five strategies of [`crate::registry::threads::NAMES`], P processors;
+//! - the five strategies of [`crate::registry::threads::NAMES`], P
+//!   processors, as the crate ships them (their default [`NewestFirst`]
+//!   ready pools, which keep a new thread on its creator's queue in
+//!   `local-readyq`; `tm-null-threads` measures ALL89's FIFO pools and
+//!   random placement);
+//!
+//! [`NewestFirst`]: symmetry_threads::NewestFirst
 //! - `tokio`: detached `tokio::spawn` of a null task on a multi-thread
 //!   runtime with P workers ([`crate::peers::threads::tokio_chain`]);
 //! - `may`: detached stackful may coroutines
@@ -169,7 +175,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                             budget,
                             pin: pin(ctx, p),
                         };
-                        crate::with_strategy!(*name, null_chain(&cfg)).map(Out::from)
+                        crate::with_strategy_newest!(*name, null_chain(&cfg)).map(Out::from)
                     }
                 };
                 samples[i].extend(out);

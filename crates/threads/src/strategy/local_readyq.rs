@@ -59,6 +59,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> LocalReadyq<L, Q> {
     fn place(&self, cx: Option<&mut ReadyqLocal>, t: CbRef) {
         let n = self.queues.len();
         let q = match cx {
+            Some(l) if Q::LOCAL_FIRST => l.home,
             Some(l) => l.rng.below(n),
             // Relaxed: only spreads outside submissions; no ordering.
             None => self.outside.fetch_add(1, Ordering::Relaxed) % n,

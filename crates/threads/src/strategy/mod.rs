@@ -52,6 +52,14 @@ pub use single_lock::SingleLock;
 /// Implement it to plug a custom discipline (LIFO, priorities, ...) into
 /// any strategy: `Runtime<LocalReadyq<Tas, MyPool>>`.
 pub trait ReadyPool: Default + Send + 'static {
+    /// Whether a processor keeps the threads it makes ready in its own
+    /// pool, where the strategy has one per processor (`local-readyq`),
+    /// rather than spreading them over the pools at random as ALL89's
+    /// Table III runs do (§III-E). Idle processors scan every pool either
+    /// way, so no ready thread waits on a busy processor for long; local
+    /// placement keeps a thread's control block and stack in the cache of
+    /// the processor that made it.
+    const LOCAL_FIRST: bool = false;
     /// Adds a ready thread.
     fn push(&mut self, t: CbRef);
     /// Removes the thread to run next.

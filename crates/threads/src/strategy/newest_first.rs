@@ -39,6 +39,10 @@ pub struct NewestFirst {
 }
 
 impl ReadyPool for NewestFirst {
+    /// The newest thread runs next on the processor that made it, as
+    /// Go's `runnext` is per processor.
+    const LOCAL_FIRST: bool = true;
+
     #[inline(always)]
     fn push(&mut self, t: CbRef) {
         if t.is_started() {
