@@ -29,60 +29,12 @@ pub use loom::sync::Mutex;
 #[cfg(not(loom))]
 pub use std::sync::Mutex;
 
-/// OS-thread parking for the runtime's idle protocol: std's natively.
-/// Under loom, a parker of loom's mutex and condition variable with std's
-/// token semantics (an `unpark` before `park` makes that `park` return at
-/// once): loom 0.7's own park does not keep the token in every case
-/// (tokio-rs/loom#249) and reports deadlocks std cannot have.
+/// OS-thread parking for the runtime's idle protocol (std's, or loom's).
 pub mod thread {
+    #[cfg(loom)]
+    pub use loom::thread::{Thread, current, park};
     #[cfg(not(loom))]
     pub use std::thread::{Thread, current, park};
-
-    #[cfg(loom)]
-    pub use self::model::{Thread, current, park};
-
-    #[cfg(loom)]
-    mod model {
-        use loom::sync::{Arc, Condvar, Mutex};
-
-        #[derive(Debug, Default)]
-        struct Parker {
-            token: Mutex<bool>,
-            cv: Condvar,
-        }
-
-        loom::thread_local! {
-            static ME: Arc<Parker> = Arc::new(Parker::default());
-        }
-
-        /// A handle that can unpark the thread it was taken on.
-        #[derive(Debug, Clone)]
-        pub struct Thread(Arc<Parker>);
-
-        impl Thread {
-            /// Makes the token available and wakes the thread if parked.
-            pub fn unpark(&self) {
-                *self.0.token.lock().unwrap() = true;
-                self.0.cv.notify_one();
-            }
-        }
-
-        /// The calling thread's handle.
-        pub fn current() -> Thread {
-            ME.with(|p| Thread(p.clone()))
-        }
-
-        /// Blocks until the token is available, then consumes it.
-        pub fn park() {
-            ME.with(|p| {
-                let mut t = p.token.lock().unwrap();
-                while !*t {
-                    t = p.cv.wait(t).unwrap();
-                }
-                *t = false;
-            });
-        }
-    }
 }
 
 /// One iteration of a busy-wait loop.

@@ -16,9 +16,16 @@
 //! comes first, and then the sleeper's re-check sees the work, or the
 //! sleeper's comes first, and then the waker sees `count != 0` and wakes
 //! someone off the list. No interleaving leaves work published and every
-//! processor asleep. `tests/loom_sleepers.rs` holds the loom model of
-//! this protocol (its store-buffering litmus tests pass; the protocol
-//! models are still under investigation and ignored).
+//! processor asleep. `tests/loom_sleepers.rs` model-checks this code with
+//! loom, and finds the lost wake-up if either fence is removed.
+//!
+//! The wake-up token is consumed with a compare-exchange, not a swap: a
+//! failed exchange only reads. (Besides sparing a write per poll, this
+//! keeps the model checkable: loom 0.7 lets a swap that rewrites the value
+//! it read be ordered after a store it did not see, so a later acquire
+//! of the token could miss data published before it; a 15-line
+//! message-passing test shows it, and the swap-based model "deadlocked"
+//! for that reason alone.)
 //!
 //! Everything atomic comes from the workspace's loom shim
 //! ([`symmetry_locks::sync`]), so the model checks this code.
@@ -90,9 +97,14 @@ impl Sleepers {
             return false;
         }
         parking();
-        // Acquire: pairs with the Release store in `wake`, so the work
-        // published before the wake-up is visible after it.
-        while !self.flags[me].swap(false, Ordering::Acquire) {
+        // Consume the token if present: a failed exchange only reads, so
+        // the token word is written once per wake-up, not once per poll.
+        // Acquire (on success): pairs with the Release store in `wake`, so
+        // the work published before the wake-up is visible after it.
+        while self.flags[me]
+            .compare_exchange(true, false, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
             thread::park();
         }
         true

@@ -61,7 +61,6 @@ fn processor(s: &Sleepers, q: &Queue, me: usize, want: usize) {
 
 /// One sleeper, one waker: the published item is always taken.
 #[test]
-#[ignore = "under investigation: loom 0.7 reports a lost wake-up here, and a reduced model of the same shape reaches a state (sleeper registered twice, queue drained, waker saw it registered and set its flag) that no C11 execution allows; whether the model or loom is wrong is not settled (issue 18 note)"]
 fn one_sleeper_one_waker() {
     let mut b = loom::model::Builder::new();
     b.max_branches = 100_000;
@@ -79,7 +78,6 @@ fn one_sleeper_one_waker() {
 /// Two sleepers, two items published by one waker: both are taken, no
 /// processor is left asleep with work in the queue.
 #[test]
-#[ignore = "under investigation: loom 0.7 reports a lost wake-up here, and a reduced model of the same shape reaches a state (sleeper registered twice, queue drained, waker saw it registered and set its flag) that no C11 execution allows; whether the model or loom is wrong is not settled (issue 18 note)"]
 fn two_sleepers_two_items() {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(3);
