@@ -42,7 +42,7 @@ use crossbeam_utils::CachePadded;
 use crate::cb::{CbRef, Coro, RuntimeHooks, Switch};
 use crate::join::{JoinHandle, Packet};
 use crate::sleepers::Sleepers;
-use crate::stack::{AltStack, StackError, guard_of, set_running};
+use crate::stack::{AltStack, StackError, set_running};
 use crate::strategy::{Allocator, Dispatch, Env, Finished, Idle, ProcStats, Strategy};
 
 /// PRESTO's processor object, as hooks a user can implement: called on the
@@ -413,7 +413,7 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
         let coro = unsafe { &mut *cb.cb().coro.get() };
         match d.stack {
             Some(stack) => {
-                cb.cb().guard.set(guard_of(&stack));
+                cb.cb().guard.set(stack.guard());
                 *coro = Some(Coro::with_stack(stack, move |y, ()| trampoline(cb, y)));
             }
             None if coro.is_none() => {

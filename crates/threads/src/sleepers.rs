@@ -139,13 +139,15 @@ impl Sleepers {
     }
 
     fn wake(&self, p: usize) {
-        // Release: pairs with the Acquire swap in `sleep`.
+        // Release: pairs with the Acquire exchange in `sleep`.
         self.flags[p].store(true, Ordering::Release);
-        let t = self.threads[p]
+        // Unparked under the slot's lock (only `register` contends for it)
+        // rather than cloning the handle: no reference count per wake-up.
+        if let Some(t) = self.threads[p]
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        if let Some(t) = t {
+            .as_ref()
+        {
             t.unpark();
         }
     }

@@ -439,17 +439,6 @@ unsafe impl Send for Stack {}
 // SAFETY: `&Stack` only reads immutable fields.
 unsafe impl Sync for Stack {}
 
-/// The guard region of `stack`, for the overflow report.
-pub(crate) fn guard_of(stack: &Stack) -> (usize, usize) {
-    stack.guard()
-}
-
-/// A fresh stack for the runtime's allocator.
-#[cold]
-pub(crate) fn fresh_stack(size: usize) -> Result<Stack, StackError> {
-    Stack::new(size)
-}
-
 static INSTALL: Once = Once::new();
 static mut OLD_SEGV: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();
 static mut OLD_BUS: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();

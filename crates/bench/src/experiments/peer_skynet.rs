@@ -18,13 +18,13 @@
 //! start of the run, the median run's). P = 1 and P = all cores.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, figure,
-    median_run, rule,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, bar_panels,
+    figure, median_of, median_run, rule,
 };
 use crate::kernels::fanout::{ScaleOut, skynet};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::plot::{Bar, Figure};
 use crate::output::report::Table;
 use crate::peers::fanout::{GoError, go_skynet, tokio_skynet};
 use crate::registry::threads::NAMES;
@@ -73,13 +73,6 @@ fn leaves(ctx: &Ctx) -> u64 {
     if ctx.quick { 100_000 } else { 1_000_000 }
 }
 
-fn points(ctx: &Ctx) -> Vec<usize> {
-    let mut p: Vec<usize> = ctx.threads.clone().unwrap_or_else(|| vec![1, ctx.cores]);
-    p.sort_unstable();
-    p.dedup();
-    p
-}
-
 fn rows_of(
     series: &str,
     order: &str,
@@ -111,7 +104,7 @@ fn rows_of(
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let leaves = leaves(ctx);
-    let ps = points(ctx);
+    let ps = ctx.ends();
     let bar = ctx.bar(EXPERIMENT.id, ps.len() * (ORDERS.len() * NAMES.len() + 2));
     let mut rows = Vec::new();
     let ms = |o: &ScaleOut| o.elapsed.as_secs_f64() * 1e3;
@@ -147,15 +140,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         }
         match err {
             None => {
-                let mut i = 0;
-                let (out, s) = median_run(
-                    runs.len(),
-                    || {
-                        i += 1;
-                        runs[i - 1]
-                    },
-                    ms,
-                );
+                let (out, s) = median_of(runs, ms);
                 rows.extend(rows_of(GO, PEER, p, ctx, leaves, &out, &s));
             }
             Some(e) => {
@@ -185,30 +170,25 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
-/// The largest `leaves` in the data.
-fn largest(rows: &[Row]) -> Option<String> {
-    rows.iter()
-        .filter_map(|r| r.get_param("leaves")?.parse::<u64>().ok())
-        .max()
-        .map(|l| l.to_string())
-}
-
-fn procs(rows: &[Row]) -> Vec<u32> {
-    let mut p: Vec<u32> = rows.iter().map(|r| r.threads).collect();
-    p.sort_unstable();
-    p.dedup();
-    p
+/// The largest `leaves` in the data, and the processor counts run.
+fn extent(d: &Data<'_>) -> Option<(String, Vec<u32>)> {
+    let largest = d.param_values(Sel::metric("completed"), "leaves").pop()?;
+    let ps = d
+        .threads(Sel::metric("completed"))
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    Some((largest, ps))
 }
 
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
-    let Some(l) = largest(rows) else {
+    let Some((l, ps)) = extent(&d) else {
         return Assessment {
             measured: "No skynet run in the data.".into(),
             ..Assessment::default()
         };
     };
-    let ps = procs(rows);
     let at = |order: &'static str| [("leaves", l.clone()), ("order", order.to_string())];
     let pick = |metric: &str, series: &str, p: u32, order: &'static str| {
         let params = at(order);
@@ -387,34 +367,25 @@ fn nodes(leaves: u64) -> u64 {
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
-    let panels = procs(rows)
-        .into_iter()
-        .map(|p| {
-            let bars = rows
-                .iter()
-                .filter(|r| r.metric == "ms" && r.threads == p)
-                .map(|r| {
-                    let group = if NAMES.contains(&r.series.as_str()) {
-                        "symmetry-threads"
-                    } else {
-                        "peer"
-                    };
-                    let label = match r.get_param("order") {
-                        Some(o) if o != PEER => format!("{} ({o})", r.series),
-                        _ => r.series.clone(),
-                    };
-                    Bar::new(&label, r.value, group)
-                })
-                .collect();
-            Panel::Bar(BarPanel {
-                title: format!("{p} processor{}", if p == 1 { "" } else { "s" }),
-                y_label: "ms per skynet run (log)".into(),
-                y_scale: Scale::Log,
-                bars,
-                reference_lines: Vec::new(),
-            })
-        })
-        .collect();
+    let panels = bar_panels(
+        rows,
+        "ms",
+        "ms per skynet run (log)",
+        |p| format!("{p} processor{}", if p == 1 { "" } else { "s" }),
+        |r| {
+            let group = if NAMES.contains(&r.series.as_str()) {
+                "symmetry-threads"
+            } else {
+                "peer"
+            };
+            let label = match r.get_param("order") {
+                Some(o) if o != PEER => format!("{} ({o})", r.series),
+                _ => r.series.clone(),
+            };
+            Bar::new(&label, r.value, group)
+        },
+        |_| Vec::new(),
+    );
     figure(
         "peer-skynet: skynet fan-out, every strategy vs tokio and Go",
         m,

@@ -36,13 +36,13 @@
 //! quotient of the two points' spreads).
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure,
-    median_run, ns, ratio, rule, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
+    bar_panels, figure, median_run, ns, ratio, rule, value,
 };
 use crate::kernels::threads::{ChainCfg, null_chain, pin};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::plot::{Bar, Figure};
 use crate::output::report::Table;
 use crate::peers::threads::{self as peers_threads, may_chain, std_thread_chain, tokio_chain};
 use crate::registry::threads::NAMES;
@@ -68,7 +68,7 @@ const CLAIMS: &[Claim] = &[
         paper: "Target: the best strategy creates, starts and finishes a null thread at least 5x cheaper \
                 than tokio spawns a null task; ALL89 §III-F puts its threads \"only an order of magnitude \
                 more expensive than a procedure call\".",
-        rule: "at P = all cores, tokio's ns per thread over the best strategy's is at least 5",
+        rule: "at P = 1 and at P = all cores, tokio's ns per thread over the best strategy's is at least 5",
         needs: Needs::NONE,
     },
     Claim {
@@ -120,9 +120,7 @@ impl From<peers_threads::ChainOut> for Out {
 }
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
-    let mut points: Vec<usize> = ctx.threads.clone().unwrap_or_else(|| vec![1, ctx.cores]);
-    points.sort_unstable();
-    points.dedup();
+    let points = ctx.ends();
     let budget = ctx.budget(3_000, 20_000);
     let std_budget = ctx.budget(500, 3_000);
     let std_repeats = |p: usize| ctx.repeats(p).min(3);
@@ -312,58 +310,45 @@ fn best_strategy(rows: &[Row], threads: u32) -> Option<&Row> {
 }
 
 /// The P values measured, ascending.
-fn measured_points(rows: &[Row]) -> Vec<u32> {
-    let mut v: Vec<u32> = rows
-        .iter()
-        .filter(|r| r.metric == "ns_per_thread")
-        .map(|r| r.threads)
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    v
+/// The processor counts the chain was measured at.
+fn measured_points(d: &Data<'_>) -> Vec<u32> {
+    d.threads(Sel::metric("ns_per_thread"))
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
-    let panels = measured_points(rows)
-        .into_iter()
-        .map(|p| {
-            let bars = rows
-                .iter()
-                .filter(|r| r.metric == "ns_per_thread" && r.threads == p)
-                .map(|r| {
-                    let group = if PEERS.contains(&r.series.as_str()) {
-                        "peer"
-                    } else {
-                        "symmetry-threads"
-                    };
-                    let label = if r.get_param("completed") == Some("false") {
-                        format!("{} (partial)", r.series)
-                    } else {
-                        r.series.clone()
-                    };
-                    Bar::new(&label, r.value, group)
-                })
-                .collect();
-            let mut reference_lines = Vec::new();
+    let plural = |p: u32| if p == 1 { "" } else { "s" };
+    let panels = bar_panels(
+        rows,
+        "ns_per_thread",
+        "ns per null thread (log)",
+        |p| format!("{p} processor{} / worker{}", plural(p), plural(p)),
+        |r| {
+            let group = if PEERS.contains(&r.series.as_str()) {
+                "peer"
+            } else {
+                "symmetry-threads"
+            };
+            let label = if r.get_param("completed") == Some("false") {
+                format!("{} (partial)", r.series)
+            } else {
+                r.series.clone()
+            };
+            Bar::new(&label, r.value, group)
+        },
+        |p| {
+            let mut lines = Vec::new();
             if let Some(t) = value(rows, TOKIO, p, "ns_per_thread", None) {
-                reference_lines.push((format!("tokio / {TOKIO_TARGET}"), t / TOKIO_TARGET));
+                lines.push((format!("tokio / {TOKIO_TARGET}"), t / TOKIO_TARGET));
             }
             if let Some(s) = value(rows, STD, p, "ns_per_thread", None) {
-                reference_lines.push((format!("std-thread / {STD_TARGET}"), s / STD_TARGET));
+                lines.push((format!("std-thread / {STD_TARGET}"), s / STD_TARGET));
             }
-            Panel::Bar(BarPanel {
-                title: format!(
-                    "{p} processor{} / worker{}",
-                    if p == 1 { "" } else { "s" },
-                    if p == 1 { "" } else { "s" }
-                ),
-                y_label: "ns per null thread (log)".into(),
-                y_scale: Scale::Log,
-                bars,
-                reference_lines,
-            })
-        })
-        .collect();
+            lines
+        },
+    );
     figure(
         "peer-threads: create + start + finish one null thread (ALL89 Table III chain)",
         m,
@@ -388,29 +373,47 @@ fn best_at(d: &Data<'_>, p: u32) -> Option<(&'static str, Estimate)> {
 }
 
 /// The finding of "`peer` / best >= `target`" at `p`.
-fn target(d: &Data<'_>, peer: &str, target: f64, p: u32) -> Finding {
-    match (best_at(d, p), point(d, peer, p)) {
-        (Some((best, b)), Some(x)) => Finding::new(
-            rule::at_least(x.ratio(b), target),
-            format!(
-                "`{peer}` {} ns, best strategy `{best}` {} ns: ratio {} (target {target:.0})",
-                x.show(1),
-                b.show(1),
-                x.ratio(b).show(2)
-            ),
-        ),
-        _ => Finding::missing(&format!(
-            "`{peer}` and a strategy at P = {p} without oversubscription"
-        )),
+/// `peer` over the best strategy at least `target` at every P of `ps`.
+fn target(d: &Data<'_>, peer: &str, target: f64, ps: &[u32]) -> Finding {
+    let mut outcomes = Vec::new();
+    let mut evidence = Vec::new();
+    for &p in ps {
+        match (best_at(d, p), point(d, peer, p)) {
+            (Some((best, b)), Some(x)) => {
+                outcomes.push(rule::at_least(x.ratio(b), target));
+                evidence.push(format!(
+                    "P = {p}: `{peer}` {} ns, best strategy `{best}` {} ns: ratio {}",
+                    x.show(1),
+                    b.show(1),
+                    x.ratio(b).show(2)
+                ));
+            }
+            _ => {
+                return Finding::missing(&format!(
+                    "`{peer}` and a strategy at P = {p} without oversubscription"
+                ));
+            }
+        }
     }
+    Finding::new(
+        Outcome::all(outcomes),
+        format!("{} (target {target:.0})", evidence.join("; ")),
+    )
+}
+
+/// P = 1 and P = all cores (once, on one core).
+fn ends(cores: u32) -> Vec<u32> {
+    let mut p = vec![1, cores];
+    p.dedup();
+    p
 }
 
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let cores = m.cores() as u32;
     let findings = vec![
-        target(&d, TOKIO, TOKIO_TARGET, cores),
-        target(&d, STD, STD_TARGET, cores),
+        target(&d, TOKIO, TOKIO_TARGET, &ends(cores)),
+        target(&d, STD, STD_TARGET, &[cores]),
     ];
     Assessment {
         findings,
@@ -422,7 +425,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 
 fn table(d: &Data<'_>) -> Table {
     let rows = d.rows();
-    let points = measured_points(rows);
+    let points = measured_points(d);
     let param = |s: &str, p: u32, k: &str| {
         d.row(Sel::metric("ns_per_thread").series(s).threads(p))
             .and_then(|r| r.get_param(k).map(str::to_string))
@@ -460,7 +463,7 @@ fn table(d: &Data<'_>) -> Table {
 fn measured(d: &Data<'_>) -> String {
     let rows = d.rows();
     let mut out = Vec::new();
-    for p in measured_points(rows) {
+    for p in measured_points(d) {
         let Some(best) = best_strategy(rows, p) else {
             continue;
         };
@@ -517,10 +520,17 @@ mod tests {
     use crate::harness::testing::{self, big_metal, small_vm};
     use crate::output::report::Verdict;
 
-    /// Rows at P = all cores of `m`: the strategies at 100..104 ns, tokio
-    /// and std-thread as given, may at 1000 ns; 2% repeat spread.
+    /// Rows at P = 1 and at P = all cores of `m`: the strategies at
+    /// 100..104 ns, tokio and std-thread as given, may at 1000 ns; 2%
+    /// repeat spread.
     fn rows(m: &Machine, tokio: f64, std: f64) -> Vec<Row> {
-        let p = m.cores() as u32;
+        [1, m.cores() as u32]
+            .into_iter()
+            .flat_map(|p| rows_at(m, p, tokio, std))
+            .collect()
+    }
+
+    fn rows_at(m: &Machine, p: u32, tokio: f64, std: f64) -> Vec<Row> {
         let mut v: Vec<Row> = NAMES
             .iter()
             .enumerate()
@@ -567,7 +577,8 @@ mod tests {
             assert_eq!(verdict(300.0, 20_000.0), Verdict::Partial);
             assert_eq!(verdict(300.0, 2_000.0), Verdict::Differs);
             assert_eq!(verdict(500.0, 10_000.0), Verdict::Indistinct);
-            assert_eq!(draw(&rows(&m, 300.0, 2_000.0), &m).panels.len(), 1);
+            // One panel per measured P (1 and all cores).
+            assert_eq!(draw(&rows(&m, 300.0, 2_000.0), &m).panels.len(), 2);
         }
         // Data from a small machine judged for a big one: no P = all cores.
         assert_eq!(

@@ -72,9 +72,7 @@ fn sizes(ctx: &Ctx) -> Vec<usize> {
 const MILLION: u32 = 1_000_000;
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
-    let mut ps: Vec<usize> = ctx.threads.clone().unwrap_or_else(|| vec![1, ctx.cores]);
-    ps.sort_unstable();
-    ps.dedup();
+    let ps = ctx.ends();
     let sizes = sizes(ctx);
     let budget = Duration::from_secs(if ctx.quick { 60 } else { 300 });
     let bar = ctx.bar(EXPERIMENT.id, ps.len() * sizes.len() * NAMES.len());
@@ -104,36 +102,29 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
-fn ns_of(rows: &[Row]) -> Vec<u32> {
-    let mut n: Vec<u32> = rows
+/// The thread counts run, ascending.
+fn ns_of(d: &Data<'_>) -> Vec<u32> {
+    d.param_values(Sel::metric("completed"), "n")
         .iter()
-        .filter_map(|r| r.get_param("n")?.parse().ok())
-        .collect();
-    n.sort_unstable();
-    n.dedup();
-    n
+        .filter_map(|n| n.parse().ok())
+        .collect()
 }
 
-fn procs(rows: &[Row]) -> Vec<u32> {
-    let mut p: Vec<u32> = rows.iter().map(|r| r.threads).collect();
-    p.sort_unstable();
-    p.dedup();
-    p
+/// The processor counts run.
+fn procs(d: &Data<'_>) -> Vec<u32> {
+    d.threads(Sel::metric("completed"))
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
 }
 
 /// Every (strategy, P) value of `metric` at `n`, judged by `ok`.
-fn every(
-    d: &Data<'_>,
-    rows: &[Row],
-    metric: &str,
-    n: &str,
-    ok: impl Fn(f64) -> bool,
-) -> (usize, Vec<String>) {
+fn every(d: &Data<'_>, metric: &str, n: &str, ok: impl Fn(f64) -> bool) -> (usize, Vec<String>) {
     let np = [("n", n)];
     let mut seen = 0;
     let mut bad = Vec::new();
     for name in NAMES {
-        for p in procs(rows) {
+        for p in procs(d) {
             if let Some(v) = d.value(Sel::metric(metric).series(name).threads(p).params(&np)) {
                 seen += 1;
                 if !ok(v) {
@@ -147,7 +138,7 @@ fn every(
 
 fn assess(rows: &[Row], _m: &Machine) -> Assessment {
     let d = Data::new(rows);
-    let ns = ns_of(rows);
+    let ns = ns_of(&d);
     let Some(&largest) = ns.last() else {
         return Assessment {
             measured: "No blocked-threads run in the data.".into(),
@@ -160,7 +151,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
             "the run went up to {largest} threads (a --quick run stops at 100,000)"
         ))
     } else {
-        match every(&d, rows, "completed", &l, |v| v >= 1.0) {
+        match every(&d, "completed", &l, |v| v >= 1.0) {
             (0, _) => Finding::missing("a strategy's million-thread run"),
             (k, bad) if bad.is_empty() => Finding::new(
                 Outcome::Holds,
@@ -174,7 +165,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         let mut outcomes = Vec::new();
         let mut ev = Vec::new();
         for name in NAMES {
-            for p in procs(rows) {
+            for p in procs(&d) {
                 let sel = Sel::metric("rss_bytes_per_thread")
                     .series(name)
                     .threads(p)
@@ -198,7 +189,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         }
     };
     let per = f64::from(largest) / 1000.0;
-    let maps = match every(&d, rows, "kernel_mappings", &l, |v| v <= per) {
+    let maps = match every(&d, "kernel_mappings", &l, |v| v <= per) {
         (0, _) => Finding::missing("kernel mappings"),
         (k, bad) if bad.is_empty() => Finding::new(
             Outcome::Holds,
@@ -220,7 +211,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
     }
     let mut table = Table::new(&header);
     for name in NAMES {
-        for p in procs(rows) {
+        for p in procs(&d) {
             let mut row = vec![name.to_string(), p.to_string()];
             for n in &ns {
                 let ns = n.to_string();
@@ -253,7 +244,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
-    let ns = ns_of(rows);
+    let ns = ns_of(&Data::new(rows));
     let largest = ns.last().map(u32::to_string).unwrap_or_default();
     let panels = vec![
         threads_panel(

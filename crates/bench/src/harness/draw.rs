@@ -3,7 +3,7 @@
 
 use crate::output::data::Row;
 use crate::output::machine::Machine;
-use crate::output::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
+use crate::output::plot::{Bar, BarPanel, Figure, LinePanel, Panel, Point, Scale, Series};
 
 /// A "metric vs threads" panel with one series per series name, taking the
 /// rows of `metric` that match `param` if given. The cores line is drawn
@@ -63,4 +63,39 @@ pub fn figure(title: &str, machine: &Machine, panels: Vec<Panel>) -> Figure {
         panels,
         columns,
     }
+}
+
+/// One bar panel per processor count in the rows of `metric` (titled by
+/// `title(p)`), a bar per row made by `bar`, on a log scale, with the
+/// reference lines `lines(p)`: the shape of the peer comparisons.
+pub fn bar_panels(
+    rows: &[Row],
+    metric: &str,
+    y_label: &str,
+    title: impl Fn(u32) -> String,
+    bar: impl Fn(&Row) -> Bar,
+    lines: impl Fn(u32) -> Vec<(String, f64)>,
+) -> Vec<Panel> {
+    let mut ps: Vec<u32> = rows
+        .iter()
+        .filter(|r| r.metric == metric)
+        .map(|r| r.threads)
+        .collect();
+    ps.sort_unstable();
+    ps.dedup();
+    ps.into_iter()
+        .map(|p| {
+            Panel::Bar(BarPanel {
+                title: title(p),
+                y_label: y_label.to_string(),
+                y_scale: Scale::Log,
+                bars: rows
+                    .iter()
+                    .filter(|r| r.metric == metric && r.threads == p)
+                    .map(&bar)
+                    .collect(),
+                reference_lines: lines(p),
+            })
+        })
+        .collect()
 }

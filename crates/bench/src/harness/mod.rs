@@ -30,11 +30,11 @@ pub mod rule;
 pub mod stats;
 pub mod testing;
 
-pub use draw::{figure, threads_panel};
+pub use draw::{bar_panels, figure, threads_panel};
 pub use fmt::{names, ns, ratio};
 pub use rows::{Data, Sel, series_names, value};
 pub use rule::{Estimate, Finding, Outcome};
-pub use stats::{Spread, median, median_run};
+pub use stats::{Spread, median, median_of, median_run};
 
 /// What an experiment is run with.
 #[derive(Debug, Clone)]
@@ -67,6 +67,16 @@ impl Ctx {
             progress: false,
             out: None,
         }
+    }
+
+    /// The ends of the processor range, for experiments that compare at
+    /// one processor and at all cores: `--threads` if given, else 1 and
+    /// the cores (sorted, without repeats).
+    pub fn ends(&self) -> Vec<usize> {
+        let mut p = self.threads.clone().unwrap_or_else(|| vec![1, self.cores]);
+        p.sort_unstable();
+        p.dedup();
+        p
     }
 
     /// Thread counts to sweep: `--threads`, else 1..=2*cores plus 4*cores

@@ -98,7 +98,16 @@ pub fn median_run<T>(
     mut f: impl FnMut() -> T,
     key: impl Fn(&T) -> f64,
 ) -> (T, Spread) {
-    let mut runs: Vec<T> = (0..repeats.max(1)).map(|_| f()).collect();
+    median_of((0..repeats.max(1)).map(|_| f()).collect(), key)
+}
+
+/// The run of `runs` whose `key` is the median (the upper middle one for
+/// an even count), with the spread of the keys over all runs.
+///
+/// # Panics
+/// If `runs` is empty.
+pub fn median_of<T>(mut runs: Vec<T>, key: impl Fn(&T) -> f64) -> (T, Spread) {
+    assert!(!runs.is_empty(), "median_of: no runs");
     runs.sort_by(|a, b| key(a).total_cmp(&key(b)));
     let keys: Vec<f64> = runs.iter().map(&key).collect();
     let mid = runs.len() / 2;

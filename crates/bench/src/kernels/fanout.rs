@@ -61,6 +61,60 @@ pub fn mappings() -> i64 {
     symmetry_threads::stack::kernel_mappings().unwrap_or(0) as i64
 }
 
+/// The measurement around one run: wall-clock time, the peak resident
+/// set above the start, and the kernel mappings gained.
+#[derive(Debug)]
+pub struct Meter {
+    t0: Instant,
+    rss0: u64,
+    maps0: i64,
+}
+
+impl Meter {
+    /// Resets the peak-RSS mark and starts the clock.
+    pub fn start() -> Meter {
+        let maps0 = mappings();
+        reset_peak_rss();
+        let (rss0, _) = rss_now_and_peak();
+        Meter {
+            t0: Instant::now(),
+            rss0,
+            maps0,
+        }
+    }
+
+    /// Time since the start.
+    pub fn elapsed(&self) -> Duration {
+        self.t0.elapsed()
+    }
+
+    /// Kernel mappings gained since the start.
+    pub fn mappings_added(&self) -> i64 {
+        mappings() - self.maps0
+    }
+
+    /// Stops the clock: the run's outcome, with `mappings_added` as read
+    /// at the point of most threads.
+    pub fn stop(&self, completed: bool, mappings_added: i64) -> ScaleOut {
+        let elapsed = self.elapsed();
+        let (_, peak) = rss_now_and_peak();
+        ScaleOut {
+            elapsed,
+            completed,
+            peak_rss_bytes: peak.saturating_sub(self.rss0),
+            mappings_added,
+        }
+    }
+}
+
+/// A runtime of strategy `S` with `processors` processors.
+fn runtime<S: Strategy>(processors: usize) -> Runtime<S> {
+    Runtime::builder()
+        .processors(processors.max(1))
+        .build()
+        .expect("runtime")
+}
+
 fn node<S: Strategy>(h: &Handle<S>, num: u64, size: u64) -> u64 {
     if size <= 1 {
         return num;
@@ -80,28 +134,13 @@ fn node<S: Strategy>(h: &Handle<S>, num: u64, size: u64) -> u64 {
 /// (a power of ten); every node joins its children and returns their sum.
 /// Runtime set-up and shutdown are outside the timing.
 pub fn skynet<S: Strategy>(processors: usize, leaves: u64) -> ScaleOut {
-    let mut rt: Runtime<S> = Runtime::builder()
-        .processors(processors.max(1))
-        .build()
-        .expect("runtime");
+    let mut rt = runtime::<S>(processors);
     let h = rt.handle();
-    let maps0 = mappings();
-    reset_peak_rss();
-    let (rss0, _) = rss_now_and_peak();
-    let t = Instant::now();
-    let h2 = h.clone();
-    let sum = rt.block_on(move || node(&h2, 0, leaves)).unwrap_or(0);
-    let elapsed = t.elapsed();
-    let (_, peak) = rss_now_and_peak();
-    let maps = mappings() - maps0;
-    drop(h);
+    let meter = Meter::start();
+    let sum = rt.block_on(move || node(&h, 0, leaves)).unwrap_or(0);
+    let out = meter.stop(sum == skynet_expected(leaves), meter.mappings_added());
     rt.shutdown();
-    ScaleOut {
-        elapsed,
-        completed: sum == skynet_expected(leaves),
-        peak_rss_bytes: peak.saturating_sub(rss0),
-        mappings_added: maps,
-    }
+    out
 }
 
 /// `n` user threads on strategy `S`, all blocked on one barrier at once,
@@ -110,17 +149,11 @@ pub fn skynet<S: Strategy>(processors: usize, leaves: u64) -> ScaleOut {
 /// Gives up (not completed) if the threads are not all blocked or not
 /// all finished within `budget`.
 pub fn blocked<S: Strategy>(processors: usize, n: usize, budget: Duration) -> ScaleOut {
-    let mut rt: Runtime<S> = Runtime::builder()
-        .processors(processors.max(1))
-        .build()
-        .expect("runtime");
+    let mut rt = runtime::<S>(processors);
     let h = rt.handle();
-    let maps0 = mappings();
-    reset_peak_rss();
-    let (rss0, _) = rss_now_and_peak();
+    let meter = Meter::start();
     let barrier = Arc::new(Barrier::new(n + 1));
     let done = Arc::new(AtomicUsize::new(0));
-    let t = Instant::now();
     for _ in 0..n {
         let (b, d) = (Arc::clone(&barrier), Arc::clone(&done));
         h.spawn_detached(move || {
@@ -131,36 +164,30 @@ pub fn blocked<S: Strategy>(processors: usize, n: usize, budget: Duration) -> Sc
     }
     let mut completed = true;
     while barrier.waiting() < n {
-        if t.elapsed() > budget {
+        if meter.elapsed() > budget {
             completed = false;
             break;
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    let maps = mappings() - maps0;
+    let maps = meter.mappings_added();
     if completed {
         // The last party: an OS thread arrives without blocking.
         barrier.wait();
         while done.load(Ordering::Relaxed) < n {
-            if t.elapsed() > budget {
+            if meter.elapsed() > budget {
                 completed = false;
                 break;
             }
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    let elapsed = t.elapsed();
-    let (_, peak) = rss_now_and_peak();
+    let out = meter.stop(completed, maps);
     drop(h);
     // Threads still blocked (a run out of budget) are abandoned and
     // counted by the shutdown report.
     rt.shutdown();
-    ScaleOut {
-        elapsed,
-        completed,
-        peak_rss_bytes: peak.saturating_sub(rss0),
-        mappings_added: maps,
-    }
+    out
 }
 
 #[cfg(test)]

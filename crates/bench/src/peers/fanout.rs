@@ -5,11 +5,9 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::kernels::fanout::{
-    FANOUT, ScaleOut, mappings, reset_peak_rss, rss_now_and_peak, skynet_expected,
-};
+use crate::kernels::fanout::{FANOUT, Meter, ScaleOut, skynet_expected};
 
 type BoxedSum = Pin<Box<dyn Future<Output = u64> + Send>>;
 
@@ -41,21 +39,11 @@ pub fn tokio_skynet(workers: usize, leaves: u64) -> ScaleOut {
         .worker_threads(workers.max(1))
         .build()
         .expect("tokio_skynet: cannot build the tokio runtime");
-    let maps0 = mappings();
-    reset_peak_rss();
-    let (rss0, _) = rss_now_and_peak();
-    let t = Instant::now();
+    let meter = Meter::start();
     let sum = rt.block_on(async { tokio::spawn(tokio_node(0, leaves)).await.unwrap_or(0) });
-    let elapsed = t.elapsed();
-    let (_, peak) = rss_now_and_peak();
-    let maps = mappings() - maps0;
+    let out = meter.stop(sum == skynet_expected(leaves), meter.mappings_added());
     rt.shutdown_timeout(Duration::from_secs(5));
-    ScaleOut {
-        elapsed,
-        completed: sum == skynet_expected(leaves),
-        peak_rss_bytes: peak.saturating_sub(rss0),
-        mappings_added: maps,
-    }
+    out
 }
 
 /// The Go program, compiled on first use.

@@ -14,10 +14,26 @@ pub const NAMES: &[&str] = &[
     "local-readyq",
 ];
 
-/// Calls `$kernel::<Strategy>(args...)` for the strategy named `$name`,
-/// with ALL89's FIFO ready pools ([`symmetry_threads::Fifo`], what the
-/// papers' experiments measure); evaluates to `Some(result)`, or `None`
-/// for an unknown name.
+/// Calls `$kernel::<Strategy>(args...)` for the strategy named `$name`
+/// with ready pools `$pool` (and `Tas` locks); evaluates to
+/// `Some(result)`, or `None` for an unknown name. `with_strategy!` and
+/// `with_strategy_newest!` name the pool.
+#[macro_export]
+macro_rules! with_strategy_pool {
+    ($name:expr, $pool:ty, $kernel:ident ( $($arg:expr),* $(,)? )) => {
+        match $name {
+            "single-lock" => Some($kernel::<symmetry_threads::SingleLock<symmetry_locks::Tas, $pool>>($($arg),*)),
+            "multi-lock" => Some($kernel::<symmetry_threads::MultiLock<symmetry_locks::Tas, $pool>>($($arg),*)),
+            "local-freelist" => Some($kernel::<symmetry_threads::LocalFreelist<symmetry_locks::Tas, $pool>>($($arg),*)),
+            "idle-queue" => Some($kernel::<symmetry_threads::IdleQueue<symmetry_locks::Tas, $pool>>($($arg),*)),
+            "local-readyq" => Some($kernel::<symmetry_threads::LocalReadyq<symmetry_locks::Tas, $pool>>($($arg),*)),
+            _ => None,
+        }
+    };
+}
+
+/// `with_strategy_pool!` with ALL89's FIFO ready pools
+/// ([`symmetry_threads::Fifo`], what the papers' experiments measure).
 ///
 /// ```ignore
 /// let out = with_strategy!(name, null_chain(procs, total));
@@ -25,30 +41,16 @@ pub const NAMES: &[&str] = &[
 #[macro_export]
 macro_rules! with_strategy {
     ($name:expr, $kernel:ident ( $($arg:expr),* $(,)? )) => {
-        match $name {
-            "single-lock" => Some($kernel::<symmetry_threads::SingleLock<symmetry_locks::Tas, symmetry_threads::Fifo>>($($arg),*)),
-            "multi-lock" => Some($kernel::<symmetry_threads::MultiLock<symmetry_locks::Tas, symmetry_threads::Fifo>>($($arg),*)),
-            "local-freelist" => Some($kernel::<symmetry_threads::LocalFreelist<symmetry_locks::Tas, symmetry_threads::Fifo>>($($arg),*)),
-            "idle-queue" => Some($kernel::<symmetry_threads::IdleQueue<symmetry_locks::Tas, symmetry_threads::Fifo>>($($arg),*)),
-            "local-readyq" => Some($kernel::<symmetry_threads::LocalReadyq<symmetry_locks::Tas, symmetry_threads::Fifo>>($($arg),*)),
-            _ => None,
-        }
+        $crate::with_strategy_pool!($name, symmetry_threads::Fifo, $kernel($($arg),*))
     };
 }
 
-/// [`with_strategy!`] with the newest-created-thread-first ready pools
+/// `with_strategy_pool!` with the pools the strategies ship with
 /// ([`symmetry_threads::NewestFirst`]).
 #[macro_export]
 macro_rules! with_strategy_newest {
     ($name:expr, $kernel:ident ( $($arg:expr),* $(,)? )) => {
-        match $name {
-            "single-lock" => Some($kernel::<symmetry_threads::SingleLock<symmetry_locks::Tas, symmetry_threads::NewestFirst>>($($arg),*)),
-            "multi-lock" => Some($kernel::<symmetry_threads::MultiLock<symmetry_locks::Tas, symmetry_threads::NewestFirst>>($($arg),*)),
-            "local-freelist" => Some($kernel::<symmetry_threads::LocalFreelist<symmetry_locks::Tas, symmetry_threads::NewestFirst>>($($arg),*)),
-            "idle-queue" => Some($kernel::<symmetry_threads::IdleQueue<symmetry_locks::Tas, symmetry_threads::NewestFirst>>($($arg),*)),
-            "local-readyq" => Some($kernel::<symmetry_threads::LocalReadyq<symmetry_locks::Tas, symmetry_threads::NewestFirst>>($($arg),*)),
-            _ => None,
-        }
+        $crate::with_strategy_pool!($name, symmetry_threads::NewestFirst, $kernel($($arg),*))
     };
 }
 

@@ -218,7 +218,7 @@ impl Allocator {
     #[cold]
     #[inline(never)]
     pub fn fresh_stack(&self) -> Option<Stack> {
-        match crate::stack::fresh_stack(self.stack_size) {
+        match Stack::new(self.stack_size) {
             Ok(s) => {
                 self.stacks.fetch_add(1, Ordering::Relaxed);
                 Some(s)
