@@ -18,7 +18,32 @@
 //!   reply handlers cannot send, so cycles of full queues always drain.
 //! * A packet left CLAIMED by a sender that has died (its pid is in the
 //!   handshake word) is recovered by the receiver after it has stalled on
-//!   it for a while: the packet is freed and counted in [`Stats`].
+//!   it for a while: the packet is freed and counted in [`Stats`]. Under
+//!   `lock-free`, whose senders are handed a position before they claim
+//!   its packet, a head position that was handed out but stays FREE is
+//!   skipped after [`SKIP_AFTER`]; a sender that was only slow claims a
+//!   later lap instead (LC98's claim takes any FREE packet), so nothing is
+//!   lost either way.
+//!
+//! # Failures are events
+//!
+//! A dead or closed peer does not end the endpoint. [`Endpoint::poll`]
+//! keeps delivering what live peers send. [`Endpoint::poll_until`] returns
+//! [`AmError::PeerDead`] or [`AmError::PeerClosed`] once for each peer it
+//! finds gone (after one more poll, in case the peer's last message
+//! finishes the wait); call it again to go on serving the others, and
+//! [`Endpoint::failed_peers`] lists who is gone. A request to a peer known
+//! to be gone, or that has closed, fails at once with the same error; a
+//! death is noticed by the periodic checks of `poll_until`, or by a
+//! sender that waits on the dead peer's full queue. `barrier`,
+//! `allreduce` and `finish` need every rank and fail if one is gone.
+//!
+//! A malformed packet in one of our queues (a handler id, word count,
+//! source rank, bulk block or length no honest sender writes) is dropped
+//! and reported as [`AmError::Garbage`] naming the rank it claims to be
+//! from; the next poll goes on with the next message. Nothing a peer
+//! writes into shared memory can make this endpoint access memory out of
+//! bounds (see [`crate::segment`]'s "Trust").
 //!
 //! Handlers are plain functions registered by id, with typed access to the
 //! endpoint's state `S` (the Split-C/AM-II style: a handler updates the
@@ -27,7 +52,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::claim::Claim;
+use crate::claim::{Claim, Holder};
 use crate::error::AmError;
 use crate::job::Job;
 use crate::layout::{
@@ -50,6 +75,9 @@ const REPLIES: usize = 1;
 
 /// Empty polls on a CLAIMED head packet before its owner's pid is checked.
 const STALL_CHECK: u32 = 1 << 12;
+/// How long a handed-out `lock-free` head position may stay FREE before
+/// the receiver skips it (see the module docs).
+pub const SKIP_AFTER: Duration = Duration::from_millis(20);
 /// Full-queue waits between checks of the receiver's liveness.
 const PEER_CHECK: u32 = 1 << 8;
 
@@ -117,6 +145,11 @@ pub struct Stats {
     pub recovered_packets: u64,
     /// Bulk blocks of dead senders recovered by this receiver.
     pub recovered_bulk: u64,
+    /// Handed-out head positions skipped because they stayed FREE
+    /// (`lock-free` only).
+    pub skipped: u64,
+    /// Malformed messages dropped.
+    pub garbage: u64,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -124,6 +157,39 @@ struct Stall {
     pos: u64,
     word: u64,
     count: u32,
+    /// When the stall was first checked (taken lazily, at the first
+    /// [`STALL_CHECK`], to keep the clock off the polling path).
+    since: Option<Instant>,
+}
+
+/// What is known of a peer that is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gone {
+    /// Its process died (pid).
+    Dead(u32),
+    /// It closed its endpoint.
+    Closed,
+}
+
+impl Gone {
+    fn error(self, rank: u32) -> AmError {
+        match self {
+            Gone::Dead(pid) => AmError::PeerDead { rank, pid },
+            Gone::Closed => AmError::PeerClosed { rank },
+        }
+    }
+}
+
+/// Which failed peers end a wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    /// Only this rank's (its message is awaited).
+    Rank(u32),
+    /// Every rank's (a collective).
+    Everyone,
+    /// None: each failure is reported once and the wait can be resumed
+    /// (the user's `poll_until`).
+    Report,
 }
 
 #[derive(Debug, Default)]
@@ -163,6 +229,11 @@ pub struct Core<C: Claim, S> {
     handlers: Vec<Option<Handler<C, S>>>,
     stats: Stats,
     stall: [Stall; 2],
+    /// Next position to deliver of each own queue. Kept here, not in the
+    /// shared head (which only mirrors it), so no peer can move it.
+    head: [u64; 2],
+    /// Peers known to be gone, and whether a wait has reported it.
+    gone: Vec<Option<(Gone, bool)>>,
     barrier_epoch: u64,
     barrier_arrivals: Vec<u64>,
     reduce_epoch: u64,
@@ -293,7 +364,7 @@ fn check_user<C: Claim, S>(
         return Err(AmError::TooManyArgs { given: args.len() });
     }
     if let Some(d) = data {
-        let max = core.own.config().bulk_bytes as usize;
+        let max = core.own.config().bulk_bytes as usize; // the validated copy
         if d.len() > max {
             return Err(AmError::BulkTooLarge {
                 given: d.len(),
@@ -328,6 +399,8 @@ impl<C: Claim, S> Endpoint<C, S> {
             handlers: vec![None; HANDLERS],
             stats: Stats::default(),
             stall: [Stall::default(); 2],
+            head: [0; 2],
+            gone: vec![None; job.size as usize],
             barrier_epoch: 0,
             barrier_arrivals: vec![0; 64],
             reduce_epoch: 0,
@@ -339,6 +412,16 @@ impl<C: Claim, S> Endpoint<C, S> {
                 core.peers.push(None);
             } else {
                 let seg = Segment::open::<C>(&segment_name(&job.name, r), job.timeout)?;
+                let snap = seg.snapshot();
+                if snap.rank != r || snap.size != job.size {
+                    return Err(AmError::Untrusted {
+                        name: seg.name().to_string(),
+                        detail: format!(
+                            "its header says rank {} of {}, the job expects rank {r} of {}",
+                            snap.rank, snap.size, job.size
+                        ),
+                    });
+                }
                 if seg.config() != *cfg {
                     return Err(AmError::Config {
                         detail: format!(
@@ -448,11 +531,25 @@ impl<C: Claim, S> Endpoint<C, S> {
     }
 
     /// Polls until `done(state)` holds, backing off (and yielding the CPU)
-    /// while nothing arrives; fails if a peer dies or closes meanwhile
-    /// (after recovering the packets dead senders left CLAIMED, so that
-    /// the messages of live senders queued behind them are delivered).
+    /// while nothing arrives. Every 20 ms of idling it recovers what dead
+    /// senders left in its queues (so that live senders' messages queued
+    /// behind them are delivered) and checks the peers: a peer found dead
+    /// or closed is returned as [`AmError::PeerDead`] /
+    /// [`AmError::PeerClosed`], once per peer; calling `poll_until` again
+    /// resumes the wait with the remaining peers (module docs, "Failures
+    /// are events"). A malformed message is dropped and returned as
+    /// [`AmError::Garbage`]; calling again goes on as well.
     pub fn poll_until(&mut self, mut done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
-        Core::poll_until(&mut self.core, &mut self.state, None, |_, s| done(s))
+        Core::poll_until(&mut self.core, &mut self.state, Need::Report, |_, s| {
+            done(s)
+        })
+    }
+
+    /// The peers known to be gone (dead or closed), in rank order.
+    pub fn failed_peers(&self) -> Vec<u32> {
+        (0..self.core.size)
+            .filter(|&r| self.core.gone[r as usize].is_some())
+            .collect()
     }
 
     /// A barrier over all ranks, built on Active Messages (dissemination:
@@ -477,7 +574,7 @@ impl<C: Claim, S> Endpoint<C, S> {
                 None,
                 Scope::Both,
             )?;
-            Core::poll_until(core, &mut self.state, Some(from), |c, _| {
+            Core::poll_until(core, &mut self.state, Need::Rank(from), |c, _| {
                 c.barrier_arrivals[round] > epoch
             })?;
             round += 1;
@@ -497,7 +594,7 @@ impl<C: Claim, S> Endpoint<C, S> {
         }
         if core.rank == 0 {
             let need = core.size - 1;
-            Core::poll_until(core, &mut self.state, None, |c, _| {
+            Core::poll_until(core, &mut self.state, Need::Everyone, |c, _| {
                 c.reduce.count[parity] >= need
             })?;
             let mut result = value;
@@ -530,7 +627,7 @@ impl<C: Claim, S> Endpoint<C, S> {
                 None,
                 Scope::Both,
             )?;
-            Core::poll_until(core, &mut self.state, Some(0), |c, _| {
+            Core::poll_until(core, &mut self.state, Need::Rank(0), |c, _| {
                 c.reduce.results > epoch
             })?;
             Ok(core.reduce.result)
@@ -553,15 +650,35 @@ impl<C: Claim, S> Endpoint<C, S> {
     #[doc(hidden)]
     pub fn debug_abandon_claim(&mut self, dest: u32, bulk: bool) -> Result<(), AmError> {
         let q = self.core.queue(dest, REQUESTS)?;
+        let me = Holder {
+            pid: std::process::id(),
+            rank: self.core.rank,
+        };
         let (core, state) = (&mut self.core, &mut self.state);
         let mut waits = 0u32;
         let mut wait = || Core::wait_full(core, state, dest, Scope::Both, &mut waits);
-        C::claim(&q, std::process::id(), bulk, &mut wait).map(|_| ())
+        C::claim(&q, me, bulk, &mut wait).map(|_| ())
+    }
+
+    /// Test hook: takes the claim lock of `dest`'s request queue and never
+    /// releases it (a sender killed inside LC98 Fig. 2's critical section);
+    /// `false` for algorithms without a lock.
+    #[doc(hidden)]
+    pub fn debug_hold_lock(&mut self, dest: u32) -> Result<bool, AmError> {
+        let q = self.core.queue(dest, REQUESTS)?;
+        let me = Holder {
+            pid: self.core.pid,
+            rank: self.core.rank,
+        };
+        Ok(C::debug_hold_lock(&q, me))
     }
 
     /// Checks that every peer is alive and open.
     pub fn check_peers(&self) -> Result<(), AmError> {
-        self.core.check_all_peers()
+        (0..self.core.size).try_for_each(|r| match self.core.look(r) {
+            Some(g) => Err(g.error(r)),
+            None => Ok(()),
+        })
     }
 }
 
@@ -599,23 +716,63 @@ impl<C: Claim, S> Core<C, S> {
         }
     }
 
-    fn check_peer(&self, rank: u32) -> Result<(), AmError> {
+    /// Whether `rank` is alive and open; a failure is remembered (so later
+    /// requests to it fail at once) and returned.
+    fn check_peer(&mut self, rank: u32) -> Result<(), AmError> {
         if rank == self.rank {
             return Ok(());
         }
-        let seg = self.segment(rank);
-        if seg.is_closed() {
-            return Err(AmError::PeerClosed { rank });
+        if let Some((g, _)) = self.gone.get(rank as usize).copied().flatten() {
+            return Err(g.error(rank));
         }
-        let pid = seg.owner_pid();
-        if pid != self.pid && !pid_alive(pid) {
-            return Err(AmError::PeerDead { rank, pid });
+        match self.look(rank) {
+            Some(g) => {
+                self.gone[rank as usize] = Some((g, false));
+                Err(g.error(rank))
+            }
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    fn check_all_peers(&self) -> Result<(), AmError> {
+    /// Whether `rank` is gone, looked up afresh (nothing remembered).
+    fn look(&self, rank: u32) -> Option<Gone> {
+        if rank == self.rank {
+            return None;
+        }
+        if let Some((g, _)) = self.gone.get(rank as usize).copied().flatten() {
+            return Some(g);
+        }
+        let seg = self.segment(rank);
+        if seg.is_closed() {
+            return Some(Gone::Closed);
+        }
+        let pid = seg.owner_pid();
+        (pid != self.pid && !pid_alive(pid)).then_some(Gone::Dead(pid))
+    }
+
+    fn check_all_peers(&mut self) -> Result<(), AmError> {
         (0..self.size).try_for_each(|r| self.check_peer(r))
+    }
+
+    /// The first failed peer that `need` says ends a wait (checking the
+    /// peers it names first), marking it reported.
+    fn failed_for(&mut self, need: Need) -> Option<AmError> {
+        match need {
+            Need::Rank(r) => self.check_peer(r).err(),
+            Need::Everyone => self.check_all_peers().err(),
+            Need::Report => {
+                for r in 0..self.size {
+                    let _ = self.check_peer(r);
+                }
+                let r = self
+                    .gone
+                    .iter()
+                    .position(|g| matches!(g, Some((_, false))))?;
+                let g = self.gone[r].as_mut()?;
+                g.1 = true;
+                Some(g.0.error(r as u32))
+            }
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -631,10 +788,16 @@ impl<C: Claim, S> Core<C, S> {
         scope: Scope,
     ) -> Result<(), AmError> {
         let q = core.queue(dest, which)?;
+        if core.gone[dest as usize].is_some() || core.segment(dest).is_closed() {
+            return Core::refuse(core, dest);
+        }
         let mut waits = 0u32;
-        let pid = core.pid;
+        let me = Holder {
+            pid: core.pid,
+            rank: core.rank,
+        };
         let mut wait = || Core::wait_full(core, state, dest, scope, &mut waits);
-        let c = C::claim(&q, pid, data.is_some(), &mut wait)?;
+        let c = C::claim(&q, me, data.is_some(), &mut wait)?;
         let mut body = Body {
             handler,
             nargs: args.len() as u8,
@@ -648,6 +811,15 @@ impl<C: Claim, S> Core<C, S> {
         q.publish(&c, body, data);
         core.stats.sent += 1;
         Ok(())
+    }
+
+    /// The error of a request to a peer that is gone.
+    #[cold]
+    #[inline(never)]
+    fn refuse(core: &mut Self, dest: u32) -> Result<(), AmError> {
+        core.check_peer(dest)?;
+        // Closed between the two looks: report it as closed.
+        Err(AmError::PeerClosed { rank: dest })
     }
 
     /// One wait of a sender facing a full queue: poll, back off, and now
@@ -673,15 +845,15 @@ impl<C: Claim, S> Core<C, S> {
         Ok(())
     }
 
-    /// Polls until `done`; now and then recovers dead senders' claims and
-    /// checks the peers that can still matter: `from` (the one rank whose
-    /// message is awaited), or all of them. A failed check is reported
-    /// only if one more poll does not finish the wait (a peer may send its
-    /// last message and close right away).
+    /// Polls until `done`; every 20 ms of idling, repairs the heads of its
+    /// own queues (dead senders' claims, stranded positions) and checks
+    /// the peers that `need` names. A failed check is reported only if
+    /// one more poll does not finish the wait (a peer may send its last
+    /// message and close right away).
     fn poll_until(
         core: &mut Self,
         state: &mut S,
-        from: Option<u32>,
+        need: Need,
         mut done: impl FnMut(&Self, &S) -> bool,
     ) -> Result<(), AmError> {
         let mut idle = 0u32;
@@ -698,26 +870,21 @@ impl<C: Claim, S> Core<C, S> {
             backoff(idle);
             if idle.is_multiple_of(64) && last_check.elapsed() >= Duration::from_millis(20) {
                 last_check = Instant::now();
-                // Recover a dead sender's claims first: messages of live
-                // senders may be queued behind them.
-                let before = core.stats.recovered_packets;
+                // Repair the heads first: messages of live senders may be
+                // queued behind a dead one's claim.
+                let before = core.stats.recovered_packets + core.stats.skipped;
                 for which in [REQUESTS, REPLIES] {
                     let q = core.queue(core.rank, which)?;
-                    let (pos, w) = q.head();
-                    if state_of(w) == CLAIMED {
-                        core.recover(&q, pos, w);
-                    }
+                    let pos = core.head[which];
+                    let w = q.word_at(pos);
+                    core.unstick(&q, which, pos, w, true);
                     core.sweep_dead_bulk(&q);
                 }
-                if core.stats.recovered_packets > before {
+                if core.stats.recovered_packets + core.stats.skipped > before {
                     idle = 0;
                     continue;
                 }
-                let check = match from {
-                    Some(r) => core.check_peer(r),
-                    None => core.check_all_peers(),
-                };
-                if let Err(e) = check {
+                if let Some(e) = core.failed_for(need) {
                     Core::poll_queues(core, state, Scope::Both)?;
                     if done(core, state) {
                         return Ok(());
@@ -745,32 +912,28 @@ impl<C: Claim, S> Core<C, S> {
         // At most one ring's worth per call, so a flood cannot starve the
         // caller.
         for _ in 0..len {
-            let (pos, w) = q.head();
+            let pos = core.head[which];
+            let w = q.word_at(pos);
             let st = state_of(w);
             if st != READY && st != READY_BULK {
-                if st == CLAIMED {
+                if st != FREE || C::stranded(q.tail, pos) {
                     core.stalled(&q, which, pos, w);
                 }
                 break;
             }
             let body = q.take(pos);
-            let mut bulk: &[u8] = &[];
-            let mut bulk_slot = None;
-            if st == READY_BULK {
-                let b = body.bulk_slot as usize;
-                if b < q.bulk.len() && body.bulk_len as usize <= q.bulk_bytes {
-                    // SAFETY: the block is in bounds and was filled before
-                    // the READY store we acquired; it stays untouched until
-                    // we free it after the handler (whose borrow cannot
-                    // escape the call).
-                    bulk = unsafe {
-                        core::slice::from_raw_parts(q.bulk_ptr(b), body.bulk_len as usize)
-                    };
-                    bulk_slot = Some(b);
+            core.head[which] = pos + 1;
+            let (result, bulk_slot) = match core.check_body(&q, st, &body) {
+                Ok((bulk, bulk_slot)) => {
+                    let nargs = body.nargs as usize;
+                    let r = Core::dispatch(core, state, which, &body, &body.args[..nargs], bulk);
+                    (r, bulk_slot)
                 }
-            }
-            let nargs = (body.nargs as usize).min(MAX_ARGS);
-            let result = Core::dispatch(core, state, which, &body, &body.args[..nargs], bulk);
+                Err(e) => {
+                    core.stats.garbage += 1;
+                    (Err(e), None)
+                }
+            };
             q.free(pos, w, bulk_slot);
             core.stats.delivered += 1;
             q.head.delivered.store(
@@ -783,6 +946,56 @@ impl<C: Claim, S> Core<C, S> {
         Ok(delivered)
     }
 
+    /// Checks a taken packet's body against what an honest sender writes;
+    /// returns its bulk data and block.
+    #[inline]
+    fn check_body<'q>(
+        &self,
+        q: &Queue<'q, C::Tail>,
+        st: u64,
+        body: &Body,
+    ) -> Result<(&'q [u8], Option<usize>), AmError> {
+        let garbage = |detail: String| AmError::Garbage {
+            src: body.src,
+            detail,
+        };
+        if body.src >= self.size {
+            return Err(garbage(format!(
+                "source rank {} (the job has {})",
+                body.src, self.size
+            )));
+        }
+        if body.nargs as usize > MAX_ARGS {
+            return Err(garbage(format!(
+                "{} words (at most {MAX_ARGS})",
+                body.nargs
+            )));
+        }
+        if body.handler >= USER_HANDLERS && !matches!(body.handler, H_BARRIER | H_REDUCE | H_RESULT)
+        {
+            return Err(garbage(format!("handler id {}", body.handler)));
+        }
+        if st != READY_BULK {
+            return Ok((&[], None));
+        }
+        let b = body.bulk_slot as usize;
+        if b >= q.bulk.len() || body.bulk_len as usize > q.bulk_bytes {
+            return Err(garbage(format!(
+                "bulk block {} of {} bytes (the queue has {} blocks of {} bytes)",
+                b,
+                body.bulk_len,
+                q.bulk.len(),
+                q.bulk_bytes
+            )));
+        }
+        // SAFETY: the block is in bounds (checked above, against our own
+        // configuration) and was filled before the READY store we
+        // acquired; it stays untouched until we free it after the handler
+        // (whose borrow cannot escape the call).
+        let data = unsafe { core::slice::from_raw_parts(q.bulk_ptr(b), body.bulk_len as usize) };
+        Ok((data, Some(b)))
+    }
+
     #[inline]
     fn dispatch(
         core: &mut Self,
@@ -793,7 +1006,7 @@ impl<C: Claim, S> Core<C, S> {
         bulk: &[u8],
     ) -> Result<(), AmError> {
         if body.handler >= USER_HANDLERS {
-            return core.internal(body.handler, args);
+            return core.internal(body.handler, body.src, args);
         }
         let Some(h) = core.handlers[body.handler as usize] else {
             return Err(AmError::NoHandler {
@@ -817,14 +1030,15 @@ impl<C: Claim, S> Core<C, S> {
         h(&mut token, &msg)
     }
 
-    fn internal(&mut self, id: u16, args: &[u64]) -> Result<(), AmError> {
+    fn internal(&mut self, id: u16, src: u32, args: &[u64]) -> Result<(), AmError> {
         match (id, args) {
             (H_BARRIER, [round]) if (*round as usize) < self.barrier_arrivals.len() => {
                 self.barrier_arrivals[*round as usize] += 1;
             }
-            (H_REDUCE, [op, value, epoch]) => {
-                let op = ReduceOp::from_word(*op).ok_or(AmError::BadReply {
-                    why: "unknown reduce op",
+            (H_REDUCE, [op, value, epoch]) if self.rank == 0 => {
+                let op = ReduceOp::from_word(*op).ok_or_else(|| AmError::Garbage {
+                    src,
+                    detail: format!("all-reduce operation {op}"),
                 })?;
                 let p = (*epoch % 2) as usize;
                 self.reduce.acc[p] = if self.reduce.count[p] == 0 {
@@ -839,17 +1053,21 @@ impl<C: Claim, S> Core<C, S> {
                 self.reduce.results += 1;
             }
             _ => {
-                return Err(AmError::HandlerOutOfRange {
-                    id,
-                    limit: USER_HANDLERS,
+                return Err(AmError::Garbage {
+                    src,
+                    detail: format!(
+                        "internal message {id} with {} words at rank {}",
+                        args.len(),
+                        self.rank
+                    ),
                 });
             }
         }
         Ok(())
     }
 
-    /// The head packet is CLAIMED: after a while, recover it if its owner
-    /// has died.
+    /// The head packet is CLAIMED (or a stranded FREE): after a while,
+    /// repair it if it can be.
     #[inline]
     fn stalled(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
         let s = &mut self.stall[which];
@@ -858,18 +1076,76 @@ impl<C: Claim, S> Core<C, S> {
                 pos,
                 word: w,
                 count: 0,
+                since: None,
             };
             return;
         }
-        s.count += 1;
+        s.count = s.count.wrapping_add(1);
         if s.count.is_multiple_of(STALL_CHECK) {
-            self.recover(q, pos, w);
+            self.unstick(q, which, pos, w, false);
+        }
+    }
+
+    /// Repairs the head of own queue `which` at `pos` (word `w`) if it can
+    /// be: a packet CLAIMED by a dead process is freed; a handed-out
+    /// position that stayed FREE for [`SKIP_AFTER`] is skipped. `now`:
+    /// the caller has waited long enough already (`poll_until`'s checks),
+    /// so the clock starts at the first look instead of the second.
+    #[cold]
+    #[inline(never)]
+    fn unstick(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64, now: bool) {
+        match state_of(w) {
+            CLAIMED => self.recover(q, which, pos, w),
+            FREE if C::stranded(q.tail, pos) => {
+                let s = &mut self.stall[which];
+                if s.pos != pos || s.word != w {
+                    *s = Stall {
+                        pos,
+                        word: w,
+                        count: 0,
+                        since: None,
+                    };
+                }
+                let since = *s.since.get_or_insert_with(Instant::now);
+                if (now && s.count > 0) || since.elapsed() >= SKIP_AFTER {
+                    self.skip(q, which, pos, w);
+                } else if now {
+                    s.count = s.count.max(1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Skips the FREE head position `pos` (word `w`): moves its slot to the
+    /// next lap, so that a sender still holding the position claims that
+    /// lap instead.
+    #[cold]
+    fn skip(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
+        let packet = &q.packets[(pos % q.packets.len() as u64) as usize];
+        // Release: a sender's claim CAS on the next lap acquires it (there
+        // is nothing of ours in the slot to publish, but the order keeps
+        // the lap sequence the one the receiver sees). Relaxed on failure:
+        // a sender claimed it meanwhile and will make it READY.
+        if packet
+            .state
+            .compare_exchange(
+                w,
+                word(lap_of(w).wrapping_add(1), 0, FREE),
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        {
+            self.head[which] = pos + 1;
+            q.head.pos.store(pos + 1, Ordering::Relaxed);
+            self.stats.skipped += 1;
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn recover(&mut self, q: &Queue<'_, C::Tail>, pos: u64, w: u64) {
+    fn recover(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
         let pid = pid_of(w);
         if pid == 0 || pid == self.pid & 0x00ff_ffff || pid_alive(pid) {
             return;
@@ -890,6 +1166,7 @@ impl<C: Claim, S> Core<C, S> {
         {
             return;
         }
+        self.head[which] = pos + 1;
         q.head.pos.store(pos + 1, Ordering::Relaxed);
         self.stats.recovered_packets += 1;
         q.head.recovered.store(

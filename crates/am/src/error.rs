@@ -108,6 +108,45 @@ pub enum AmError {
         /// What is wrong and what is accepted.
         detail: String,
     },
+    /// A segment that this process will not trust: another user's, a mode
+    /// other than 0600, or a header that contradicts the job (rank, size,
+    /// queue sizes).
+    Untrusted {
+        /// Segment name.
+        name: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The name of a segment to create exists already and is not a stale
+    /// segment of this user (a live endpoint, another user's object, or
+    /// something that is not an endpoint).
+    NameTaken {
+        /// Segment name.
+        name: String,
+        /// What is there.
+        detail: String,
+    },
+    /// A message in one of this endpoint's queues was malformed (a handler
+    /// id, word count, bulk block or length no honest sender writes). It
+    /// was dropped; the endpoint goes on, and polling again continues with
+    /// the next message.
+    Garbage {
+        /// The rank the packet claims to come from (as written by the
+        /// sender, so itself unverified).
+        src: u32,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A queue cannot make progress and the claim algorithm cannot repair
+    /// it (a spin lock held by a process that died, for the algorithms
+    /// that record no holder). Reported after a bounded wait instead of a
+    /// hang.
+    Wedged {
+        /// The rank whose queue is wedged.
+        rank: u32,
+        /// What was seen.
+        detail: String,
+    },
 }
 
 /// The magic number [`AmError::BadMagic`] expects. Under loom there are no
@@ -187,6 +226,19 @@ impl fmt::Display for AmError {
             AmError::Timeout { what } => write!(f, "timed out waiting for {what}"),
             AmError::BadReply { why } => write!(f, "bad reply: {why}"),
             AmError::Config { detail } => write!(f, "{detail}"),
+            AmError::Untrusted { name, detail } => {
+                write!(f, "refusing segment {name}: {detail}")
+            }
+            AmError::NameTaken { name, detail } => {
+                write!(f, "cannot create segment {name}: {detail}")
+            }
+            AmError::Garbage { src, detail } => write!(
+                f,
+                "dropped a malformed message claiming to come from rank {src}: {detail}"
+            ),
+            AmError::Wedged { rank, detail } => {
+                write!(f, "the queue of rank {rank} is wedged: {detail}")
+            }
         }
     }
 }

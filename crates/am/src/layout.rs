@@ -227,7 +227,10 @@ impl<T> Queue<'_, T> {
             .store(word(lap_of(c.word), 0, ready), Ordering::Release);
     }
 
-    /// Receiver: the head position and its handshake word.
+    /// Receiver: the head position (from the shared mirror) and its
+    /// handshake word. The loom model's receiver uses it; an endpoint keeps
+    /// its head in private memory ([`Queue::word_at`]).
+    #[cfg_attr(not(loom), allow(dead_code))]
     #[inline(always)]
     pub(crate) fn head(&self) -> (u64, u64) {
         // Relaxed: only the receiver writes its head.
@@ -236,6 +239,15 @@ impl<T> Queue<'_, T> {
         // Acquire: pairs with the sender's Release store of READY in
         // `publish`.
         (pos, packet.state.load(Ordering::Acquire))
+    }
+
+    /// Receiver: the handshake word of the packet at position `pos`.
+    #[inline(always)]
+    pub(crate) fn word_at(&self, pos: u64) -> u64 {
+        let packet = &self.packets[(pos % self.packets.len() as u64) as usize];
+        // Acquire: pairs with the sender's Release store of READY in
+        // `publish`.
+        packet.state.load(Ordering::Acquire)
     }
 
     /// Receiver: takes the READY packet at `pos` (word `w` from [`Queue::head`]):

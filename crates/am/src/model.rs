@@ -207,7 +207,12 @@ pub fn send<C: Claim, W>(
 where
     W: FnMut() -> Result<(), AmError>,
 {
-    let c = C::claim(q, pid, data.is_some(), wait)?;
+    let c = C::claim(
+        q,
+        crate::claim::Holder { pid, rank: 0 },
+        data.is_some(),
+        wait,
+    )?;
     before_publish(&c);
     q.publish(&c, body, data);
     Ok(c)

@@ -9,6 +9,22 @@
 //! magic number last (Release); an opener waits for the magic (Acquire)
 //! and then checks version, sizes and algorithm, so a half-built, foreign
 //! or truncated segment is a clear error and never undefined behaviour.
+//!
+//! # Trust
+//!
+//! Every process of a job can write every byte of every segment it maps,
+//! so nothing read from shared memory is trusted twice:
+//!
+//! * the header is copied once, when the segment is opened
+//!   ([`Snapshot`]), and checked there; everything derived from it (the
+//!   queue sizes, the owner's pid) comes from that copy, and the queue
+//!   views are built from the copy and the real mapping length, so a peer
+//!   that rewrites a header later cannot move an access out of bounds;
+//! * a segment must belong to this user and have mode 0600 (`fstat`): a
+//!   name pre-created by someone else is refused, never joined;
+//! * creation uses `O_EXCL`, so a name that exists already is an error
+//!   ([`AmError::NameTaken`]) unless it is our own stale segment (its
+//!   owner has died), which is removed and created afresh.
 
 use std::ffi::CString;
 use std::time::{Duration, Instant};
@@ -21,7 +37,7 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 /// First word of every endpoint segment once it is fully initialized.
 pub const MAGIC: u64 = 0x5359_4d41_4d51_424b; // "SYMAMQBK"
 /// Layout version; bump on any change of the shared structures.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Bytes reserved for the header.
 pub const HEADER_BYTES: usize = 4096;
 
@@ -121,12 +137,80 @@ pub struct SegHeader {
     pub(crate) closed: AtomicU32,
 }
 
+/// The header of a segment as it was when the segment was opened (or
+/// created): the only copy of its fields this process ever uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Layout version.
+    pub version: u32,
+    /// Header bytes.
+    pub header_bytes: u32,
+    /// Total bytes the header claims.
+    pub total_bytes: u64,
+    /// Claim algorithm name, NUL-padded.
+    pub algorithm: [u8; 16],
+    /// Queue sizes.
+    pub config: Config,
+    /// `size_of::<Packet>()` of the creator.
+    pub packet_bytes: u32,
+    /// `size_of::<C::Tail>()` of the creator.
+    pub tail_bytes: u32,
+    /// Rank of the owner.
+    pub rank: u32,
+    /// Job size of the owner.
+    pub size: u32,
+    /// Pid of the owner (the receiving process).
+    pub owner_pid: u32,
+}
+
+impl Snapshot {
+    /// Reads every plain field of the header at `h` once.
+    ///
+    /// # Safety
+    ///
+    /// `h` points to a mapped, readable header.
+    unsafe fn read(h: *const SegHeader) -> Snapshot {
+        // Volatile: other processes may write these words at any time; a
+        // volatile read takes whatever is there once, and the copy is all
+        // that is used afterwards.
+        // SAFETY: in bounds of the mapped header (caller); plain integers
+        // have no invalid values.
+        unsafe {
+            use core::ptr::read_volatile as rv;
+            Snapshot {
+                version: rv(&raw const (*h).version),
+                header_bytes: rv(&raw const (*h).header_bytes),
+                total_bytes: rv(&raw const (*h).total_bytes),
+                algorithm: rv(&raw const (*h).algorithm),
+                config: Config {
+                    packets: rv(&raw const (*h).packets),
+                    bulk_blocks: rv(&raw const (*h).bulk_blocks),
+                    bulk_bytes: rv(&raw const (*h).bulk_bytes),
+                },
+                packet_bytes: rv(&raw const (*h).packet_bytes),
+                tail_bytes: rv(&raw const (*h).tail_bytes),
+                rank: rv(&raw const (*h).rank),
+                size: rv(&raw const (*h).size),
+                owner_pid: (*h).owner_pid.load(Ordering::Relaxed),
+            }
+        }
+    }
+
+    /// The algorithm name.
+    pub fn algorithm(&self) -> String {
+        let n = self.algorithm.iter().position(|&b| b == 0).unwrap_or(16);
+        String::from_utf8_lossy(&self.algorithm[..n]).into_owned()
+    }
+}
+
 /// A mapping of a segment.
 #[derive(Debug)]
 pub struct Segment {
     name: String,
     base: *mut u8,
     len: usize,
+    /// The header as validated; see [`Snapshot`].
+    snap: Snapshot,
 }
 
 // SAFETY: the mapping is plain shared memory; all shared fields inside are
@@ -154,8 +238,47 @@ pub fn unlink(name: &str) -> Result<(), AmError> {
     Ok(())
 }
 
+/// The effective user id of this process.
+fn euid() -> u32 {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Checks that the object behind `fd` belongs to this user and has mode
+/// 0600; returns its size.
+fn check_owner(fd: i32, name: &str) -> Result<usize, AmError> {
+    // SAFETY: `st` is written by fstat.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: valid descriptor and out-pointer.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(AmError::io(format!("fstat {name}")));
+    }
+    if st.st_uid != euid() {
+        return Err(AmError::Untrusted {
+            name: name.to_string(),
+            detail: format!(
+                "it belongs to uid {}, not to this user (uid {}): another user could read and write every message",
+                st.st_uid,
+                euid()
+            ),
+        });
+    }
+    let mode = st.st_mode & 0o7777;
+    if mode != 0o600 {
+        return Err(AmError::Untrusted {
+            name: name.to_string(),
+            detail: format!("its mode is {mode:04o}, endpoints are created 0600"),
+        });
+    }
+    Ok(st.st_size as usize)
+}
+
 impl Segment {
     /// Creates and initializes the segment `name` for algorithm `C`.
+    ///
+    /// The name must not exist: a segment of this user whose owner has
+    /// died (a crashed job's) is removed and the name reused; any other
+    /// existing object is [`AmError::NameTaken`].
     pub fn create<C: Claim>(
         name: &str,
         cfg: &Config,
@@ -165,17 +288,45 @@ impl Segment {
         cfg.validate()?;
         let c = c_name(name)?;
         let len = cfg.segment_bytes::<C>();
-        // SAFETY: valid C string; the flags create a new object or fail.
-        let fd = unsafe {
-            libc::shm_open(
-                c.as_ptr(),
-                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
-                0o600,
-            )
+        let mut retried = false;
+        let fd = loop {
+            // SAFETY: valid C string; the flags create a new object or fail.
+            let fd = unsafe {
+                libc::shm_open(
+                    c.as_ptr(),
+                    libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+                    0o600,
+                )
+            };
+            if fd >= 0 {
+                break fd;
+            }
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EEXIST) {
+                return Err(AmError::Io {
+                    what: format!("shm_open (create) {name}"),
+                    source: err,
+                });
+            }
+            match existing(name) {
+                Existing::Stale if !retried => {
+                    retried = true;
+                    let _ = unlink(name);
+                }
+                Existing::Stale => {
+                    return Err(AmError::NameTaken {
+                        name: name.to_string(),
+                        detail: "it reappeared after its stale copy was removed".into(),
+                    });
+                }
+                Existing::Taken(detail) => {
+                    return Err(AmError::NameTaken {
+                        name: name.to_string(),
+                        detail,
+                    });
+                }
+            }
         };
-        if fd < 0 {
-            return Err(AmError::io(format!("shm_open (create) {name}")));
-        }
         let fail = |what: String| {
             let e = AmError::io(what);
             // SAFETY: `fd` is ours; the name was created by us.
@@ -185,6 +336,12 @@ impl Segment {
             }
             e
         };
+        // The mode given to shm_open is filtered by the umask; set it
+        // exactly, since openers refuse anything but 0600.
+        // SAFETY: `fd` is a valid descriptor.
+        if unsafe { libc::fchmod(fd, 0o600) } != 0 {
+            return Err(fail(format!("fchmod {name} to 0600")));
+        }
         // SAFETY: `fd` is a valid descriptor.
         if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
             return Err(fail(format!("ftruncate {name} to {len} bytes")));
@@ -195,42 +352,58 @@ impl Segment {
         };
         // SAFETY: the mapping holds its own reference to the object.
         unsafe { libc::close(fd) };
+        let mut algorithm = [0u8; 16];
+        algorithm[..C::NAME.len()].copy_from_slice(C::NAME.as_bytes());
         let seg = Segment {
             name: name.to_string(),
             base,
             len,
+            snap: Snapshot {
+                version: VERSION,
+                header_bytes: HEADER_BYTES as u32,
+                total_bytes: len as u64,
+                algorithm,
+                config: *cfg,
+                packet_bytes: core::mem::size_of::<Packet>() as u32,
+                tail_bytes: core::mem::size_of::<C::Tail>() as u32,
+                rank,
+                size,
+                owner_pid: std::process::id(),
+            },
         };
         // SAFETY: the fresh mapping is `len` bytes, page-aligned, zeroed,
         // and nobody else has seen the magic yet, so nobody uses it.
-        unsafe { seg.init::<C>(cfg, rank, size) };
+        unsafe { seg.init::<C>() };
         Ok(seg)
     }
 
+    /// Writes the header (from the snapshot) and both queues.
+    ///
     /// # Safety
     ///
-    /// Exclusive access to a fresh mapping of `cfg.segment_bytes::<C>()`.
-    unsafe fn init<C: Claim>(&self, cfg: &Config, rank: u32, size: u32) {
+    /// Exclusive access to a fresh mapping of `snap.total_bytes` bytes.
+    unsafe fn init<C: Claim>(&self) {
+        let s = self.snap;
+        let cfg = s.config;
         let ql = cfg.queue_layout::<C>();
         let h = self.base.cast::<SegHeader>();
-        let mut algorithm = [0u8; 16];
-        algorithm[..C::NAME.len()].copy_from_slice(C::NAME.as_bytes());
         // SAFETY: the header fits in the first page; we have exclusive
         // access (caller).
         unsafe {
             h.write(SegHeader {
                 magic: AtomicU64::new(0),
-                version: VERSION,
-                header_bytes: HEADER_BYTES as u32,
-                total_bytes: self.len as u64,
-                algorithm,
+                version: s.version,
+                header_bytes: s.header_bytes,
+                total_bytes: s.total_bytes,
+                algorithm: s.algorithm,
                 packets: cfg.packets,
                 bulk_blocks: cfg.bulk_blocks,
                 bulk_bytes: cfg.bulk_bytes,
-                packet_bytes: core::mem::size_of::<Packet>() as u32,
-                tail_bytes: core::mem::size_of::<C::Tail>() as u32,
-                rank,
-                size,
-                owner_pid: AtomicU32::new(std::process::id()),
+                packet_bytes: s.packet_bytes,
+                tail_bytes: s.tail_bytes,
+                rank: s.rank,
+                size: s.size,
+                owner_pid: AtomicU32::new(s.owner_pid),
                 closed: AtomicU32::new(0),
             });
         }
@@ -260,6 +433,13 @@ impl Segment {
 
     /// Opens the existing segment `name` for algorithm `C`, waiting up to
     /// `timeout` for it to exist and be initialized.
+    ///
+    /// The segment must belong to this user with mode 0600
+    /// ([`AmError::Untrusted`] otherwise); its header is copied once and
+    /// checked against this build (magic, version, algorithm, structure
+    /// sizes, queue sizes against the real length). The caller checks the
+    /// fields that depend on the job (rank, size, queue sizes) on
+    /// [`Segment::snapshot`].
     pub fn open<C: Claim>(name: &str, timeout: Duration) -> Result<Self, AmError> {
         let c = c_name(name)?;
         let start = Instant::now();
@@ -285,30 +465,24 @@ impl Segment {
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(10));
         };
+        let closing = |e: AmError| {
+            // SAFETY: our descriptor.
+            unsafe { libc::close(fd) };
+            e
+        };
         let len = loop {
-            // SAFETY: `st` is written by fstat.
-            let mut st: libc::stat = unsafe { core::mem::zeroed() };
-            // SAFETY: valid descriptor and out-pointer.
-            if unsafe { libc::fstat(fd, &mut st) } != 0 {
-                let e = AmError::io(format!("fstat {name}"));
-                // SAFETY: our descriptor.
-                unsafe { libc::close(fd) };
-                return Err(e);
-            }
-            let len = st.st_size as usize;
+            let len = check_owner(fd, name).map_err(closing)?;
             if len >= HEADER_BYTES {
                 break len;
             }
             // A creator between shm_open and ftruncate, or a truncated file.
             if start.elapsed() >= timeout {
-                // SAFETY: our descriptor.
-                unsafe { libc::close(fd) };
-                return Err(AmError::BadSize {
+                return Err(closing(AmError::BadSize {
                     name: name.to_string(),
                     detail: format!(
                         "{len} bytes, smaller than the {HEADER_BYTES}-byte header (truncated or foreign)"
                     ),
-                });
+                }));
             }
             std::thread::sleep(Duration::from_millis(1));
         };
@@ -316,16 +490,33 @@ impl Segment {
         // SAFETY: our descriptor; the mapping keeps the object alive.
         unsafe { libc::close(fd) };
         let base = base.ok_or_else(|| AmError::io(format!("mmap {name}")))?;
-        let seg = Segment {
+        let mut seg = Segment {
             name: name.to_string(),
             base,
             len,
+            snap: Snapshot {
+                version: 0,
+                header_bytes: 0,
+                total_bytes: 0,
+                algorithm: [0; 16],
+                config: Config {
+                    packets: 0,
+                    bulk_blocks: 0,
+                    bulk_bytes: 0,
+                },
+                packet_bytes: 0,
+                tail_bytes: 0,
+                rank: 0,
+                size: 0,
+                owner_pid: 0,
+            },
         };
-        seg.validate::<C>(start, timeout)?;
+        seg.snap = seg.validate::<C>(start, timeout)?;
         Ok(seg)
     }
 
-    fn validate<C: Claim>(&self, start: Instant, timeout: Duration) -> Result<(), AmError> {
+    /// Waits for the magic, copies the header once and checks the copy.
+    fn validate<C: Claim>(&self, start: Instant, timeout: Duration) -> Result<Snapshot, AmError> {
         let name = self.name.clone();
         let h = self.header();
         loop {
@@ -339,15 +530,16 @@ impl Segment {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        if h.version != VERSION {
+        // SAFETY: the mapping holds at least the header (checked in `open`).
+        let s = unsafe { Snapshot::read(self.base.cast::<SegHeader>()) };
+        if s.version != VERSION {
             return Err(AmError::BadVersion {
                 name,
-                found: h.version,
+                found: s.version,
                 expected: VERSION,
             });
         }
-        let alg_len = h.algorithm.iter().position(|&b| b == 0).unwrap_or(16);
-        let found = String::from_utf8_lossy(&h.algorithm[..alg_len]).into_owned();
+        let found = s.algorithm();
         if found != C::NAME {
             return Err(AmError::WrongAlgorithm {
                 name,
@@ -359,27 +551,27 @@ impl Segment {
             name: self.name.clone(),
             detail,
         };
-        if h.total_bytes != self.len as u64 {
+        if s.total_bytes != self.len as u64 {
             return Err(bad(format!(
                 "the header says {} bytes but the segment has {} (truncated or foreign)",
-                h.total_bytes, self.len
+                s.total_bytes, self.len
             )));
         }
-        if h.header_bytes as usize != HEADER_BYTES
-            || h.packet_bytes as usize != core::mem::size_of::<Packet>()
-            || h.tail_bytes as usize != core::mem::size_of::<C::Tail>()
+        if s.header_bytes as usize != HEADER_BYTES
+            || s.packet_bytes as usize != core::mem::size_of::<Packet>()
+            || s.tail_bytes as usize != core::mem::size_of::<C::Tail>()
         {
             return Err(bad(format!(
                 "structure sizes header/packet/tail {}/{}/{} differ from this build's {}/{}/{}",
-                h.header_bytes,
-                h.packet_bytes,
-                h.tail_bytes,
+                s.header_bytes,
+                s.packet_bytes,
+                s.tail_bytes,
                 HEADER_BYTES,
                 core::mem::size_of::<Packet>(),
                 core::mem::size_of::<C::Tail>()
             )));
         }
-        let cfg = self.config();
+        let cfg = s.config;
         cfg.validate()
             .map_err(|e| bad(format!("invalid queue sizes in the header: {e}")))?;
         if cfg.segment_bytes::<C>() != self.len {
@@ -389,7 +581,7 @@ impl Segment {
                 self.len
             )));
         }
-        Ok(())
+        Ok(s)
     }
 
     /// The segment's name.
@@ -397,25 +589,27 @@ impl Segment {
         &self.name
     }
 
-    /// The header.
+    /// The live header, for its atomic words (magic, closed). Its plain
+    /// fields may have been rewritten by any process since the segment was
+    /// opened: use [`Segment::snapshot`] for them.
     pub fn header(&self) -> &SegHeader {
         // SAFETY: the mapping is at least HEADER_BYTES and page-aligned.
         unsafe { &*self.base.cast::<SegHeader>() }
     }
 
-    /// The queue sizes recorded in the header.
-    pub fn config(&self) -> Config {
-        let h = self.header();
-        Config {
-            packets: h.packets,
-            bulk_blocks: h.bulk_blocks,
-            bulk_bytes: h.bulk_bytes,
-        }
+    /// The header as it was validated when the segment was opened.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snap
     }
 
-    /// Pid of the owning (receiving) process.
+    /// The queue sizes (from the validated copy of the header).
+    pub fn config(&self) -> Config {
+        self.snap.config
+    }
+
+    /// Pid of the owning (receiving) process (from the validated copy).
     pub fn owner_pid(&self) -> u32 {
-        self.header().owner_pid.load(Ordering::Relaxed)
+        self.snap.owner_pid
     }
 
     /// Whether the owner has closed the endpoint.
@@ -431,17 +625,24 @@ impl Segment {
         self.header().closed.store(1, Ordering::Release);
     }
 
-    /// Queue `which` (0 requests, 1 replies) of a segment validated for `C`.
+    /// Queue `which` (0 requests, 1 replies) of a segment validated for `C`,
+    /// built from the validated copy of the header, never from the live
+    /// header.
     ///
     /// # Safety
     ///
     /// The segment was created or validated for `C`, and the returned view
     /// must not outlive the mapping (`'a` is chosen by the caller).
     pub unsafe fn queue<'a, C: Claim>(&self, which: usize) -> Queue<'a, C::Tail> {
-        let cfg = self.config();
+        let cfg = self.snap.config;
         let ql = cfg.queue_layout::<C>();
+        assert!(
+            which < 2 && HEADER_BYTES + 2 * ql.bytes <= self.len,
+            "queue view outside the mapping"
+        );
         let start = self.base.wrapping_add(HEADER_BYTES + which * ql.bytes);
-        // SAFETY: validated layout: every part is in bounds, aligned and
+        // SAFETY: validated layout (the assertion above bounds it by the
+        // real mapping length): every part is in bounds, aligned and
         // initialized; the mapping outlives the view (caller).
         unsafe {
             Queue {
@@ -460,6 +661,92 @@ impl Segment {
             }
         }
     }
+}
+
+/// What an existing object under a name we want to create is.
+enum Existing {
+    /// Our own endpoint segment whose owner has died: safe to remove.
+    Stale,
+    /// Anything else, described.
+    Taken(String),
+}
+
+/// Looks at the object already under `name` without trusting it.
+fn existing(name: &str) -> Existing {
+    let Ok(c) = c_name(name) else {
+        return Existing::Taken("the name is invalid".into());
+    };
+    // SAFETY: valid C string; read-only open of an existing object.
+    let fd = unsafe { libc::shm_open(c.as_ptr(), libc::O_RDONLY, 0) };
+    if fd < 0 {
+        return Existing::Taken(format!(
+            "it exists and cannot be opened ({})",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let verdict = (|| {
+        // SAFETY: `st` is written by fstat.
+        let mut st: libc::stat = unsafe { core::mem::zeroed() };
+        // SAFETY: valid descriptor and out-pointer.
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return Existing::Taken("it exists and cannot be inspected".into());
+        }
+        if st.st_uid != euid() {
+            return Existing::Taken(format!(
+                "it was created by uid {} (this user is uid {}); refusing to share a job with another user's segment",
+                st.st_uid,
+                euid()
+            ));
+        }
+        if (st.st_size as usize) < HEADER_BYTES {
+            return Existing::Taken(format!(
+                "it exists ({} bytes) and is not an endpoint, or its creator is still building it",
+                st.st_size
+            ));
+        }
+        // SAFETY: a fresh read-only shared mapping of a valid descriptor.
+        let p = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                HEADER_BYTES,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Existing::Taken("it exists and cannot be mapped".into());
+        }
+        let h = p.cast::<SegHeader>();
+        // SAFETY: the mapping holds the header.
+        let (magic, snap) = unsafe { ((*h).magic.load(Ordering::Acquire), Snapshot::read(h)) };
+        // SAFETY: we mapped exactly this range.
+        unsafe { libc::munmap(p, HEADER_BYTES) };
+        if magic != MAGIC {
+            return Existing::Taken(
+                "it exists and is not an endpoint, or its creator is still building it".into(),
+            );
+        }
+        if pid_alive(snap.owner_pid) {
+            Existing::Taken(format!(
+                "it is the live endpoint of pid {} (rank {} of {}): two ranks under one job name",
+                snap.owner_pid, snap.rank, snap.size
+            ))
+        } else {
+            Existing::Stale
+        }
+    })();
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+    verdict
+}
+
+/// Whether the endpoint segment `name` (without the leading `/`) belongs
+/// to this user and its owner has died; `false` for anything that is not
+/// an initialized endpoint.
+pub fn is_stale(name: &str) -> bool {
+    matches!(existing(&format!("/{name}")), Existing::Stale)
 }
 
 fn map(fd: i32, len: usize) -> Option<*mut u8> {

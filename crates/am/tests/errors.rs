@@ -72,6 +72,20 @@ impl Drop for ShmName {
     }
 }
 
+/// Writes `data` to `path` as a new file of mode 0600, as a segment of
+/// this user is (an opener refuses any other mode before it reads a byte).
+fn write_private(path: impl AsRef<std::path::Path>, data: impl AsRef<[u8]>) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?
+        .write_all(data.as_ref())
+}
+
 /// Checks that `e`'s message names `name` and contains every `parts`.
 fn says(e: &AmError, name: &str, parts: &[&str]) {
     let msg = e.to_string();
@@ -98,7 +112,7 @@ fn missing_segment_times_out() {
 #[test]
 fn foreign_segment_is_bad_magic() {
     let s = ShmName::new("garbage");
-    std::fs::write(s.path(), vec![0xab; 3 * 4096]).unwrap();
+    write_private(s.path(), vec![0xab; 3 * 4096]).unwrap();
     let e = Segment::open::<Stamp>(&s.name, SHORT).unwrap_err();
     assert!(
         matches!(&e, AmError::BadMagic { found, .. } if *found == 0xabab_abab_abab_abab),
@@ -113,7 +127,7 @@ fn foreign_segment_is_bad_magic() {
     // All zeros: a creator that never finished (the opener waits for the
     // magic, then gives up).
     let z = ShmName::new("zeros");
-    std::fs::write(z.path(), vec![0; 3 * 4096]).unwrap();
+    write_private(z.path(), vec![0; 3 * 4096]).unwrap();
     let e = Segment::open::<Stamp>(&z.name, SHORT).unwrap_err();
     assert!(matches!(&e, AmError::BadMagic { found: 0, .. }), "{e:?}");
     says(&e, &z.name, &["expected"]);
@@ -182,13 +196,13 @@ fn truncated_or_extended_segment_is_bad_size() {
     // Smaller than the header: waited for (a creator before ftruncate),
     // then refused.
     let t = ShmName::new("tiny");
-    std::fs::write(t.path(), [0u8; 100]).unwrap();
+    write_private(t.path(), [0u8; 100]).unwrap();
     let e = Segment::open::<Stamp>(&t.name, SHORT).unwrap_err();
     assert!(matches!(e, AmError::BadSize { .. }), "{e:?}");
     says(&e, &t.name, &["100 bytes", "4096-byte header"]);
 
     let z = ShmName::new("empty");
-    std::fs::write(z.path(), []).unwrap();
+    write_private(z.path(), []).unwrap();
     let e = Segment::open::<Stamp>(&z.name, SHORT).unwrap_err();
     assert!(matches!(e, AmError::BadSize { .. }), "{e:?}");
     says(&e, &z.name, &["0 bytes"]);
@@ -266,7 +280,7 @@ fn join_refuses_bad_peers() {
 
     // Foreign.
     let (job, peer) = forged_job("jforeign");
-    std::fs::write(peer.path(), vec![0x5a; 3 * 4096]).unwrap();
+    write_private(peer.path(), vec![0x5a; 3 * 4096]).unwrap();
     let e = join_fails(&job, &CFG);
     assert!(matches!(e, AmError::BadMagic { .. }), "{e:?}");
     says(&e, &peer.name, &[]);

@@ -24,7 +24,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use super::{Claim, Claimed};
+use super::{Claim, Claimed, Holder};
 use crate::error::AmError;
 use crate::layout::{CLAIMED, FREE, Queue, lap_of, state_of, word};
 use crate::sync::{AtomicU64, Ordering};
@@ -110,6 +110,7 @@ where
 
 impl Claim for LockFree {
     const NAME: &'static str = "lock-free";
+    const SENDER_FIFO: bool = false;
     type Tail = LockFreeTail;
 
     unsafe fn init(tail: *mut Self::Tail) {
@@ -117,10 +118,20 @@ impl Claim for LockFree {
         unsafe { tail.write(LockFreeTail::new()) }
     }
 
+    /// A FREE head position below the packet tail was handed out and its
+    /// packet not claimed: its sender is dead or descheduled. Skipping it
+    /// is safe here and only here: the claim CAS takes whatever FREE lap
+    /// it finds, so a live sender of that position claims a later lap.
+    #[inline(always)]
+    fn stranded(tail: &Self::Tail, pos: u64) -> bool {
+        // Relaxed: a stale (smaller) tail only delays the skip.
+        tail.packets.load(Ordering::Relaxed) > pos
+    }
+
     #[inline]
     fn claim<W>(
         q: &Queue<'_, Self::Tail>,
-        pid: u32,
+        me: Holder,
         bulk: bool,
         wait: &mut W,
     ) -> Result<Claimed, AmError>
@@ -129,12 +140,12 @@ impl Claim for LockFree {
     {
         let bulk = if bulk {
             let b = (assign(&q.tail.bulk) % q.bulk.len() as u64) as usize;
-            Some((b, take(&q.bulk[b], pid, wait)?))
+            Some((b, take(&q.bulk[b], me.pid, wait)?))
         } else {
             None
         };
         let slot = (assign(&q.tail.packets) % q.packets.len() as u64) as usize;
-        let word = take(&q.packets[slot].state, pid, wait)?;
+        let word = take(&q.packets[slot].state, me.pid, wait)?;
         Ok(Claimed { slot, word, bulk })
     }
 }

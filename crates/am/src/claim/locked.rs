@@ -14,29 +14,28 @@
 //! Invariant: the packet at `packets % len` is the next one to hand out, and
 //! every position below `packets` has been handed out exactly once.
 //!
-//! Failure: a sender killed while holding a spin lock (`tas`, `ttas`,
-//! `ticket`, `anderson`) wedges the other senders of that queue, which spin
-//! on the lock without polling; a spin lock records no owner to check.
-//! Only `pthread`'s robust mutex is reclaimed (LC98 notes the same of
-//! Solaris mutexes). The window is the few instructions of Fig. 2's
-//! critical section.
+//! Failure: the locks record who holds them ([`super::lock`]; `pthread`'s
+//! is a robust mutex), so a sender killed holding or waiting for a lock is
+//! got past by the next waiter, and the critical section is written so
+//! that every state a holder can die in is repaired by the next holder
+//! (see `claim_locked`). A killed sender costs at most its own message.
 
 use core::marker::PhantomData;
 
-use lock_api::RawMutex;
-
+use super::lock::{AndersonPid, Holder, TasPid, TicketPid, TtasPid};
 use super::{Claim, Claimed};
 use crate::error::AmError;
-use crate::layout::{CLAIMED, FREE, Queue, lap_of, state_of, word};
+use crate::layout::{CLAIMED, FREE, Queue, lap_of, word};
 use crate::sync::{AtomicU64, Ordering};
 
-/// A lock that can live in a shared segment and be initialized in place.
+/// A lock that can live in a shared segment, be initialized in place, and
+/// be got past when a process dies holding or waiting for it.
 ///
 /// # Safety
 ///
 /// `lock`/`unlock` must provide mutual exclusion across processes mapping
 /// the same memory, with Acquire semantics on `lock` and Release on
-/// `unlock`.
+/// `unlock`, among the processes that are alive.
 pub unsafe trait ShmLock: Send + Sync + core::fmt::Debug + 'static {
     /// Registry name of the claim algorithm built on it.
     const NAME: &'static str;
@@ -48,49 +47,14 @@ pub unsafe trait ShmLock: Send + Sync + core::fmt::Debug + 'static {
     ///
     /// `at` is valid for writes, aligned, and unused by anyone else.
     unsafe fn init(at: *mut Self);
-    /// Acquires the lock.
-    fn lock(&self) -> Self::Guard;
+    /// Acquires the lock for `me`.
+    fn lock(&self, me: Holder) -> Self::Guard;
     /// Releases the lock.
     ///
     /// # Safety
     ///
     /// `guard` comes from `lock` on this lock and is used once.
     unsafe fn unlock(&self, guard: Self::Guard);
-}
-
-macro_rules! shm_raw_mutex {
-    ($($ty:ty => $name:literal;)*) => {$(
-        // SAFETY: these symmetry-locks algorithms are `#[repr(C)]` and
-        // pointer-free (their docs), so they exclude across processes too.
-        unsafe impl ShmLock for $ty {
-            const NAME: &'static str = $name;
-            type Guard = <$ty as RawMutex>::Guard;
-            unsafe fn init(at: *mut Self) {
-                // SAFETY: the caller's contract.
-                unsafe { at.write(<$ty as RawMutex>::INIT) }
-            }
-            #[inline(always)]
-            fn lock(&self) -> Self::Guard {
-                RawMutex::lock(self)
-            }
-            #[inline(always)]
-            unsafe fn unlock(&self, guard: Self::Guard) {
-                // SAFETY: forwarded caller's contract.
-                unsafe { RawMutex::unlock(self, guard) }
-            }
-        }
-    )*};
-}
-
-/// Anderson's array lock with one flag per possible waiter: at most
-/// [`crate::MAX_RANKS`] endpoints send to one queue.
-pub type AndersonShm = symmetry_locks::Anderson<{ crate::MAX_RANKS }>;
-
-shm_raw_mutex! {
-    symmetry_locks::Tas => "tas";
-    symmetry_locks::Ttas => "ttas";
-    symmetry_locks::Ticket => "ticket";
-    AndersonShm => "anderson";
 }
 
 /// Sender state of a queue under a lock.
@@ -109,14 +73,105 @@ pub struct LockedTail<L> {
 #[derive(Debug)]
 pub struct Locked<L>(PhantomData<fn() -> L>);
 
+/// Where the position at a tail stands, from its slot's handshake word.
+enum At {
+    /// FREE for the position's lap: claimable.
+    Free(u64),
+    /// Taken for that lap, or freed past it: a holder died between
+    /// claiming the slot and moving the tail (the tail lags).
+    Taken,
+    /// Still holding an older lap: the ring is full.
+    Full,
+}
+
+/// Reads the slot of position `pos` of a ring of `len` whose word is `w`.
+#[inline(always)]
+fn at(state: &AtomicU64, pos: u64, len: usize) -> At {
+    let lap = (pos / len as u64) as u32;
+    // Acquire: pairs with the receiver's Release store that freed the
+    // slot, so its reads of the old contents happen before our writes.
+    let w = state.load(Ordering::Acquire);
+    if w == word(lap, 0, FREE) {
+        At::Free(w)
+    } else if (lap.wrapping_sub(lap_of(w)) as i32) > 0 {
+        At::Full
+    } else {
+        At::Taken
+    }
+}
+
+/// Fig. 2's critical section, run under the queue's lock: claims the bulk
+/// block at the bulk tail (if `bulk`) and the packet at the packet tail,
+/// both or neither; `None` if the queue is full.
+///
+/// A previous holder killed inside this section may have marked a slot
+/// CLAIMED without moving its tail: the slot then reads as taken for its
+/// position's lap, and the tail is moved past it here (the receiver
+/// recovers the dead holder's slot by its pid). So the state the section
+/// protects is consistent at every instruction a holder can die at.
+#[inline(always)]
+fn claim_locked<L>(
+    q: &Queue<'_, LockedTail<L>>,
+    tail: &LockedTail<L>,
+    pid: u32,
+    bulk: bool,
+) -> Option<Claimed> {
+    // Relaxed: `packets`/`bulk` are only touched under the lock.
+    let (pos, w) = loop {
+        let pos = tail.packets.load(Ordering::Relaxed);
+        match at(
+            &q.packets[(pos % q.packets.len() as u64) as usize].state,
+            pos,
+            q.packets.len(),
+        ) {
+            At::Free(w) => break (pos, w),
+            At::Taken => tail.packets.store(pos + 1, Ordering::Relaxed),
+            At::Full => return None,
+        }
+    };
+    let slot = (pos % q.packets.len() as u64) as usize;
+    let mut got_bulk = None;
+    if bulk {
+        let (bpos, bw) = loop {
+            let bpos = tail.bulk.load(Ordering::Relaxed);
+            match at(
+                &q.bulk[(bpos % q.bulk.len() as u64) as usize],
+                bpos,
+                q.bulk.len(),
+            ) {
+                At::Free(bw) => break (bpos, bw),
+                At::Taken => tail.bulk.store(bpos + 1, Ordering::Relaxed),
+                At::Full => return None,
+            }
+        };
+        let b = (bpos % q.bulk.len() as u64) as usize;
+        let bc = word(lap_of(bw), pid, CLAIMED);
+        // Relaxed: the next claimer reads it under the lock (whose
+        // Release/Acquire orders it); the receiver reads the block only
+        // after our READY (Release).
+        q.bulk[b].store(bc, Ordering::Relaxed);
+        tail.bulk.store(bpos + 1, Ordering::Relaxed);
+        got_bulk = Some((b, bc));
+    }
+    let c = word(lap_of(w), pid, CLAIMED);
+    // Relaxed: as for the bulk block; the receiver waits for READY.
+    q.packets[slot].state.store(c, Ordering::Relaxed);
+    tail.packets.store(pos + 1, Ordering::Relaxed);
+    Some(Claimed {
+        slot,
+        word: c,
+        bulk: got_bulk,
+    })
+}
+
 /// `tas`.
-pub type TasClaim = Locked<symmetry_locks::Tas>;
+pub type TasClaim = Locked<TasPid>;
 /// `ttas`.
-pub type TtasClaim = Locked<symmetry_locks::Ttas>;
+pub type TtasClaim = Locked<TtasPid>;
 /// `ticket`.
-pub type TicketClaim = Locked<symmetry_locks::Ticket>;
+pub type TicketClaim = Locked<TicketPid>;
 /// `anderson`.
-pub type AndersonClaim = Locked<AndersonShm>;
+pub type AndersonClaim = Locked<AndersonPid>;
 
 impl<L: ShmLock> Claim for Locked<L> {
     const NAME: &'static str = L::NAME;
@@ -131,10 +186,15 @@ impl<L: ShmLock> Claim for Locked<L> {
         }
     }
 
+    fn debug_hold_lock(q: &Queue<'_, Self::Tail>, me: Holder) -> bool {
+        core::mem::forget(q.tail.lock.lock(me));
+        true
+    }
+
     #[inline]
     fn claim<W>(
         q: &Queue<'_, Self::Tail>,
-        pid: u32,
+        me: Holder,
         bulk: bool,
         wait: &mut W,
     ) -> Result<Claimed, AmError>
@@ -143,51 +203,14 @@ impl<L: ShmLock> Claim for Locked<L> {
     {
         let tail = q.tail;
         loop {
-            let guard = tail.lock.lock();
-            // Relaxed: `packets`/`bulk` are only touched under the lock.
-            let pos = tail.packets.load(Ordering::Relaxed);
-            let slot = (pos % q.packets.len() as u64) as usize;
-            let packet = &q.packets[slot];
-            // Acquire: pairs with the receiver's Release store that freed
-            // the packet, so its reads of the old body happen before our
-            // writes of the new one.
-            let w = packet.state.load(Ordering::Acquire);
-            let mut got = None;
-            if state_of(w) == FREE {
-                if bulk {
-                    let bpos = tail.bulk.load(Ordering::Relaxed);
-                    let b = (bpos % q.bulk.len() as u64) as usize;
-                    // Acquire: as for the packet.
-                    let bw = q.bulk[b].load(Ordering::Acquire);
-                    if state_of(bw) == FREE {
-                        let bc = word(lap_of(bw), pid, CLAIMED);
-                        // Relaxed: only we write a CLAIMED block; the
-                        // receiver reads it after our READY (Release).
-                        q.bulk[b].store(bc, Ordering::Relaxed);
-                        tail.bulk.store(bpos + 1, Ordering::Relaxed);
-                        got = Some(Some((b, bc)));
-                    }
-                } else {
-                    got = Some(None);
-                }
-            }
-            if let Some(bulk) = got {
-                let c = word(lap_of(w), pid, CLAIMED);
-                // Relaxed: the next claimer reads it under the lock (whose
-                // Release/Acquire orders it); the receiver waits for READY.
-                packet.state.store(c, Ordering::Relaxed);
-                tail.packets.store(pos + 1, Ordering::Relaxed);
-                // SAFETY: `guard` is this lock's, used once.
-                unsafe { tail.lock.unlock(guard) };
-                return Ok(Claimed {
-                    slot,
-                    word: c,
-                    bulk,
-                });
-            }
+            let guard = tail.lock.lock(me);
+            let got = claim_locked(q, tail, me.pid, bulk);
             // SAFETY: `guard` is this lock's, used once.
             unsafe { tail.lock.unlock(guard) };
-            wait()?;
+            match got {
+                Some(c) => return Ok(c),
+                None => wait()?,
+            }
         }
     }
 }

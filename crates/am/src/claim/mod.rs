@@ -19,6 +19,8 @@
 use crate::error::AmError;
 use crate::layout::Queue;
 
+#[cfg(not(loom))]
+pub mod lock;
 pub mod lock_free;
 #[cfg(not(loom))]
 pub mod locked;
@@ -32,6 +34,15 @@ pub use locked::{AndersonClaim, Locked, ShmLock, TasClaim, TicketClaim, TtasClai
 #[cfg(not(loom))]
 pub use pthread::{PthreadClaim, PthreadShm};
 pub use stamp::Stamp;
+
+/// Who is taking a lock or a packet: the process and its rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Holder {
+    /// The process id (the low 24 bits are recorded in handshake words).
+    pub pid: u32,
+    /// The rank of the endpoint that sends (`< MAX_RANKS`).
+    pub rank: u32,
+}
 
 /// What a successful claim owns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,10 +82,37 @@ pub trait Claim: Sized + Send + Sync + 'static {
     /// `tail` is valid for writes and aligned, and nobody uses it yet.
     unsafe fn init(tail: *mut Self::Tail);
 
-    /// Claims a packet, and first a bulk block if `bulk`.
+    /// Whether one sender's messages to one queue are delivered in the
+    /// order it sent them. True for every algorithm but LC98's lock-free
+    /// claim, whose sender may win its packet only on a later lap than a
+    /// message it sends after it.
+    const SENDER_FIFO: bool = true;
+
+    /// Whether the FREE packet at the receiver's head position `pos` may be
+    /// skipped because the position was handed out to a sender that has
+    /// not claimed its packet (and may have died): only for algorithms
+    /// that hand out positions before the packet is claimed and whose
+    /// claim takes any FREE lap of a packet, so that a sender still
+    /// holding the position claims a later lap instead (LC98's lock-free
+    /// claim). The default: never.
+    #[inline(always)]
+    fn stranded(_tail: &Self::Tail, _pos: u64) -> bool {
+        false
+    }
+
+    /// Test hook: takes the queue's claim lock for `me` and never releases
+    /// it, as a sender killed inside the critical section would leave it;
+    /// `false` for algorithms without a lock.
+    #[doc(hidden)]
+    fn debug_hold_lock(_q: &Queue<'_, Self::Tail>, _me: Holder) -> bool {
+        false
+    }
+
+    /// Claims a packet, and first a bulk block if `bulk`, for sender `me`
+    /// (its pid goes into the handshake words it claims).
     fn claim<W>(
         q: &Queue<'_, Self::Tail>,
-        pid: u32,
+        me: Holder,
         bulk: bool,
         wait: &mut W,
     ) -> Result<Claimed, AmError>

@@ -13,6 +13,7 @@
 
 use core::cell::UnsafeCell;
 
+use super::lock::Holder;
 use super::locked::{Locked, ShmLock};
 use crate::sync::{AtomicU64, Ordering};
 
@@ -75,7 +76,7 @@ unsafe impl ShmLock for PthreadShm {
     }
 
     #[inline]
-    fn lock(&self) {
+    fn lock(&self, _me: Holder) {
         // SAFETY: the mutex was initialized by `init` and is never moved
         // (it lives in the shared segment).
         let rc = unsafe { libc::pthread_mutex_lock(self.mutex.get()) };

@@ -1,30 +1,42 @@
-//! `stamp`: one CAS per claim, guarded by a per-slot lap stamp (the form
-//! of Vyukov's bounded MPMC queue, here many-to-one); the modern
+//! `stamp`: one CAS on the packet's own handshake word, guarded by a
+//! per-slot lap stamp, then the tail is moved past it (the form of
+//! Vyukov's bounded MPMC queue, here many-to-one, with the claim on the
+//! slot so that an owned slot always names its owner); the modern
 //! comparison point for LC98's algorithms.
 //!
-//! A sender reads the tail position `p` and the handshake word of slot
-//! `p mod len`. If the word says FREE for lap `p / len`, the slot is
-//! available to position `p`, and one CAS of the tail from `p` to `p + 1`
-//! makes it the sender's; the sender then records CLAIMED with its pid.
-//! If the word still carries an older lap, the receiver has not consumed
-//! the slot yet: the queue is full, so the sender backs off and polls. Any
-//! other word means another sender took `p` meanwhile: re-read the tail.
+//! A sender reads the tail position `p` (lap `p / len`, slot `p mod len`)
+//! and the slot's handshake word:
 //!
-//! Compared with `lock-free`, the claim costs one CAS instead of two (three
-//! shared lines touched become two) and senders never compete for one
-//! packet, at the price of the stamp check. Between the tail CAS and the
-//! CLAIMED store the slot is owned but still reads FREE; a sender killed in
-//! that window of a few instructions is not recoverable by pid (documented
-//! limitation; LC98's lock-free claim has the same window between its two
-//! CAS).
+//! * FREE for lap `p / len`: one CAS of the word to CLAIMED (with the
+//!   sender's pid) makes position `p` the sender's; it then moves the tail
+//!   from `p` to `p + 1` (a CAS that fails when another sender helped);
+//! * taken for that lap (CLAIMED or READY), or already freed past it:
+//!   position `p` is someone's, so the sender helps the tail past it and
+//!   re-reads;
+//! * still carrying an older lap: the receiver has not consumed the slot
+//!   yet; the queue is full, so the sender backs off and polls.
+//!
+//! Why the slot first: a position is owned from the instant its word says
+//! so, and the word names the owner. A sender killed at any instruction
+//! leaves either nothing (before its CAS), or a CLAIMED word with its pid
+//! (which the receiver recovers once the pid is dead) and possibly a tail
+//! that lags by one (which the next sender moves on). No live sender's
+//! message is stranded behind a dead one's. Claiming the tail first (the
+//! previous form of this algorithm) left a window in which a dead sender
+//! owned a position whose word still read FREE, and the receiver waited
+//! for it forever.
 //!
 //! State: [`StampTail`], the same two running positions as `lock-free`.
-//! Invariant: position `p` is handed out once, by the CAS from `p` to
-//! `p + 1`, and only after slot `p mod len` was freed for lap `p / len`.
+//! Invariants: a slot's word is FREE for lap `k` exactly until position
+//! `k * len + slot` is claimed, and a claim only succeeds on that word, so
+//! each position is owned once; the tail is at most one position behind
+//! the last claimed position (only the position equal to the tail can be
+//! claimed, and a claimed position at the tail is helped past by anyone
+//! who sees it); FIFO order of positions is the order of delivery.
 
 use crossbeam_utils::CachePadded;
 
-use super::{Claim, Claimed};
+use super::{Claim, Claimed, Holder};
 use crate::error::AmError;
 use crate::layout::{CLAIMED, FREE, Queue, lap_of, word};
 use crate::sync::{AtomicU64, Ordering};
@@ -73,44 +85,48 @@ where
     W: FnMut() -> Result<(), AmError>,
 {
     let len64 = len as u64;
-    // Relaxed: the position is validated by the stamp and the CAS.
+    // Relaxed: the position is validated by the slot's stamp and CAS.
     let mut p = tail.load(Ordering::Relaxed);
     loop {
         let slot = (p % len64) as usize;
         let lap = (p / len64) as u32;
         let state = words(slot);
         // Acquire: pairs with the receiver's Release store that freed the
-        // slot for this lap, so its reads of the old contents happen
-        // before our writes.
+        // slot for this lap (its reads of the old contents happen before
+        // our writes) and with the claimer's Release tail CAS below (the
+        // tail it moved is visible to our next tail load).
         let w = state.load(Ordering::Acquire);
+        let behind = lap.wrapping_sub(lap_of(w)) as i32;
         if w == word(lap, 0, FREE) {
-            // Relaxed: the Acquire above already ordered the slot; the CAS
-            // only has to make `p` ours alone.
-            match tail.compare_exchange_weak(p, p + 1, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => {
-                    let c = word(lap, pid, CLAIMED);
-                    // Release: pairs with the Acquire load above in a
-                    // sender that still holds the old tail `p`: once it
-                    // sees CLAIMED, our tail CAS happens before its next
-                    // tail load, which therefore returns at least `p + 1`.
-                    // With Relaxed, the C11 model lets that sender re-read
-                    // the stale `p` forever (loom finds the livelock).
-                    // The pid is for the receiver's dead-sender recovery.
-                    state.store(c, Ordering::Release);
-                    return Ok((slot, c));
-                }
-                Err(now) => p = now,
+            let c = word(lap, pid, CLAIMED);
+            // Acquire on success: as for the load above, for the word we
+            // replace. Relaxed on failure: we re-read the word.
+            if state
+                .compare_exchange(w, c, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                // Release: pairs with the Acquire word load of a sender
+                // that still holds `p`: once it sees our CLAIMED it helps
+                // the tail, and whichever CAS wins, the tail is past `p`.
+                let _ = tail.compare_exchange(p, p + 1, Ordering::Release, Ordering::Relaxed);
+                return Ok((slot, c));
             }
-        } else if (lap.wrapping_sub(lap_of(w)) as i32) > 0 {
-            // The slot still holds lap - 1: full.
+            continue;
+        }
+        if behind > 0 {
+            // The slot still holds an older lap: full.
             full(wait)?;
             p = tail.load(Ordering::Relaxed);
-        } else {
-            // Another sender took `p`: the tail is past it, and this load
-            // sees that (the Release store of CLAIMED, or the later Release
-            // stores of READY and FREE, orders the tail CAS before it).
-            p = tail.load(Ordering::Relaxed);
+            continue;
         }
+        // Position `p` is taken (this lap's word is CLAIMED or READY) or
+        // long gone (the word is at a later lap): help the tail past it.
+        // The value a failed CAS reads is never `p` again (the tail only
+        // grows), so the loop moves on.
+        p = match tail.compare_exchange(p, p + 1, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => p + 1,
+            Err(now) => now,
+        };
     }
 }
 
@@ -135,7 +151,7 @@ impl Claim for Stamp {
     #[inline]
     fn claim<W>(
         q: &Queue<'_, Self::Tail>,
-        pid: u32,
+        me: Holder,
         bulk: bool,
         wait: &mut W,
     ) -> Result<Claimed, AmError>
@@ -147,7 +163,7 @@ impl Claim for Stamp {
                 &q.tail.bulk,
                 q.bulk.len(),
                 |i| &*q.bulk[i],
-                pid,
+                me.pid,
                 wait,
             )?)
         } else {
@@ -157,7 +173,7 @@ impl Claim for Stamp {
             &q.tail.packets,
             q.packets.len(),
             |i| &q.packets[i].state,
-            pid,
+            me.pid,
             wait,
         )?;
         Ok(Claimed { slot, word, bulk })

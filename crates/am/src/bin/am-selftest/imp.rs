@@ -70,10 +70,10 @@ fn run(args: &[String]) -> Result<(), Fail> {
     }
     if !matches!(
         mode.as_str(),
-        "exchange" | "hold-claim" | "idle" | "send" | "abort-after-join"
+        "exchange" | "hold-claim" | "hold-lock" | "idle" | "send" | "abort-after-join"
     ) {
         return Err(Fail::Usage(format!(
-            "unknown mode {mode:?} (accepted: exchange, hold-claim, idle, send, abort-after-join, from-env)"
+            "unknown mode {mode:?} (accepted: exchange, hold-claim, hold-lock, idle, send, abort-after-join, from-env)"
         )));
     }
     let Some(alg) = args.get(1) else {
@@ -183,6 +183,17 @@ fn run_mode<C: Claim>(mode: &str, rest: &[String]) -> Result<(), Fail> {
             let mut ep = Endpoint::<C>::join(&job, &CONFIG, ())?;
             ep.debug_abandon_claim(dest, o.bulk)?;
             say("claimed");
+            sleep_forever()
+        }
+        "hold-lock" => {
+            let o = opts(mode, rest, 1..=1)?;
+            let job = job()?;
+            let dest = rank_arg("DEST", &o.pos[0], &job)?;
+            let mut ep = Endpoint::<C>::join(&job, &CONFIG, ())?;
+            if !ep.debug_hold_lock(dest)? {
+                return Err(Fail::Usage(format!("{} has no claim lock", C::NAME)));
+            }
+            say("held");
             sleep_forever()
         }
         "idle" => {

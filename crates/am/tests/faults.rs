@@ -1,0 +1,268 @@
+//! Fault injection: senders SIGKILLed at random points never cost a live
+//! sender a message (issue: "Active Messages that lose nothing").
+//!
+//! Each round is one job: this test process is rank 0, the receiver;
+//! rank 1 is the survivor, an `am-selftest send` child that sends
+//! [`SURVIVOR_K`] numbered requests; ranks 2.. are victims, children that
+//! send numbered requests without end and are SIGKILLed one after another
+//! at seeded random moments while everyone sends into rank 0's tiny
+//! queue. So the kills land everywhere in the send path: mid-claim, between
+//! claim and publish, holding a claim lock, blocked on the full queue,
+//! polling while blocked. The receiver then has to deliver every one of
+//! the survivor's requests exactly once, and every victim's delivered
+//! requests at most once, each sender's in the order it sent them where
+//! the algorithm promises that order (`Claim::SENDER_FIFO`), within the
+//! hang guard.
+//!
+//! Rounds are seeded (the seed is printed on failure), so a failure
+//! replays. `SYMMETRY_AM_FAULT_ROUNDS` raises the number of rounds per
+//! algorithm for a longer soak.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{CFG, GUARD, Kid, own_job};
+use symmetry_am::{AmError, Claim, Endpoint, Msg, Token};
+
+/// Requests the survivor sends: enough to keep it sending until every
+/// victim is dead (the kills take tens of milliseconds; the survivor's
+/// share of the queue is a few hundred thousand requests a second here).
+const SURVIVOR_K: u64 = 200_000;
+
+/// Victims per round (a job has at most 64 ranks).
+const VICTIMS: u32 = 24;
+
+/// Rounds per algorithm unless `SYMMETRY_AM_FAULT_ROUNDS` says otherwise:
+/// 6 x 24 = 144 kill points per algorithm, about a thousand per run.
+const ROUNDS: u64 = 6;
+
+/// A victim's request count: more than it can send before it is killed.
+const FOREVER: &str = "1000000000";
+
+/// What rank 0 received, per source rank.
+#[derive(Debug)]
+struct Seen {
+    /// Every `(rank, number)` delivered.
+    got: std::collections::HashSet<(u32, u64)>,
+    /// The last number delivered from each rank, if any.
+    last: Vec<Option<u64>>,
+    /// Requests delivered from the survivor.
+    survivor: u64,
+    /// Violations, described.
+    bad: Vec<String>,
+}
+
+fn on_request<C: Claim>(t: &mut Token<'_, C, Seen>, m: &Msg<'_>) -> Result<(), AmError> {
+    let src = t.src();
+    let seq = m.args.first().copied().unwrap_or(u64::MAX);
+    let st = t.state();
+    let Some(last) = st.last.get_mut(src as usize) else {
+        st.bad
+            .push(format!("a request from rank {src}, outside the job"));
+        return Ok(());
+    };
+    if C::SENDER_FIFO && last.is_some_and(|l| seq <= l) {
+        st.bad.push(format!(
+            "rank {src}: #{seq} arrived after #{}",
+            last.unwrap_or(0)
+        ));
+    }
+    *last = Some(seq);
+    if !st.got.insert((src, seq)) {
+        st.bad.push(format!("rank {src}: #{seq} arrived twice"));
+    }
+    if src == 1 {
+        if seq >= SURVIVOR_K {
+            st.bad.push(format!("survivor: #{seq} was never sent"));
+        }
+        st.survivor += 1;
+    }
+    // Keep a failing round's report short.
+    st.bad.truncate(20);
+    Ok(())
+}
+
+/// A tiny deterministic generator (splitmix64) for kill moments.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A pause of up to `max_us` microseconds.
+    fn pause(&mut self, max_us: u64) -> Duration {
+        Duration::from_micros(self.next() % (max_us + 1))
+    }
+}
+
+/// One round for claim algorithm `C` with `seed`.
+fn round<C: Claim>(seed: u64) {
+    let size = 2 + VICTIMS;
+    let job = own_job(size);
+    let mut rng = Rng(seed);
+    let survivor_k = SURVIVOR_K.to_string();
+    let mut survivor = Kid::start(&job, 1, &["send", C::NAME, "0", &survivor_k, "--go"]);
+    let mut victims: Vec<Kid> = (2..size)
+        .map(|r| Kid::start(&job, r, &["send", C::NAME, "0", FOREVER, "--go"]))
+        .collect();
+    let seen = Seen {
+        got: Default::default(),
+        last: vec![None; size as usize],
+        survivor: 0,
+        bad: Vec::new(),
+    };
+    let mut ep = Endpoint::<C, Seen>::join(&job, &CFG, seen).expect("rank 0 joins");
+    ep.register(0, on_request::<C>).expect("register");
+    survivor.expect("joined");
+    for v in &mut victims {
+        v.expect("joined");
+    }
+    // The receiver serves from its own thread while this one kills.
+    let what = format!("{} seed {seed:#x}", C::NAME);
+    let receiver = std::thread::scope(|s| {
+        let rx = s.spawn(|| {
+            let deadline = Instant::now() + GUARD;
+            let mut gone = Vec::new();
+            loop {
+                let r = ep.poll_until(|st| st.survivor >= SURVIVOR_K || Instant::now() > deadline);
+                match r {
+                    Ok(()) => break,
+                    // A dead victim (or the survivor, closed after its last
+                    // request) is an event; keep serving the others.
+                    Err(AmError::PeerDead { rank, .. } | AmError::PeerClosed { rank }) => {
+                        gone.push(rank)
+                    }
+                    Err(e) => panic!("{what}: the receiver failed: {e}"),
+                }
+            }
+            (ep, gone)
+        });
+        survivor.say("go");
+        for v in &mut victims {
+            v.say("go");
+        }
+        for v in &mut victims {
+            std::thread::sleep(rng.pause(3_000));
+            v.kill();
+        }
+        rx.join().expect("receiver thread")
+    });
+    let (ep, _gone) = receiver;
+    let st = ep.state();
+    assert!(st.bad.is_empty(), "{what}: {:?}", st.bad);
+    assert_eq!(
+        st.survivor,
+        SURVIVOR_K,
+        "{what}: the survivor's requests did not all arrive within {GUARD:?} (stats {:?})",
+        ep.stats()
+    );
+    if std::env::var_os("SYMMETRY_AM_FAULT_VERBOSE").is_some() {
+        let victims: usize = st.got.iter().filter(|(r, _)| *r >= 2).count();
+        eprintln!("{what}: {victims} victim requests, stats {:?}", ep.stats());
+    }
+    let status = survivor.wait();
+    assert!(status.success(), "{what}: the survivor failed: {status}");
+    drop(ep);
+    symmetry_am::job::cleanup_job(&job.name);
+}
+
+fn rounds() -> u64 {
+    std::env::var("SYMMETRY_AM_FAULT_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(ROUNDS)
+}
+
+fn every_round<C: Claim>(alg: u64) {
+    for r in 0..rounds() {
+        round::<C>((alg << 32) | r);
+    }
+}
+
+macro_rules! tests {
+    ($($test:ident => $ty:ty, $n:literal;)*) => {$(
+        #[test]
+        fn $test() {
+            every_round::<$ty>($n);
+        }
+    )*};
+}
+
+tests! {
+    killed_senders_lose_nothing_tas => symmetry_am::claim::TasClaim, 0;
+    killed_senders_lose_nothing_ttas => symmetry_am::claim::TtasClaim, 1;
+    killed_senders_lose_nothing_ticket => symmetry_am::claim::TicketClaim, 2;
+    killed_senders_lose_nothing_anderson => symmetry_am::claim::AndersonClaim, 3;
+    killed_senders_lose_nothing_pthread => symmetry_am::claim::PthreadClaim, 4;
+    killed_senders_lose_nothing_lock_free => symmetry_am::claim::LockFree, 5;
+    killed_senders_lose_nothing_stamp => symmetry_am::claim::Stamp, 6;
+}
+
+// ---------------------------------------------------------------------------
+// Deterministic: a holder killed inside the claim lock, and a waiter
+// killed in the lock's queue behind it.
+
+/// Rank 1 takes the claim lock of rank 0's request queue and is killed
+/// holding it; rank 2 queues behind it (a ticket, for the FIFO locks) and
+/// is killed waiting; rank 3 must then get every one of its requests
+/// through.
+fn dead_holder_and_waiter<C: Claim>() {
+    const K: u64 = 64;
+    let job = own_job(4);
+    let mut holder = Kid::start(&job, 1, &["hold-lock", C::NAME, "0"]);
+    let k = K.to_string();
+    let mut waiter = Kid::start(&job, 2, &["send", C::NAME, "0", &k, "--go"]);
+    let mut survivor = Kid::start(&job, 3, &["send", C::NAME, "0", &k, "--go"]);
+    let seen = Seen {
+        got: Default::default(),
+        last: vec![None; 4],
+        survivor: 0,
+        bad: Vec::new(),
+    };
+    let mut ep = Endpoint::<C, Seen>::join(&job, &CFG, seen).expect("rank 0 joins");
+    ep.register(0, on_request::<C>).expect("register");
+    holder.expect("held");
+    waiter.expect("joined");
+    survivor.expect("joined");
+    // The waiter takes its place behind the holder, then dies there.
+    waiter.say("go");
+    std::thread::sleep(Duration::from_millis(50));
+    waiter.kill();
+    holder.kill();
+    survivor.say("go");
+    let deadline = Instant::now() + GUARD;
+    let survivor_got = |st: &Seen| st.got.iter().filter(|(r, _)| *r == 3).count() as u64;
+    loop {
+        match ep.poll_until(|st| survivor_got(st) >= K || Instant::now() > deadline) {
+            Ok(()) => break,
+            Err(AmError::PeerDead { .. } | AmError::PeerClosed { .. }) => {}
+            Err(e) => panic!("{}: the receiver failed: {e}", C::NAME),
+        }
+    }
+    let st = ep.state();
+    assert!(st.bad.is_empty(), "{}: {:?}", C::NAME, st.bad);
+    assert_eq!(
+        survivor_got(st),
+        K,
+        "{}: the survivor is stuck behind a dead lock holder",
+        C::NAME
+    );
+    assert!(survivor.wait().success(), "{}: survivor failed", C::NAME);
+    drop(ep);
+    symmetry_am::job::cleanup_job(&job.name);
+}
+
+#[test]
+fn dead_lock_holder_and_waiter_are_got_past() {
+    dead_holder_and_waiter::<symmetry_am::claim::TasClaim>();
+    dead_holder_and_waiter::<symmetry_am::claim::TtasClaim>();
+    dead_holder_and_waiter::<symmetry_am::claim::TicketClaim>();
+    dead_holder_and_waiter::<symmetry_am::claim::AndersonClaim>();
+    dead_holder_and_waiter::<symmetry_am::claim::PthreadClaim>();
+}
