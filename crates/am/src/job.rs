@@ -45,16 +45,29 @@ pub struct Job {
 }
 
 impl Job {
-    /// A fresh job name owned by this process (`<pid>-<nonce>`).
+    /// A fresh job name owned by this process: `<pid>-<64 random bits>`.
+    /// The random part comes from the kernel (`getrandom`), so another
+    /// process of the machine cannot guess the next job's segment names and
+    /// create them first; the pid lets [`cleanup_stale`] tell a dead
+    /// launcher's jobs.
     pub fn new_name() -> String {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        format!("{}-{:x}{:x}", std::process::id(), nanos & 0xffff_ffff, n)
+        let mut r = [0u8; 8];
+        // SAFETY: `r` is valid for 8 bytes of writes.
+        let got = unsafe { libc::getrandom(r.as_mut_ptr().cast(), r.len(), 0) };
+        let random = if got == r.len() as isize {
+            u64::from_ne_bytes(r)
+        } else {
+            // No getrandom (very old kernels): the clock and a counter
+            // still keep names unique, if guessable.
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            nanos ^ NEXT.fetch_add(1, Ordering::Relaxed).rotate_left(48)
+        };
+        format!("{}-{random:016x}", std::process::id())
     }
 
     /// The job described by the environment, if this process is a rank.
@@ -282,15 +295,21 @@ pub fn cleanup_job(job: &str) -> usize {
         .count()
 }
 
-/// Removes the segments of jobs whose launcher process has exited (left
-/// by a launcher that was killed); returns how many.
+/// Removes the segments nobody will use again; returns how many:
+///
+/// * every endpoint segment of this user whose creating process has died,
+///   whatever its job's name (a rank killed in a job started under a
+///   custom name leaves one);
+/// * every segment of a job named `<pid>-...` ([`Job::new_name`]) whose
+///   launcher `pid` has exited, initialized or not (a launcher killed while
+///   its ranks were still creating theirs).
 pub fn cleanup_stale() -> usize {
     list_segments()
         .into_iter()
         .filter(|n| {
             let job = &n[PREFIX.len()..];
-            let pid = job.split('-').next().and_then(|p| p.parse::<u32>().ok());
-            pid.is_some_and(|p| !pid_alive(p))
+            let launcher = job.split('-').next().and_then(|p| p.parse::<u32>().ok());
+            launcher.is_some_and(|p| !pid_alive(p)) || crate::segment::is_stale(n)
         })
         .filter(|n| crate::segment::unlink(&format!("/{n}")).is_ok())
         .count()

@@ -11,7 +11,8 @@
 //!   `PeerDead` / `PeerClosed` at its senders instead of a hang;
 //! * a rank crashing under the launcher fails the job, the other ranks
 //!   are killed and the job's segments removed;
-//! * `cleanup_stale` removes the segments of dead launchers only.
+//! * `cleanup_stale` removes the segments of dead launchers and dead
+//!   ranks, whatever the job is called, and nothing live.
 //!
 //! The tests synchronize with the children through lines on their stdout
 //! and stdin (`claimed`, `joined`, `go`, `done`), never through sleeps; the
@@ -26,7 +27,7 @@ use std::time::Instant;
 
 use common::{CFG, GUARD, Kid, SELFTEST, assert_cleaned, own_job};
 
-use symmetry_am::{AmError, Claim, Endpoint, Msg, Token, claim::NAMES, job};
+use symmetry_am::{AmError, Claim, Endpoint, Job, Msg, Token, claim::NAMES, job};
 
 /// Requests per source and destination in the launcher exchange.
 const EXCHANGE_N: &str = "600";
@@ -354,4 +355,30 @@ fn cleanup_stale_removes_only_dead_jobs() {
     let _ = std::fs::remove_file(&live);
     assert!(!dead_left, "{dead} of dead pid {dead_pid} was not removed");
     assert!(live_left, "{live} of a live job was removed");
+}
+
+/// A rank of a job under a custom name (no launcher pid in it) that is
+/// killed leaves its segment; `cleanup_stale` removes it because its
+/// creator is dead, and keeps a live endpoint's.
+#[test]
+fn cleanup_stale_removes_a_custom_named_jobs_dead_rank() {
+    let job = Job {
+        name: format!("my-custom-job-{}", std::process::id()),
+        rank: 0,
+        size: 2,
+        timeout: GUARD,
+    };
+    let mut dead = Kid::start(&job, 1, &["idle", "stamp"]);
+    let live = Endpoint::<symmetry_am::claim::Stamp>::join(&job, &CFG, ()).expect("join");
+    dead.expect("joined");
+    dead.kill();
+    job::cleanup_stale();
+    let left = job::job_segments(&job.name);
+    drop(live);
+    assert_eq!(
+        left,
+        vec![format!("symmetry-am.{}.0", job.name)],
+        "only the live rank's segment stays"
+    );
+    assert_cleaned(&job.name);
 }

@@ -13,8 +13,9 @@
 //!   not say "verified on all ranks" without more messages after the
 //!   measured run.
 //! - `symmetry am list`: the applications and the claim algorithms.
-//! - `symmetry am clean`: removes the segments of jobs whose launcher is
-//!   gone ([`symmetry_am::job::cleanup_stale`]).
+//! - `symmetry am clean`: removes every segment whose creating process (or
+//!   launcher) is gone, whatever its job's name
+//!   ([`symmetry_am::job::cleanup_stale`]).
 //! - `symmetry am rank APP ...` (hidden): the body of one rank; refuses to
 //!   run outside a job started by `am spawn`.
 //!

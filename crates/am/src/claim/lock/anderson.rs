@@ -7,12 +7,12 @@
 //! Acquire: announce, take a ticket, record it, spin on its own flag, then
 //! clear the flag for the next lap. Release: `serving` = ticket + 1, then
 //! set the next slot's flag. Invariant: at most one flag is set; with
-//! `N` = [`MAX_RANKS`](crate::MAX_RANKS) and one ticket per rank at a time,
+//! `N` = [`MAX_RANKS`] and one ticket per rank at a time,
 //! no two outstanding tickets share a slot.
 //!
 //! A dead owner of ticket `s = serving` (it died holding the lock, or
 //! before coming in after being handed it) stops everyone behind it. A
-//! waiter that has spun [`CHECK_SPINS`](super::CHECK_SPINS) times looks
+//! waiter that has spun [`CHECK_SPINS`] times looks
 //! `s` up: if `s` is its own ticket and the previous holder is dead, that
 //! holder died between its two release stores and the waiter enters; if
 //! the owner of `s` is

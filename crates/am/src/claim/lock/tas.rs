@@ -6,7 +6,7 @@
 //! shared line, as TAS is); release stores 0. Invariant: the word names
 //! the one process inside the critical section, or nobody.
 //!
-//! A dead holder: after [`CHECK_SPINS`](super::CHECK_SPINS) failed
+//! A dead holder: after [`CHECK_SPINS`] failed
 //! attempts a waiter reads the holder's pid; if that process is dead, one
 //! CAS from the dead pid to its own makes the waiter the holder (the
 //! claim's critical section repairs what the dead holder left half done).

@@ -10,7 +10,7 @@
 //!
 //! A dead owner of the served ticket (holding the lock, or waiting for it
 //! and never coming in) stops everyone behind it. A waiter that has spun
-//! [`CHECK_SPINS`](super::CHECK_SPINS) times looks the served ticket up in
+//! [`CHECK_SPINS`] times looks the served ticket up in
 //! the records; if its owner is dead, one CAS moves `serving` past it (two
 //! waiters racing: one CAS wins). The claim's critical section repairs
 //! what a holder left half done.

@@ -3,7 +3,7 @@
 //!
 //! As [`tas`](super::tas), but a waiter spins reading the word (in its own
 //! cache) and tries the CAS only when it reads 0. A dead holder is taken
-//! over the same way, after [`CHECK_SPINS`](super::CHECK_SPINS) reads.
+//! over the same way, after [`CHECK_SPINS`] reads.
 
 use super::{CHECK_SPINS, Holder, tas::take_over};
 use crate::claim::locked::ShmLock;
