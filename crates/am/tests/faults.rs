@@ -20,6 +20,7 @@
 
 mod common;
 
+use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 
 use common::{CFG, GUARD, Kid, own_job};
@@ -265,4 +266,55 @@ fn dead_lock_holder_and_waiter_are_got_past() {
     dead_holder_and_waiter::<symmetry_am::claim::TicketClaim>();
     dead_holder_and_waiter::<symmetry_am::claim::AndersonClaim>();
     dead_holder_and_waiter::<symmetry_am::claim::PthreadClaim>();
+}
+
+// ---------------------------------------------------------------------------
+// Receivers killed at random points: the other ranks end with an error
+// within the hang guard, never hang.
+
+fn killed_receiver<C: Claim>(alg: u64) {
+    for r in 0..rounds() {
+        let seed = (alg << 32) | (1 << 31) | r;
+        let mut rng = Rng(seed);
+        let job = own_job(3);
+        let mut ranks: Vec<Kid> = (0..3)
+            .map(|rank| Kid::start(&job, rank, &["exchange", C::NAME, "16000000"]))
+            .collect();
+        for kid in &mut ranks {
+            kid.expect("joined");
+        }
+        std::thread::sleep(rng.pause(20_000));
+        let victim = (rng.next() % 3) as usize;
+        for (rank, kid) in ranks.iter_mut().enumerate() {
+            assert!(
+                kid.running(),
+                "{} seed {seed:#x}: rank {rank} ended before the kill",
+                C::NAME
+            );
+        }
+        ranks[victim].kill();
+        for (rank, kid) in ranks.iter_mut().enumerate() {
+            if rank != victim {
+                // `wait` panics if the rank is still running after GUARD.
+                let status = kid.wait();
+                assert!(
+                    !status.success() && status.signal().is_none(),
+                    "{} seed {seed:#x}: rank {rank} did not end with an error of its own after rank {victim} was killed ({status})",
+                    C::NAME
+                );
+            }
+        }
+        symmetry_am::job::cleanup_job(&job.name);
+    }
+}
+
+#[test]
+fn killed_receivers_end_their_peers_with_an_error() {
+    killed_receiver::<symmetry_am::claim::TasClaim>(0);
+    killed_receiver::<symmetry_am::claim::TtasClaim>(1);
+    killed_receiver::<symmetry_am::claim::TicketClaim>(2);
+    killed_receiver::<symmetry_am::claim::AndersonClaim>(3);
+    killed_receiver::<symmetry_am::claim::PthreadClaim>(4);
+    killed_receiver::<symmetry_am::claim::LockFree>(5);
+    killed_receiver::<symmetry_am::claim::Stamp>(6);
 }

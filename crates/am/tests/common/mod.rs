@@ -103,6 +103,14 @@ impl Kid {
             .unwrap_or_else(|e| panic!("writing to {}: {e}", self.what));
     }
 
+    /// Whether the child is still running.
+    pub(crate) fn running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => c.try_wait().expect("try_wait").is_none(),
+            None => false,
+        }
+    }
+
     /// SIGKILLs the child and reaps it.
     pub(crate) fn kill(&mut self) -> ExitStatus {
         let mut child = self.child.take().expect("running child");

@@ -22,6 +22,7 @@ const HANG_GUARD: Duration = Duration::from_secs(120);
 const USAGE: &str = "usage: am-selftest MODE ...
   exchange ALG N [--bulk] [--verbose]
   hold-claim ALG DEST [--bulk]
+  hold-lock ALG DEST
   idle ALG
   send ALG DEST K [--bulk] [--go]
   abort-after-join ALG [RANK]
@@ -452,6 +453,7 @@ fn exchange<C: Claim>(job: &Job, n: u64, bulk: bool, verbose: bool) -> Result<()
     ep.register(H_REQUEST, on_request::<C>)?;
     ep.register(H_ECHO, on_echo::<C>)?;
     ep.barrier()?;
+    say("joined");
 
     let me = job.rank;
     let mut sent_sum = 0u64;

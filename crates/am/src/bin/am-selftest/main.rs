@@ -6,8 +6,9 @@
 //!
 //! | mode | what the rank does |
 //! |---|---|
-//! | `exchange ALG N [--bulk] [--verbose]` | all-to-all: N checked requests to every rank (itself included), each echoed by a reply; every delivery is checked, counted once, and the checksums are compared across ranks with `allreduce`; `--verbose` prints each rank's counters |
+//! | `exchange ALG N [--bulk] [--verbose]` | prints `joined` once every rank has joined, then all-to-all: N checked requests to every rank (itself included), each echoed by a reply; every delivery is checked, counted once, and the checksums are compared across ranks with `allreduce`; `--verbose` prints each rank's counters |
 //! | `hold-claim ALG DEST [--bulk]` | claims a request packet (and a bulk block) at DEST and never fills it; prints `claimed`, then sleeps forever (the test kills it) |
+//! | `hold-lock ALG DEST` | takes the claim lock of DEST's request queue and never releases it; prints `held`, then sleeps forever (the test kills it) |
 //! | `idle ALG` | joins, prints `joined`, sleeps forever without polling |
 //! | `send ALG DEST K [--bulk] [--go]` | joins, prints `joined`, (with `--go`, waits for a line on stdin,) sends K requests `[seq]` to handler 0 of DEST, prints `done`, exits |
 //! | `abort-after-join ALG [RANK]` | every rank joins; rank RANK (default 1) then aborts, the others sleep forever |
