@@ -921,7 +921,7 @@ impl<C: Claim, S> Core<C, S> {
                 }
                 break;
             }
-            let body = q.take(pos);
+            let body = q.take(pos, st == READY_BULK);
             core.head[which] = pos + 1;
             let (result, bulk_slot) = match core.check_body(&q, st, &body) {
                 Ok((bulk, bulk_slot)) => {

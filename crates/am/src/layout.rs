@@ -217,9 +217,30 @@ impl<T> Queue<'_, T> {
             ready = READY_BULK;
         }
         let packet = &self.packets[c.slot];
+        // Only the parts in use are written: a message of up to five words
+        // stays on the packet's first cache line with its handshake word,
+        // so the receiver moves one line, not two.
+        let nargs = (body.nargs as usize).min(MAX_ARGS);
         // SAFETY: the packet is CLAIMED by us: nobody else reads or writes
-        // its body until our READY store below.
-        unsafe { packet.body.write(body) };
+        // its body until our READY store below; the writes are in bounds
+        // of the body.
+        unsafe {
+            packet.body.with_mut(|b| {
+                (&raw mut (*b).handler).write(body.handler);
+                (&raw mut (*b).nargs).write(body.nargs);
+                (&raw mut (*b).reserved).write(0);
+                (&raw mut (*b).src).write(body.src);
+                if ready == READY_BULK {
+                    (&raw mut (*b).bulk_len).write(body.bulk_len);
+                    (&raw mut (*b).bulk_slot).write(body.bulk_slot);
+                }
+                core::ptr::copy_nonoverlapping(
+                    body.args.as_ptr(),
+                    (&raw mut (*b).args).cast::<u64>(),
+                    nargs,
+                );
+            })
+        };
         // Release: pairs with the receiver's Acquire load in `head`,
         // publishing the body and the bulk data.
         packet
@@ -250,15 +271,41 @@ impl<T> Queue<'_, T> {
         packet.state.load(Ordering::Acquire)
     }
 
-    /// Receiver: takes the READY packet at `pos` (word `w` from [`Queue::head`]):
-    /// reads its body and advances the head. The packet stays READY (its
-    /// bulk block untouched) until [`Queue::free`].
+    /// Receiver: takes the packet at `pos`, READY (or READY_BULK if
+    /// `bulk`): reads the parts of its body in use (the bulk fields only
+    /// for a bulk message, at most [`MAX_ARGS`] words) and advances the
+    /// shared head mirror. The packet stays READY (its bulk block
+    /// untouched) until [`Queue::free`].
     #[inline(always)]
-    pub(crate) fn take(&self, pos: u64) -> Body {
+    pub(crate) fn take(&self, pos: u64, bulk: bool) -> Body {
         let packet = &self.packets[(pos % self.packets.len() as u64) as usize];
         // SAFETY: the packet is READY (the caller saw it with Acquire): its
-        // owner finished writing and nobody writes it until `free`.
-        let body = unsafe { packet.body.read() };
+        // owner finished writing and nobody writes it until `free`; the
+        // reads are in bounds of the body.
+        let body = unsafe {
+            packet.body.with(|b| {
+                let mut body = Body {
+                    handler: (&raw const (*b).handler).read(),
+                    nargs: (&raw const (*b).nargs).read(),
+                    reserved: 0,
+                    src: (&raw const (*b).src).read(),
+                    bulk_len: 0,
+                    bulk_slot: 0,
+                    args: [0; MAX_ARGS],
+                };
+                if bulk {
+                    body.bulk_len = (&raw const (*b).bulk_len).read();
+                    body.bulk_slot = (&raw const (*b).bulk_slot).read();
+                }
+                let nargs = (body.nargs as usize).min(MAX_ARGS);
+                core::ptr::copy_nonoverlapping(
+                    (&raw const (*b).args).cast::<u64>(),
+                    body.args.as_mut_ptr(),
+                    nargs,
+                );
+                body
+            })
+        };
         self.head.pos.store(pos + 1, Ordering::Relaxed);
         body
     }

@@ -231,7 +231,7 @@ pub fn recv<T, R>(
     if st != READY && st != READY_BULK {
         return None;
     }
-    let body = q.take(pos);
+    let body = q.take(pos, st == READY_BULK);
     let mut bulk: &[u8] = &[];
     let mut bulk_slot = None;
     if st == READY_BULK {

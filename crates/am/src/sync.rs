@@ -44,6 +44,32 @@ impl<T> Cell<T> {
         return self.0.with(|p| unsafe { *p });
     }
 
+    /// Runs `f` with a pointer for reading parts of the value.
+    ///
+    /// # Safety
+    ///
+    /// No write may run concurrently with `f`'s reads.
+    #[inline(always)]
+    pub(crate) unsafe fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        #[cfg(not(loom))]
+        return f(self.0.get());
+        #[cfg(loom)]
+        return self.0.with(f);
+    }
+
+    /// Runs `f` with a pointer for writing parts of the value.
+    ///
+    /// # Safety
+    ///
+    /// No other access may run concurrently with `f`'s.
+    #[inline(always)]
+    pub(crate) unsafe fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        #[cfg(not(loom))]
+        return f(self.0.get());
+        #[cfg(loom)]
+        return self.0.with_mut(f);
+    }
+
     /// Writes the value.
     ///
     /// # Safety
