@@ -52,11 +52,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::claim::{Claim, Holder};
+use crate::claim::{Claim, Hint, Holder};
 use crate::error::AmError;
 use crate::job::Job;
 use crate::layout::{
-    Body, CLAIMED, FREE, MAX_ARGS, Queue, READY, READY_BULK, lap_of, pid_of, state_of, word,
+    Body, CLAIMED, FREE, MAX_ARGS, Queue, READY_BULK, lap_of, pid_of, state_of, word,
 };
 use crate::segment::{Config, Segment, pid_alive, segment_name};
 use crate::sync::Ordering;
@@ -141,7 +141,8 @@ pub struct Stats {
     pub delivered: u64,
     /// Times a send found the destination queue full and waited.
     pub full_waits: u64,
-    /// CLAIMED packets of dead senders recovered by this receiver.
+    /// Positions of dead senders recovered by this receiver: packets left
+    /// CLAIMED, and (`stamp`) positions taken and never published.
     pub recovered_packets: u64,
     /// Bulk blocks of dead senders recovered by this receiver.
     pub recovered_bulk: u64,
@@ -232,6 +233,8 @@ pub struct Core<C: Claim, S> {
     /// Next position to deliver of each own queue. Kept here, not in the
     /// shared head (which only mirrors it), so no peer can move it.
     head: [u64; 2],
+    /// What this sender remembers of each rank's two queues.
+    hints: Vec<[Hint; 2]>,
     /// Peers known to be gone, and whether a wait has reported it.
     gone: Vec<Option<(Gone, bool)>>,
     barrier_epoch: u64,
@@ -400,6 +403,7 @@ impl<C: Claim, S> Endpoint<C, S> {
             stats: Stats::default(),
             stall: [Stall::default(); 2],
             head: [0; 2],
+            hints: vec![[Hint::default(); 2]; job.size as usize],
             gone: vec![None; job.size as usize],
             barrier_epoch: 0,
             barrier_arrivals: vec![0; 64],
@@ -654,10 +658,11 @@ impl<C: Claim, S> Endpoint<C, S> {
             pid: std::process::id(),
             rank: self.core.rank,
         };
+        let mut hint = self.core.hints[dest as usize][REQUESTS];
         let (core, state) = (&mut self.core, &mut self.state);
         let mut waits = 0u32;
         let mut wait = || Core::wait_full(core, state, dest, Scope::Both, &mut waits);
-        C::claim(&q, me, bulk, &mut wait).map(|_| ())
+        C::claim(&q, me, &mut hint, bulk, &mut wait).map(|_| ())
     }
 
     /// Test hook: takes the claim lock of `dest`'s request queue and never
@@ -796,8 +801,10 @@ impl<C: Claim, S> Core<C, S> {
             pid: core.pid,
             rank: core.rank,
         };
+        let mut hint = core.hints[dest as usize][which];
         let mut wait = || Core::wait_full(core, state, dest, scope, &mut waits);
-        let c = C::claim(&q, me, data.is_some(), &mut wait)?;
+        let c = C::claim(&q, me, &mut hint, data.is_some(), &mut wait)?;
+        core.hints[dest as usize][which] = hint;
         let mut body = Body {
             handler,
             nargs: args.len() as u8,
@@ -878,7 +885,7 @@ impl<C: Claim, S> Core<C, S> {
                     let pos = core.head[which];
                     let w = q.word_at(pos);
                     core.unstick(&q, which, pos, w, true);
-                    core.sweep_dead_bulk(&q);
+                    core.sweep_dead_bulk(&q, which);
                 }
                 if core.stats.recovered_packets + core.stats.skipped > before {
                     idle = 0;
@@ -914,13 +921,13 @@ impl<C: Claim, S> Core<C, S> {
         for _ in 0..len {
             let pos = core.head[which];
             let w = q.word_at(pos);
-            let st = state_of(w);
-            if st != READY && st != READY_BULK {
-                if st != FREE || C::stranded(q.tail, pos) {
-                    core.stalled(&q, which, pos, w);
-                }
+            let Some(st) = q.ready(w, pos, C::RECEIVER_FREES) else {
+                // Counted only: whether a sender holds the head up (which
+                // may mean reading the senders' tail line, and pulling it
+                // away from them) is looked at every STALL_CHECK polls.
+                core.stalled(&q, which, pos, w);
                 break;
-            }
+            };
             let body = q.take(pos, st == READY_BULK);
             core.head[which] = pos + 1;
             let (result, bulk_slot) = match core.check_body(&q, st, &body) {
@@ -934,7 +941,7 @@ impl<C: Claim, S> Core<C, S> {
                     (Err(e), None)
                 }
             };
-            q.free(pos, w, bulk_slot);
+            q.free(pos, w, bulk_slot, C::RECEIVER_FREES);
             core.stats.delivered += 1;
             q.head.delivered.store(
                 q.head.delivered.load(Ordering::Relaxed) + 1,
@@ -1066,8 +1073,19 @@ impl<C: Claim, S> Core<C, S> {
         Ok(())
     }
 
-    /// The head packet is CLAIMED (or a stranded FREE): after a while,
-    /// repair it if it can be.
+    /// Whether the head at `pos` (word `w`, not a message) is held up by a
+    /// sender: a packet claimed for this position, or a position handed
+    /// out whose packet does not show it yet.
+    #[inline(always)]
+    fn stuck_on(&self, q: &Queue<'_, C::Tail>, pos: u64, w: u64) -> bool {
+        match state_of(w) {
+            CLAIMED if C::RECEIVER_FREES || lap_of(w) == q.claimed_lap(pos) => true,
+            _ => C::stranded(q.tail, pos),
+        }
+    }
+
+    /// The head holds no message: after a while, repair it if a sender
+    /// holds it up and can be got past.
     #[inline]
     fn stalled(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
         let s = &mut self.stall[which];
@@ -1094,9 +1112,26 @@ impl<C: Claim, S> Core<C, S> {
     #[cold]
     #[inline(never)]
     fn unstick(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64, now: bool) {
+        if !self.stuck_on(q, pos, w) {
+            return;
+        }
         match state_of(w) {
-            CLAIMED => self.recover(q, which, pos, w),
-            FREE if C::stranded(q.tail, pos) => {
+            CLAIMED if C::RECEIVER_FREES || lap_of(w) == q.claimed_lap(pos) => {
+                self.recover(q, which, pos, w);
+            }
+            _ if C::owner_dead(q.tail, pos) => {
+                // A dead sender's position: counted as its claim would be,
+                // and its bulk block (taken before the position) swept.
+                if self.skip(q, which, pos, w) {
+                    self.stats.recovered_packets += 1;
+                    q.head.recovered.store(
+                        q.head.recovered.load(Ordering::Relaxed) + 1,
+                        Ordering::Relaxed,
+                    );
+                }
+                self.sweep_dead_bulk(q, which);
+            }
+            _ if C::SKIP_SLOW => {
                 let s = &mut self.stall[which];
                 if s.pos != pos || s.word != w {
                     *s = Stall {
@@ -1108,7 +1143,9 @@ impl<C: Claim, S> Core<C, S> {
                 }
                 let since = *s.since.get_or_insert_with(Instant::now);
                 if (now && s.count > 0) || since.elapsed() >= SKIP_AFTER {
-                    self.skip(q, which, pos, w);
+                    if self.skip(q, which, pos, w) {
+                        self.stats.skipped += 1;
+                    }
                 } else if now {
                     s.count = s.count.max(1);
                 }
@@ -1117,12 +1154,14 @@ impl<C: Claim, S> Core<C, S> {
         }
     }
 
-    /// Skips the FREE head position `pos` (word `w`): moves its slot to the
-    /// next lap, so that a sender still holding the position claims that
-    /// lap instead.
+    /// Skips the head position `pos` (word `w`, which does not show it):
+    /// stamps its slot FREE for the next lap. Under `lock-free` a sender
+    /// still holding the position then claims that lap instead; under
+    /// `stamp` (whose owner of `pos` is dead) the slot's next position
+    /// finds it stamped as a consumed one.
     #[cold]
-    fn skip(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
-        let packet = &q.packets[(pos % q.packets.len() as u64) as usize];
+    fn skip(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) -> bool {
+        let packet = &q.packets[q.slot_of(pos)];
         // Release: a sender's claim CAS on the next lap acquires it (there
         // is nothing of ours in the slot to publish, but the order keeps
         // the lap sequence the one the receiver sees). Relaxed on failure:
@@ -1138,9 +1177,10 @@ impl<C: Claim, S> Core<C, S> {
             .is_ok()
         {
             self.head[which] = pos + 1;
-            q.head.pos.store(pos + 1, Ordering::Relaxed);
-            self.stats.skipped += 1;
+            q.advance(pos);
+            return true;
         }
+        false
     }
 
     #[cold]
@@ -1150,30 +1190,36 @@ impl<C: Claim, S> Core<C, S> {
         if pid == 0 || pid == self.pid & 0x00ff_ffff || pid_alive(pid) {
             return;
         }
-        let len = q.packets.len() as u64;
-        let packet = &q.packets[(pos % len) as usize];
-        // AcqRel: the owner is dead, so nobody else writes the word; the
-        // CAS guards against misreading a word that changed meanwhile.
-        if packet
-            .state
-            .compare_exchange(
-                w,
-                word(lap_of(w).wrapping_add(1), 0, FREE),
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            )
-            .is_err()
-        {
-            return;
+        if C::RECEIVER_FREES {
+            let len = q.packets.len() as u64;
+            let packet = &q.packets[(pos % len) as usize];
+            // AcqRel: the owner is dead, so nobody else writes the word;
+            // the CAS guards against misreading a word that changed
+            // meanwhile.
+            if packet
+                .state
+                .compare_exchange(
+                    w,
+                    word(lap_of(w).wrapping_add(1), 0, FREE),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+            {
+                return;
+            }
         }
+        // Where the receiver does not free packets, moving the head past
+        // the dead claim is all: the word, stamped for this lap, reads as
+        // consumed for the slot's next position once the head is past it.
         self.head[which] = pos + 1;
-        q.head.pos.store(pos + 1, Ordering::Relaxed);
+        q.advance(pos);
         self.stats.recovered_packets += 1;
         q.head.recovered.store(
             q.head.recovered.load(Ordering::Relaxed) + 1,
             Ordering::Relaxed,
         );
-        self.sweep_dead_bulk(q);
+        self.sweep_dead_bulk(q, which);
     }
 
     /// Frees the bulk blocks that dead senders claimed and that no READY
@@ -1183,7 +1229,7 @@ impl<C: Claim, S> Core<C, S> {
     /// its bulk claim and its packet claim would leak the block.
     #[cold]
     #[inline(never)]
-    fn sweep_dead_bulk(&mut self, q: &Queue<'_, C::Tail>) {
+    fn sweep_dead_bulk(&mut self, q: &Queue<'_, C::Tail>, which: usize) {
         let own = self.pid & 0x00ff_ffff;
         let claimed_by_dead =
             |bw: u64| state_of(bw) == CLAIMED && pid_of(bw) != own && !pid_alive(pid_of(bw));
@@ -1195,9 +1241,14 @@ impl<C: Claim, S> Core<C, S> {
             return;
         }
         let mut referenced = vec![false; q.bulk.len()];
-        for p in q.packets {
-            if state_of(p.state.load(Ordering::Acquire)) == READY_BULK {
-                // SAFETY: READY packets are not written until freed by us.
+        let head = self.head[which];
+        for pos in head..head + q.packets.len() as u64 {
+            let p = &q.packets[q.slot_of(pos)];
+            // Acquire: as in `poll_queue`, for the body read below.
+            let w = p.state.load(Ordering::Acquire);
+            if q.ready(w, pos, C::RECEIVER_FREES) == Some(READY_BULK) {
+                // SAFETY: a message not yet delivered is not written until
+                // the head passes it, which only we move.
                 let b = unsafe { p.body.read() }.bulk_slot as usize;
                 if b < referenced.len() {
                     referenced[b] = true;

@@ -163,6 +163,19 @@ pub struct Queue<'a, T> {
     pub bulk_data: *mut u8,
     /// Bytes per bulk block.
     pub bulk_bytes: usize,
+    /// `log2(packets.len())` if that is a power of two, else 64: positions
+    /// are split into slot and lap with a mask and a shift instead of a
+    /// 64-bit division (tens of cycles, several per message).
+    pub shift: u32,
+}
+
+/// The [`Queue::shift`] of a ring of `len` packets.
+pub const fn shift_for(len: usize) -> u32 {
+    if len.is_power_of_two() {
+        len.trailing_zeros()
+    } else {
+        64
+    }
 }
 
 // SAFETY: a queue view only reaches shared memory through atomics, cells
@@ -191,6 +204,27 @@ impl<T> Queue<'_, T> {
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.packets.is_empty()
+    }
+
+    /// The packet slot of position `pos`.
+    #[inline(always)]
+    pub fn slot_of(&self, pos: u64) -> usize {
+        if self.shift < 64 {
+            (pos & ((1u64 << self.shift) - 1)) as usize
+        } else {
+            (pos % self.packets.len() as u64) as usize
+        }
+    }
+
+    /// The lap of position `pos` (how many times the ring came round
+    /// before it), truncated to 32 bits as in the handshake words.
+    #[inline(always)]
+    pub fn lap_at(&self, pos: u64) -> u32 {
+        if self.shift < 64 {
+            (pos >> self.shift) as u32
+        } else {
+            (pos / self.packets.len() as u64) as u32
+        }
     }
 
     /// Pointer to bulk block `i`.
@@ -241,7 +275,7 @@ impl<T> Queue<'_, T> {
                 );
             })
         };
-        // Release: pairs with the receiver's Acquire load in `head`,
+        // Release: pairs with the receiver's Acquire load of the word,
         // publishing the body and the bulk data.
         packet
             .state
@@ -256,7 +290,7 @@ impl<T> Queue<'_, T> {
     pub(crate) fn head(&self) -> (u64, u64) {
         // Relaxed: only the receiver writes its head.
         let pos = self.head.pos.load(Ordering::Relaxed);
-        let packet = &self.packets[(pos % self.packets.len() as u64) as usize];
+        let packet = &self.packets[self.slot_of(pos)];
         // Acquire: pairs with the sender's Release store of READY in
         // `publish`.
         (pos, packet.state.load(Ordering::Acquire))
@@ -265,7 +299,7 @@ impl<T> Queue<'_, T> {
     /// Receiver: the handshake word of the packet at position `pos`.
     #[inline(always)]
     pub(crate) fn word_at(&self, pos: u64) -> u64 {
-        let packet = &self.packets[(pos % self.packets.len() as u64) as usize];
+        let packet = &self.packets[self.slot_of(pos)];
         // Acquire: pairs with the sender's Release store of READY in
         // `publish`.
         packet.state.load(Ordering::Acquire)
@@ -278,11 +312,11 @@ impl<T> Queue<'_, T> {
     /// untouched) until [`Queue::free`].
     #[inline(always)]
     pub(crate) fn take(&self, pos: u64, bulk: bool) -> Body {
-        let packet = &self.packets[(pos % self.packets.len() as u64) as usize];
+        let packet = &self.packets[self.slot_of(pos)];
         // SAFETY: the packet is READY (the caller saw it with Acquire): its
         // owner finished writing and nobody writes it until `free`; the
         // reads are in bounds of the body.
-        let body = unsafe {
+        unsafe {
             packet.body.with(|b| {
                 let mut body = Body {
                     handler: (&raw const (*b).handler).read(),
@@ -305,26 +339,61 @@ impl<T> Queue<'_, T> {
                 );
                 body
             })
-        };
-        self.head.pos.store(pos + 1, Ordering::Relaxed);
-        body
+        }
     }
 
-    /// Receiver: frees the packet taken at `pos` (word `w`) and its bulk
-    /// block, for the next lap.
+    /// Receiver: the state of the packet at `pos` whose word is `w`, if it
+    /// holds a message for `pos` (READY or READY_BULK). Where the receiver
+    /// frees packets, a READY word is always the current lap's; where it
+    /// does not (it publishes its head instead), the word must also carry
+    /// the lap a claim of `pos` writes, `pos / len + 1`.
     #[inline(always)]
-    pub(crate) fn free(&self, pos: u64, w: u64, bulk: Option<usize>) {
+    pub(crate) fn ready(&self, w: u64, pos: u64, frees: bool) -> Option<u64> {
+        let st = state_of(w);
+        let current = frees || lap_of(w) == self.claimed_lap(pos);
+        ((st == READY || st == READY_BULK) && current).then_some(st)
+    }
+
+    /// The lap a claim of position `pos` writes into its packet's word
+    /// when the receiver does not free packets: one more than the lap of
+    /// the position (so the word of a consumed packet, left as it was,
+    /// reads as "free" for the same slot's next position).
+    #[inline(always)]
+    pub(crate) fn claimed_lap(&self, pos: u64) -> u32 {
+        self.lap_at(pos).wrapping_add(1)
+    }
+
+    /// Receiver: hands back the packet taken at `pos` (word `w`) and its
+    /// bulk block, after the handler: the block's word goes FREE for its
+    /// next lap; the packet's word too if `frees` (LC98's handshake), and
+    /// in every case the head moves past `pos` (the shared head, which the
+    /// senders of algorithms whose receiver does not free packets read to
+    /// know which packets are consumed).
+    #[inline(always)]
+    pub(crate) fn free(&self, pos: u64, w: u64, bulk: Option<usize>, frees: bool) {
         if let Some(b) = bulk {
             let bw = self.bulk[b].load(Ordering::Relaxed);
             // Release: pairs with the claimer's Acquire; our reads of the
             // block happen before its next writes.
             self.bulk[b].store(word(lap_of(bw).wrapping_add(1), 0, FREE), Ordering::Release);
         }
-        let packet = &self.packets[(pos % self.packets.len() as u64) as usize];
-        // Release: as above, for the packet body.
-        packet
-            .state
-            .store(word(lap_of(w).wrapping_add(1), 0, FREE), Ordering::Release);
+        if frees {
+            let packet = &self.packets[self.slot_of(pos)];
+            // Release: as above, for the packet body.
+            packet
+                .state
+                .store(word(lap_of(w).wrapping_add(1), 0, FREE), Ordering::Release);
+        }
+        self.advance(pos);
+    }
+
+    /// Receiver: publishes that every position up to `pos` is consumed.
+    #[inline(always)]
+    pub(crate) fn advance(&self, pos: u64) {
+        // Release: pairs with the Acquire load of the head in a sender's
+        // claim: our reads of the packet at `pos` happen before the
+        // sender's writes to it on the next lap.
+        self.head.pos.store(pos + 1, Ordering::Release);
     }
 }
 

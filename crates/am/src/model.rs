@@ -10,11 +10,12 @@
 //! * `send` = `C::claim` (bulk block first, then packet; `wait` while full),
 //!   then [`Queue::publish`] (copy the bulk data, write the body, Release
 //!   store of READY / READY_BULK): what `Endpoint::request` does;
-//! * `recv` = [`Queue::head`] (Acquire load of the head packet's word), a
-//!   READY / READY_BULK check, [`Queue::take`] (read the body, advance the
-//!   head), the handler with the bulk block's bytes, then [`Queue::free`]
-//!   (Release stores of FREE for the next lap): one iteration of the
-//!   endpoint's `poll_queue`.
+//! * `recv` = [`Queue::head`] (Acquire load of the head packet's word), the
+//!   [`Queue::ready`] check, [`Queue::take`] (read the body), the handler
+//!   with the bulk block's bytes, then [`Queue::free`] (Release stores of
+//!   FREE for the next lap where the algorithm's receiver frees packets,
+//!   and the Release store of the head): one iteration of the endpoint's
+//!   `poll_queue`.
 //!
 //! Nothing of the protocol is written twice: these functions only call the
 //! `pub(crate)` methods of [`crate::layout`] and the claim algorithm that
@@ -32,10 +33,10 @@
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 
-use crate::claim::{Claim, Claimed};
+use crate::claim::{Claim, Claimed, Hint};
 use crate::error::AmError;
 use crate::layout::{
-    Body, BulkSlot, FREE, HeadInfo, Packet, Queue, READY, READY_BULK, state_of, word,
+    Body, BulkSlot, CLAIMED, FREE, HeadInfo, Packet, Queue, READY_BULK, state_of, word,
 };
 use crate::sync::{AtomicU64, Ordering};
 
@@ -114,6 +115,7 @@ impl<C: Claim> ModelQueue<C> {
             // from a shared reference.
             bulk_data: UnsafeCell::raw_get(self.data.as_ptr()),
             bulk_bytes: self.bulk_bytes,
+            shift: crate::layout::shift_for(self.packets.len()),
         }
     }
 
@@ -122,16 +124,27 @@ impl<C: Claim> ModelQueue<C> {
         self.head.pos.load(Ordering::Relaxed)
     }
 
-    /// Whether every packet and bulk block is FREE (nothing claimed or
-    /// waiting). Meaningful once every sender has been joined.
+    /// Whether nothing is claimed or waiting: every bulk block FREE, and
+    /// every packet FREE (where the receiver frees packets) or at least
+    /// not CLAIMED (where it leaves consumed words as they were).
+    /// Meaningful once every sender has been joined and every message
+    /// delivered.
     pub fn is_quiescent(&self) -> bool {
         // Acquire: pairs with the last Release store of each word (the
         // joined senders' are ordered by the join anyway).
-        self.packets
-            .iter()
-            .map(|p| &p.state)
-            .chain(self.bulk.iter().map(|b| &**b))
-            .all(|w| state_of(w.load(Ordering::Acquire)) == FREE)
+        let packets_done = self.packets.iter().all(|p| {
+            let st = state_of(p.state.load(Ordering::Acquire));
+            if C::RECEIVER_FREES {
+                st == FREE
+            } else {
+                st != CLAIMED
+            }
+        });
+        packets_done
+            && self
+                .bulk
+                .iter()
+                .all(|b| state_of(b.load(Ordering::Acquire)) == FREE)
     }
 
     /// Sends one message (with bulk `data` if given) from sender `pid`:
@@ -139,6 +152,7 @@ impl<C: Claim> ModelQueue<C> {
     pub fn send<W>(
         &self,
         pid: u32,
+        hint: &mut Hint,
         body: Body,
         data: Option<&[u8]>,
         wait: &mut W,
@@ -146,7 +160,7 @@ impl<C: Claim> ModelQueue<C> {
     where
         W: FnMut() -> Result<(), AmError>,
     {
-        send::<C, W>(&self.queue(), pid, body, data, wait, |c| {
+        send::<C, W>(&self.queue(), pid, hint, body, data, wait, |c| {
             if let (Some(d), Some((b, _))) = (data, c.bulk) {
                 // The block is ours from the claim until the receiver frees
                 // it: loom checks that no other access races this one.
@@ -163,7 +177,7 @@ impl<C: Claim> ModelQueue<C> {
     /// bytes), then frees it; `None` when the head is not READY. Panics if
     /// the bulk bytes differ from what the sender wrote.
     pub fn recv<R>(&self, handler: impl FnOnce(&Body, &[u8]) -> R) -> Option<R> {
-        recv(&self.queue(), |body, bulk, slot| {
+        recv::<C, _>(&self.queue(), |body, bulk, slot| {
             if let Some(b) = slot {
                 // After `take`, before `free`: where the handler reads the
                 // block.
@@ -199,6 +213,7 @@ fn checksum(d: &[u8]) -> u64 {
 pub fn send<C: Claim, W>(
     q: &Queue<'_, C::Tail>,
     pid: u32,
+    hint: &mut Hint,
     body: Body,
     data: Option<&[u8]>,
     wait: &mut W,
@@ -210,6 +225,7 @@ where
     let c = C::claim(
         q,
         crate::claim::Holder { pid, rank: 0 },
+        hint,
         data.is_some(),
         wait,
     )?;
@@ -222,15 +238,12 @@ where
 /// READY_BULK), take it, run `handler` with its body, its bulk bytes and
 /// its bulk block index, free packet and block, and return the handler's
 /// result; otherwise `None`.
-pub fn recv<T, R>(
-    q: &Queue<'_, T>,
+pub fn recv<C: Claim, R>(
+    q: &Queue<'_, C::Tail>,
     handler: impl FnOnce(&Body, &[u8], Option<usize>) -> R,
 ) -> Option<R> {
     let (pos, w) = q.head();
-    let st = state_of(w);
-    if st != READY && st != READY_BULK {
-        return None;
-    }
+    let st = q.ready(w, pos, C::RECEIVER_FREES)?;
     let body = q.take(pos, st == READY_BULK);
     let mut bulk: &[u8] = &[];
     let mut bulk_slot = None;
@@ -245,6 +258,6 @@ pub fn recv<T, R>(
         }
     }
     let r = handler(&body, bulk, bulk_slot);
-    q.free(pos, w, bulk_slot);
+    q.free(pos, w, bulk_slot, C::RECEIVER_FREES);
     Some(r)
 }

@@ -658,6 +658,7 @@ impl Segment {
                 ),
                 bulk_data: start.add(ql.data),
                 bulk_bytes: cfg.bulk_bytes as usize,
+                shift: crate::layout::shift_for(cfg.packets as usize),
             }
         }
     }

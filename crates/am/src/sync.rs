@@ -69,21 +69,4 @@ impl<T> Cell<T> {
         #[cfg(loom)]
         return self.0.with_mut(f);
     }
-
-    /// Writes the value.
-    ///
-    /// # Safety
-    ///
-    /// No other access may run concurrently.
-    #[inline(always)]
-    pub(crate) unsafe fn write(&self, v: T) {
-        #[cfg(not(loom))]
-        // SAFETY: forwarded caller's contract.
-        unsafe {
-            *self.0.get() = v;
-        }
-        #[cfg(loom)]
-        // SAFETY: forwarded caller's contract.
-        self.0.with_mut(|p| unsafe { *p = v });
-    }
 }

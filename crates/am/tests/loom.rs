@@ -67,7 +67,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use symmetry_am::AmError;
-use symmetry_am::claim::{Claim, LockFree, Stamp};
+use symmetry_am::claim::{Claim, Hint, LockFree, Stamp};
 use symmetry_am::layout::{Body, MAX_ARGS};
 use symmetry_am::model::ModelQueue;
 
@@ -244,10 +244,17 @@ fn send_all<C: Claim>(q: &ModelQueue<C>, src: u32, s: Sender, watch: &Watch) {
             })
         }
     };
+    let mut hint = Hint::default();
     for seq in 0..s.count {
         let data = s.bulk.then(|| payload(src, seq));
         // Pids are non-zero in real use; 100 + src keeps them distinct.
-        match q.send(100 + src, body(src, seq), data.as_deref(), &mut wait) {
+        match q.send(
+            100 + src,
+            &mut hint,
+            body(src, seq),
+            data.as_deref(),
+            &mut wait,
+        ) {
             Ok(_) => {}
             Err(AmError::Timeout { .. }) => break,
             Err(e) => panic!("send failed: {e}"),

@@ -24,7 +24,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use super::{Claim, Claimed, Holder};
+use super::{Claim, Claimed, Hint, Holder};
 use crate::error::AmError;
 use crate::layout::{CLAIMED, FREE, Queue, lap_of, state_of, word};
 use crate::sync::{AtomicU64, Ordering};
@@ -111,6 +111,7 @@ where
 impl Claim for LockFree {
     const NAME: &'static str = "lock-free";
     const SENDER_FIFO: bool = false;
+    const SKIP_SLOW: bool = true;
     type Tail = LockFreeTail;
 
     unsafe fn init(tail: *mut Self::Tail) {
@@ -132,6 +133,7 @@ impl Claim for LockFree {
     fn claim<W>(
         q: &Queue<'_, Self::Tail>,
         me: Holder,
+        _hint: &mut Hint,
         bulk: bool,
         wait: &mut W,
     ) -> Result<Claimed, AmError>
@@ -144,7 +146,7 @@ impl Claim for LockFree {
         } else {
             None
         };
-        let slot = (assign(&q.tail.packets) % q.packets.len() as u64) as usize;
+        let slot = q.slot_of(assign(&q.tail.packets));
         let word = take(&q.packets[slot].state, me.pid, wait)?;
         Ok(Claimed { slot, word, bulk })
     }

@@ -23,7 +23,7 @@
 use core::marker::PhantomData;
 
 use super::lock::{AndersonPid, Holder, TasPid, TicketPid, TtasPid};
-use super::{Claim, Claimed};
+use super::{Claim, Claimed, Hint};
 use crate::error::AmError;
 use crate::layout::{CLAIMED, FREE, Queue, lap_of, word};
 use crate::sync::{AtomicU64, Ordering};
@@ -195,6 +195,7 @@ impl<L: ShmLock> Claim for Locked<L> {
     fn claim<W>(
         q: &Queue<'_, Self::Tail>,
         me: Holder,
+        _hint: &mut Hint,
         bulk: bool,
         wait: &mut W,
     ) -> Result<Claimed, AmError>

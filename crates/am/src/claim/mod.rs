@@ -44,6 +44,16 @@ pub struct Holder {
     pub rank: u32,
 }
 
+/// What a sender remembers of one destination queue between claims, in
+/// its private memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hint {
+    /// The receiver's head as last read: every position below it is
+    /// consumed (used where the receiver does not free packets, so that
+    /// the shared head is read once per ring, not once per message).
+    pub head: u64,
+}
+
 /// What a successful claim owns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Claimed {
@@ -82,23 +92,43 @@ pub trait Claim: Sized + Send + Sync + 'static {
     /// `tail` is valid for writes and aligned, and nobody uses it yet.
     unsafe fn init(tail: *mut Self::Tail);
 
+    /// Whether the receiver frees each packet by writing its word (LC98's
+    /// handshake: FREE for the next lap). If not, the receiver leaves the
+    /// word as the sender wrote it and only publishes its head; a sender
+    /// then knows a packet is consumed from the head ([`Hint`] caches it),
+    /// and a claim stamps the word with the next lap. One cache line less
+    /// moves per message: the packet's line is not dirtied by the receiver
+    /// between two claims of it.
+    const RECEIVER_FREES: bool = true;
+
     /// Whether one sender's messages to one queue are delivered in the
     /// order it sent them. True for every algorithm but LC98's lock-free
     /// claim, whose sender may win its packet only on a later lap than a
     /// message it sends after it.
     const SENDER_FIFO: bool = true;
 
-    /// Whether the FREE packet at the receiver's head position `pos` may be
-    /// skipped because the position was handed out to a sender that has
-    /// not claimed its packet (and may have died): only for algorithms
-    /// that hand out positions before the packet is claimed and whose
-    /// claim takes any FREE lap of a packet, so that a sender still
-    /// holding the position claims a later lap instead (LC98's lock-free
-    /// claim). The default: never.
+    /// Whether the receiver's head position `pos`, which holds no message
+    /// and no claim the receiver can see, was handed out to a sender (the
+    /// algorithm hands out positions before the packet shows it). The
+    /// default: never.
     #[inline(always)]
     fn stranded(_tail: &Self::Tail, _pos: u64) -> bool {
         false
     }
+
+    /// For a [`stranded`](Claim::stranded) position: whether the receiver
+    /// may skip it *now* because whoever may hold it is dead. The
+    /// default: no.
+    fn owner_dead(_tail: &Self::Tail, _pos: u64) -> bool {
+        false
+    }
+
+    /// For a [`stranded`](Claim::stranded) position whose owner is not
+    /// known to be dead: whether the receiver may skip it anyway after
+    /// [`SKIP_AFTER`](crate::endpoint::SKIP_AFTER), because a live owner
+    /// then claims a later lap instead (LC98's lock-free claim takes any
+    /// FREE lap). The default: no.
+    const SKIP_SLOW: bool = false;
 
     /// Test hook: takes the queue's claim lock for `me` and never releases
     /// it, as a sender killed inside the critical section would leave it;
@@ -109,10 +139,12 @@ pub trait Claim: Sized + Send + Sync + 'static {
     }
 
     /// Claims a packet, and first a bulk block if `bulk`, for sender `me`
-    /// (its pid goes into the handshake words it claims).
+    /// (its pid goes into the handshake words it claims). `hint` is the
+    /// sender's private memory of this queue.
     fn claim<W>(
         q: &Queue<'_, Self::Tail>,
         me: Holder,
+        hint: &mut Hint,
         bulk: bool,
         wait: &mut W,
     ) -> Result<Claimed, AmError>

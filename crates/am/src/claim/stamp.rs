@@ -1,42 +1,66 @@
-//! `stamp`: one CAS on the packet's own handshake word, guarded by a
-//! per-slot lap stamp, then the tail is moved past it (the form of
-//! Vyukov's bounded MPMC queue, here many-to-one, with the claim on the
-//! slot so that an owned slot always names its owner); the modern
-//! comparison point for LC98's algorithms.
+//! `stamp`: positions handed out by one CAS on the tail, each guarded by
+//! a per-slot lap stamp, and a receiver that never writes the packets (the
+//! form of Vyukov's bounded MPMC queue, here many-to-one); the modern
+//! comparison point for LC98's algorithms, and the default.
 //!
-//! A sender reads the tail position `p` (lap `p / len`, slot `p mod len`)
-//! and the slot's handshake word:
+//! # Packets
 //!
-//! * FREE for lap `p / len`: one CAS of the word to CLAIMED (with the
-//!   sender's pid) makes position `p` the sender's; it then moves the tail
-//!   from `p` to `p + 1` (a CAS that fails when another sender helped);
-//! * taken for that lap (CLAIMED or READY), or already freed past it:
-//!   position `p` is someone's, so the sender helps the tail past it and
-//!   re-reads;
-//! * still carrying an older lap: the receiver has not consumed the slot
-//!   yet; the queue is full, so the sender backs off and polls.
+//! The receiver does not free packets ([`Claim::RECEIVER_FREES`] is
+//! false): it reads a message, runs its handler and publishes its head
+//! (the next position to deliver); the packet's word stays as the sender
+//! wrote it. Publishing position `p` (slot `p mod len`, lap `L = p / len`)
+//! stamps the word READY with lap `L + 1`, so a word stamped `L` says
+//! "the previous position of this slot, `p - len`, was published", and it
+//! is consumed once the head is past it. A sender reads the tail `p` and
+//! the slot's word:
 //!
-//! Why the slot first: a position is owned from the instant its word says
-//! so, and the word names the owner. A sender killed at any instruction
-//! leaves either nothing (before its CAS), or a CLAIMED word with its pid
-//! (which the receiver recovers once the pid is dead) and possibly a tail
-//! that lags by one (which the next sender moves on). No live sender's
-//! message is stranded behind a dead one's. Claiming the tail first (the
-//! previous form of this algorithm) left a window in which a dead sender
-//! owned a position whose word still read FREE, and the receiver waited
-//! for it forever.
+//! * stamped `L`: if the head (cached in the sender's [`Hint`], re-read
+//!   only when the cached value says the ring is full) is past `p - len`,
+//!   the sender records its intent to take `p` (its own line of
+//!   [`StampTail`], with its pid) and one CAS of the tail from `p` to
+//!   `p + 1` makes `p` its own; it then writes the body and the READY word
+//!   (publish). If the head is not past `p - len`, the ring is full: back
+//!   off and poll;
+//! * stamped `L + 1` or later: `p` was published; re-read the tail;
+//! * stamped earlier: `p - len` was handed out and is not published yet:
+//!   the ring is full.
 //!
-//! State: [`StampTail`], the same two running positions as `lock-free`.
-//! Invariants: a slot's word is FREE for lap `k` exactly until position
-//! `k * len + slot` is claimed, and a claim only succeeds on that word, so
-//! each position is owned once; the tail is at most one position behind
-//! the last claimed position (only the position equal to the tail can be
-//! claimed, and a claimed position at the tail is helped past by anyone
-//! who sees it); FIFO order of positions is the order of delivery.
+//! Why this order: the receiver polls the packet it waits for, so the
+//! packet's line is in its cache. The first write a sender makes to that
+//! line is the publishing one, so a message costs one line transfer, as a
+//! cache-line ping-pong does. Claiming with a CAS on the packet's word
+//! (the previous form of this algorithm) stalled the sender for a whole
+//! coherence round trip before it wrote anything, and under LC98's
+//! handshake the receiver also dirties every packet when it frees it.
+//!
+//! Why the intents: between its tail CAS and its READY store a sender
+//! owns a position the packet does not show. The receiver, finding its
+//! head position handed out (below the tail) and still unpublished, looks
+//! the position up among the intents; if every sender that announced it
+//! is dead, the position is skipped (its word stamped `L + 1`, FREE); a
+//! live one is waited for. A sender killed at any instruction costs at
+//! most its own message.
+//!
+//! # Bulk blocks
+//!
+//! Blocks are freed out of order (with the packets that name them), so
+//! the bulk ring keeps LC98's handshake: the receiver writes a block's
+//! word FREE for its next lap, and a sender claims position `b` when the
+//! word is FREE for lap `b / blocks`, by a CAS on the word (with its pid)
+//! and then on the bulk tail; a dead sender's block is swept by pid.
+//!
+//! State: [`StampTail`]: the two running positions and the intents.
+//! Invariants: each packet position is handed out by exactly one tail
+//! CAS, only when its slot is stamped for the position's lap and the head
+//! is past the slot's previous position; a packet is written only by the
+//! owner of its position (or, for a dead owner, stamped once by the
+//! receiver); the reuse of a packet is ordered after the receiver's
+//! handler by the head's Release store and the sender's Acquire load;
+//! FIFO order of positions is the order of delivery.
 
 use crossbeam_utils::CachePadded;
 
-use super::{Claim, Claimed, Holder};
+use super::{Claim, Claimed, Hint, Holder};
 use crate::error::AmError;
 use crate::layout::{CLAIMED, FREE, Queue, lap_of, word};
 use crate::sync::{AtomicU64, Ordering};
@@ -49,6 +73,10 @@ pub struct StampTail {
     packets: CachePadded<AtomicU64>,
     /// Next bulk position.
     bulk: CachePadded<AtomicU64>,
+    /// Per sender rank: the packet position it is taking or last took, and
+    /// its pid ([`intent`]); 0 if it never sent here. Each sender writes
+    /// only its own, on its own line.
+    intents: [CachePadded<AtomicU64>; crate::MAX_RANKS],
 }
 
 impl StampTail {
@@ -57,8 +85,30 @@ impl StampTail {
         Self {
             packets: CachePadded::new(AtomicU64::new(0)),
             bulk: CachePadded::new(AtomicU64::new(0)),
+            intents: core::array::from_fn(|_| CachePadded::new(AtomicU64::new(0))),
         }
     }
+}
+
+/// Whether `pid` is a dead process (under loom nobody dies).
+#[cfg(not(loom))]
+fn dead(pid: u32) -> bool {
+    crate::claim::lock::dead(pid)
+}
+#[cfg(loom)]
+fn dead(_pid: u32) -> bool {
+    false
+}
+
+/// Bits of a position kept in an intent (positions are compared modulo
+/// 2^40: a stale intent would have to be 10^12 messages old to match).
+const POS_BITS: u32 = 40;
+const POS_MASK: u64 = (1 << POS_BITS) - 1;
+
+/// An intent word: the pid's low 24 bits, then position + 1 (0: none).
+#[inline(always)]
+const fn intent(pid: u32, pos: u64) -> u64 {
+    (((pid as u64) & 0x00ff_ffff) << POS_BITS) | (pos.wrapping_add(1) & POS_MASK)
 }
 
 impl Default for StampTail {
@@ -71,9 +121,69 @@ impl Default for StampTail {
 #[derive(Debug)]
 pub struct Stamp;
 
-/// Claims one position of a ring whose handshake words are `words(i)`.
+/// Takes a packet position for sender `me` (see the module docs): returns
+/// its slot and the word its publication will carry (lap `L + 1`).
 #[inline(always)]
-fn take<'q, F, W>(
+fn take_packet<W>(
+    q: &Queue<'_, StampTail>,
+    me: Holder,
+    hint: &mut Hint,
+    wait: &mut W,
+) -> Result<(usize, u64), AmError>
+where
+    W: FnMut() -> Result<(), AmError>,
+{
+    let tail = &*q.tail.packets;
+    let mine = &*q.tail.intents[me.rank as usize % crate::MAX_RANKS];
+    let len = q.packets.len() as u64;
+    // Acquire (every tail load and CAS here): pairs with the AcqRel tail
+    // CAS of the sender that took the position before, so the stamps we
+    // read next are at least those it saw.
+    let mut p = tail.load(Ordering::Acquire);
+    loop {
+        let slot = q.slot_of(p);
+        let lap = q.lap_at(p);
+        // Acquire: pairs with the Release READY store that stamped it, so
+        // the tail CAS made before that store is visible to our next load.
+        let w = q.packets[slot].state.load(Ordering::Acquire);
+        let ahead = lap_of(w).wrapping_sub(lap) as i32;
+        if ahead > 0 {
+            // `p` is published (or later ones are): the tail is past it.
+            p = tail.load(Ordering::Acquire);
+            continue;
+        }
+        if ahead < 0 || p >= hint.head + len && !consumed(q, hint, p) {
+            // `p - len` is not published, or not consumed yet: full.
+            full(wait)?;
+            p = tail.load(Ordering::Acquire);
+            continue;
+        }
+        // Relaxed: ordered before the tail CAS below (AcqRel), which the
+        // receiver's Acquire tail load in `stranded` pairs with.
+        mine.store(intent(me.pid, p), Ordering::Relaxed);
+        match tail.compare_exchange_weak(p, p + 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return Ok((slot, word(lap.wrapping_add(1), me.pid, CLAIMED))),
+            Err(now) => p = now,
+        }
+    }
+}
+
+/// Whether position `p - len` is consumed, re-reading the receiver's head
+/// into `hint`.
+#[cold]
+#[inline(never)]
+fn consumed(q: &Queue<'_, StampTail>, hint: &mut Hint, p: u64) -> bool {
+    // Acquire: pairs with the receiver's Release store of its head after
+    // the handler of position `p - len` returned; our writes to the packet
+    // come after its reads.
+    hint.head = q.head.pos.load(Ordering::Acquire);
+    p < hint.head + q.packets.len() as u64
+}
+
+/// Claims one position of a ring whose words the receiver frees (the
+/// bulk ring): `words(i)` is the handshake word of slot `i`.
+#[inline(always)]
+fn take_freed<'q, F, W>(
     tail: &AtomicU64,
     len: usize,
     words: F,
@@ -93,14 +203,13 @@ where
         let state = words(slot);
         // Acquire: pairs with the receiver's Release store that freed the
         // slot for this lap (its reads of the old contents happen before
-        // our writes) and with the claimer's Release tail CAS below (the
-        // tail it moved is visible to our next tail load).
+        // our writes).
         let w = state.load(Ordering::Acquire);
         let behind = lap.wrapping_sub(lap_of(w)) as i32;
         if w == word(lap, 0, FREE) {
             let c = word(lap, pid, CLAIMED);
-            // Acquire on success: as for the load above, for the word we
-            // replace. Relaxed on failure: we re-read the word.
+            // Acquire on success: as for the load above. Relaxed on
+            // failure: we re-read the word.
             if state
                 .compare_exchange(w, c, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
@@ -121,8 +230,6 @@ where
         }
         // Position `p` is taken (this lap's word is CLAIMED or READY) or
         // long gone (the word is at a later lap): help the tail past it.
-        // The value a failed CAS reads is never `p` again (the tail only
-        // grows), so the loop moves on.
         p = match tail.compare_exchange(p, p + 1, Ordering::Relaxed, Ordering::Relaxed) {
             Ok(_) => p + 1,
             Err(now) => now,
@@ -141,7 +248,38 @@ where
 
 impl Claim for Stamp {
     const NAME: &'static str = "stamp";
+    const RECEIVER_FREES: bool = false;
     type Tail = StampTail;
+
+    /// Handed out: below the tail (and, as the caller knows, unpublished).
+    #[inline(always)]
+    fn stranded(tail: &Self::Tail, pos: u64) -> bool {
+        // Acquire: pairs with the senders' AcqRel tail CAS, so the intent
+        // stored before it is visible to `owner_dead`.
+        tail.packets.load(Ordering::Acquire) > pos
+    }
+
+    /// Every sender whose intent names `pos` is dead (and there is one).
+    /// A live one may own it and be about to publish; a stale intent of a
+    /// live sender (it lost the tail CAS for `pos` and has not announced
+    /// its next try yet) is waited for too, so a live owner is never
+    /// skipped.
+    #[cold]
+    fn owner_dead(tail: &Self::Tail, pos: u64) -> bool {
+        let want = pos.wrapping_add(1) & POS_MASK;
+        let mut any = false;
+        for i in &tail.intents {
+            // Relaxed: see `stranded`.
+            let v = i.load(Ordering::Relaxed);
+            if v & POS_MASK == want {
+                if !dead((v >> POS_BITS) as u32) {
+                    return false;
+                }
+                any = true;
+            }
+        }
+        any
+    }
 
     unsafe fn init(tail: *mut Self::Tail) {
         // SAFETY: the caller's contract.
@@ -152,6 +290,7 @@ impl Claim for Stamp {
     fn claim<W>(
         q: &Queue<'_, Self::Tail>,
         me: Holder,
+        hint: &mut Hint,
         bulk: bool,
         wait: &mut W,
     ) -> Result<Claimed, AmError>
@@ -159,7 +298,7 @@ impl Claim for Stamp {
         W: FnMut() -> Result<(), AmError>,
     {
         let bulk = if bulk {
-            Some(take(
+            Some(take_freed(
                 &q.tail.bulk,
                 q.bulk.len(),
                 |i| &*q.bulk[i],
@@ -169,13 +308,7 @@ impl Claim for Stamp {
         } else {
             None
         };
-        let (slot, word) = take(
-            &q.tail.packets,
-            q.packets.len(),
-            |i| &q.packets[i].state,
-            me.pid,
-            wait,
-        )?;
+        let (slot, word) = take_packet(q, me, hint, wait)?;
         Ok(Claimed { slot, word, bulk })
     }
 }
