@@ -29,15 +29,22 @@
 //! +----------------+-----------------+----------+
 //! ```
 //!
-//! `state` is FREE -> CLAIMED -> READY (or READY_BULK) -> FREE (LC98 §3).
-//! Senders move FREE -> CLAIMED (the claim algorithm) and CLAIMED -> READY
-//! (after filling the packet, with a Release store); the receiver moves
-//! READY -> FREE after the handler returns (Release store) and bumps `lap`.
-//! `lap` counts how many times the receiver has freed the slot: the `stamp`
-//! algorithm uses it to tell "free for my lap" from "not yet consumed from
-//! the previous lap"; the LC98 algorithms ignore it. `owner pid` is written
-//! by the claim so that a receiver facing a CLAIMED slot whose owner has
-//! died can recover it.
+//! Under LC98's handshake (every algorithm but `stamp`), `state` is FREE ->
+//! CLAIMED -> READY (or READY_BULK) -> FREE (LC98 §3). Senders move FREE ->
+//! CLAIMED (the claim algorithm) and CLAIMED -> READY (after filling the
+//! packet, with a Release store); the receiver moves READY -> FREE after
+//! the handler returns (Release store) and bumps `lap`, which counts how
+//! many times the receiver has freed the slot. `owner pid` is written by
+//! the claim so that a receiver facing a CLAIMED slot whose owner has died
+//! can recover it.
+//!
+//! Under `stamp` the receiver never writes a packet's word
+//! ([`Claim::RECEIVER_FREES`](crate::Claim::RECEIVER_FREES) is false): the
+//! sender of position `p` stores READY with lap `p / len + 1`, the
+//! receiver delivers a word only if it carries its head position's lap,
+//! and it publishes its head (`HeadInfo::pos`, Release, after the handler)
+//! so that senders know which packets are consumed. Bulk blocks keep
+//! LC98's handshake under every algorithm (they are freed out of order).
 
 use crossbeam_utils::CachePadded;
 
@@ -124,9 +131,10 @@ pub type BulkSlot = CachePadded<AtomicU64>;
 #[repr(C)]
 #[derive(Debug)]
 pub struct HeadInfo {
-    /// Next position to deliver (slot = `pos % packets`). Written only by
-    /// the receiving endpoint (an atomic so that the segment holds no plain
-    /// shared data; Relaxed everywhere).
+    /// Every position below it is consumed: the receiver stores it (Release)
+    /// after each handler returns, and `stamp`'s senders load it (Acquire)
+    /// to know a packet may be reused. The receiver's own copy of its head
+    /// is private ([`Queue::word_at`]); this one is only published.
     pub(crate) pos: AtomicU64,
     /// Messages delivered from this queue.
     pub(crate) delivered: AtomicU64,

@@ -70,10 +70,9 @@ const CLAIMS: &[Claim] = &[
     },
     Claim {
         key: "rtt-vs-pingpong",
-        paper: "Target (this harness's issue, not LC98): `lock-free` and `stamp` round trips within 2.5x of a \
-                cache-line ping-pong measured in the same run.",
-        rule: "the round trips of `lock-free` and `stamp`, each over the cache-line ping-pong's, are at most \
-               2.5",
+        paper: "Target (this project's, not LC98's): the default algorithm's round trip (`stamp`) within 2.5x \
+                of a cache-line ping-pong measured in the same run; LC98's `lock-free` is shown beside it.",
+        rule: "`stamp`'s round trip over the cache-line ping-pong's is at most 2.5",
         needs: Needs::cores(2),
     },
 ];
@@ -365,7 +364,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 notes.push(format!(
                     "`lock-free`'s second CAS is made on a line already in the sender's cache; a send is \
                      dominated by the cache miss on the packet's state word, last written by the receiver \
-                     when it freed the packet. In this run `lock-free`'s o_s differs from the simple locks' by \
+                     when it freed the packet (LC98's handshake). In this run `lock-free`'s o_s differs from the simple locks' by \
                      {} and its g by {}; LC98's second CAS cost about 90 ns next to a 480 ns miss.",
                     ns(lf_os.value - s_os.value),
                     ns(lf_g.value - s_g.value),
@@ -388,15 +387,22 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     findings.push(match all(&["lock-free", "stamp"], "rtt_vs_pingpong") {
         Err(f) => f,
         Ok(rs) => {
-            let outcome = rule::Outcome::all(rs.iter().map(|(_, r)| rule::at_most(*r, TARGET)));
+            let outcome = rule::Outcome::all(
+                rs.iter()
+                    .filter(|(s, _)| *s == "stamp")
+                    .map(|(_, r)| rule::at_most(*r, TARGET)),
+            );
             if let (Some(pp), rule::Outcome::Fails | rule::Outcome::Tie) =
                 (est(PINGPONG, "rtt_ns"), &outcome)
             {
                 notes.push(format!(
-                    "A short message moves more than one cache line each way: the sender claims the packet \
-                     (its state word was last written by the receiver when it freed the packet) and fills it, \
-                     the receiver reads it and frees it; the ping-pong ({} here) moves exactly one line each \
-                     way.",
+                    "The ping-pong ({} here) bounces one line that both sides keep polling. A `stamp` message \
+                     moves its packet's line once (the sender's first write to it is the publishing one, and \
+                     the receiver never writes it), but each message goes to the next packet of a ring, so \
+                     the receiver's first look at that packet, and the sender's write to it, find lines that \
+                     have left the caches of a 256-packet ring's worth of traffic; under LC98's handshake \
+                     (`lock-free`) the receiver also writes every packet when it frees it, which the next \
+                     claim fetches back.",
                     ns(pp.value)
                 ));
             }

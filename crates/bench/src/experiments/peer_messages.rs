@@ -91,6 +91,13 @@ const CLAIMS: &[Claim] = &[
                message is at least 5x `am-stamp`'s",
         needs: Needs::cores(CONTENDED as usize + 1),
     },
+    Claim {
+        key: "one-writer-vs-queue",
+        paper: "Target (this project's): many-to-one with one writer (LC98 §4.2's uncontended point) at most 2x \
+                the in-process queue.",
+        rule: "with one writer, `am-stamp`'s time per message is at most 2x `crossbeam-arrayqueue`'s",
+        needs: Needs::cores(2),
+    },
 ];
 
 const STAMP: &str = "am-stamp";
@@ -399,6 +406,13 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             findings.push(why);
         }
     }
+    findings.push(compare(
+        mto_e(STAMP, 1),
+        mto_e(CROSSBEAM, 1),
+        "1 writer: am-stamp / arrayqueue",
+        rule::at_most,
+        VS_QUEUE,
+    ));
 
     let mut header = vec!["series".to_string(), "RTT".to_string()];
     for w in &writers {
