@@ -33,6 +33,12 @@ pub(crate) struct Kid {
 
 impl Kid {
     pub(crate) fn start(job: &Job, rank: u32, args: &[&str]) -> Kid {
+        Kid::start_with(job, rank, args, Stdio::inherit())
+    }
+
+    /// As [`Kid::start`], with the child's stderr sent to `stderr` (tests
+    /// whose children are expected to fail loudly pass `Stdio::null()`).
+    pub(crate) fn start_with(job: &Job, rank: u32, args: &[&str], stderr: Stdio) -> Kid {
         let mut cmd = Command::new(SELFTEST);
         cmd.args(args)
             .env(job::ENV_JOB, &job.name)
@@ -40,7 +46,7 @@ impl Kid {
             .env(job::ENV_SIZE, job.size.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(stderr);
         // SAFETY: prctl is async-signal-safe and only sets the child's
         // parent-death signal, so a test killed midway takes its ranks along.
         unsafe {
