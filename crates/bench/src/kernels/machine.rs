@@ -72,6 +72,20 @@ fn per_op(iters: u64, f: impl Fn()) -> f64 {
     t.elapsed().as_nanos() as f64 / iters as f64
 }
 
+/// The harness's placement probe: the median of three cache-line round
+/// trips between CPUs 0 and 1 (a few milliseconds), in ns; `None` on a
+/// machine with one CPU. Taken before and after each experiment and kept
+/// in its provenance: on a virtual machine the host may move the virtual
+/// CPUs between runs (or during one), which changes every timing that
+/// involves two cores together, and the probe shows when it happened.
+pub fn core_probe_ns() -> Option<f64> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cpus >= 2).then(|| {
+        let s = repeat(3, || cacheline_rtt((0, 1), 20_000));
+        s.median
+    })
+}
+
 /// Two pinned threads bounce one cache line: ns per round trip.
 fn cacheline_rtt(cpus: (usize, usize), rounds: u64) -> f64 {
     let line = CachePadded::new(AtomicU64::new(0));

@@ -26,7 +26,18 @@ pub struct Provenance {
     pub seconds: f64,
     /// Logical CPUs of the machine it ran on.
     pub cores: usize,
+    /// The placement probe ([`crate::kernels::machine::core_probe_ns`]):
+    /// the cache-line round trip between CPUs 0 and 1 just before and just
+    /// after the experiment, in ns; empty if not taken (one CPU, or a
+    /// record written before the probe existed).
+    #[serde(default)]
+    pub core_rtt_ns: Vec<f64>,
 }
+
+/// How much the probe may move during an experiment before the report
+/// says the placement changed (the probe's own spread between repeats is
+/// a few percent; a host moving virtual CPUs changes it severalfold).
+pub const PROBE_CHANGE: f64 = 1.5;
 
 impl Provenance {
     /// The provenance of experiment `id` run on `m` (whose commit, command
@@ -40,6 +51,21 @@ impl Provenance {
             started_utc,
             seconds,
             cores: m.cores(),
+            core_rtt_ns: Vec::new(),
+        }
+    }
+
+    /// With the placement probe taken before and after the run.
+    pub fn with_probe(mut self, before: Option<f64>, after: Option<f64>) -> Provenance {
+        self.core_rtt_ns = before.into_iter().chain(after).collect();
+        self
+    }
+
+    /// Whether the probe moved by more than [`PROBE_CHANGE`] during the run.
+    pub fn placement_changed(&self) -> bool {
+        match self.core_rtt_ns[..] {
+            [a, b] if a > 0.0 && b > 0.0 => a.max(b) / a.min(b) > PROBE_CHANGE,
+            _ => false,
         }
     }
 
@@ -71,10 +97,23 @@ impl Provenance {
             .map_err(|e| format!("{}: not a provenance record: {e}", path.display()))
     }
 
-    /// One line for the report: commit, mode, start, duration, command.
+    /// One line for the report: commit, mode, start, duration, command,
+    /// and the placement probe if it was taken.
     pub fn markdown(&self) -> String {
+        let probe = match self.core_rtt_ns[..] {
+            [a, b] => format!(
+                "; cache-line round trip between CPUs 0 and 1: {a:.0} ns before, {b:.0} ns after{}",
+                if self.placement_changed() {
+                    " (the placement of the CPUs changed during this run, so its points were not all \
+                     measured on the same machine)"
+                } else {
+                    ""
+                }
+            ),
+            _ => String::new(),
+        };
         format!(
-            "commit `{}`, {} mode, started {}, {:.0} s, command `{}`",
+            "commit `{}`, {} mode, started {}, {:.0} s, command `{}`{probe}",
             self.commit,
             self.mode,
             self.started_utc,
@@ -95,7 +134,23 @@ mod tests {
         let m = Machine::detect(true);
         let p = Provenance::new("spin-counter", &m, "2026-01-01T00:00:00Z".into(), 1.5);
         p.write(&dir).unwrap();
-        assert_eq!(Provenance::read(&dir, "spin-counter").unwrap(), Some(p));
+        assert_eq!(
+            Provenance::read(&dir, "spin-counter").unwrap(),
+            Some(p.clone())
+        );
+        assert!(!p.markdown().contains("round trip"));
+        // With the probe; a record without it (older runs) still reads.
+        let moved = p.clone().with_probe(Some(65.0), Some(340.0));
+        assert!(moved.placement_changed());
+        assert!(moved.markdown().contains("65 ns before, 340 ns after"));
+        assert!(moved.markdown().contains("changed during this run"));
+        let steady = p.with_probe(Some(65.0), Some(70.0));
+        assert!(!steady.placement_changed() && !steady.markdown().contains("changed"));
+        steady.write(&dir).unwrap();
+        assert_eq!(
+            Provenance::read(&dir, "spin-counter").unwrap(),
+            Some(steady)
+        );
         assert_eq!(Provenance::read(&dir, "nope").unwrap(), None);
         std::fs::write(dir.join("bad.provenance.json"), "{").unwrap();
         assert!(
