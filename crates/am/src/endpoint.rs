@@ -163,6 +163,24 @@ struct Stall {
     since: Option<Instant>,
 }
 
+impl Stall {
+    /// Starts counting afresh if the head moved or its word changed;
+    /// whether it did.
+    #[inline(always)]
+    fn restart(&mut self, pos: u64, word: u64) -> bool {
+        let fresh = self.pos != pos || self.word != word;
+        if fresh {
+            *self = Stall {
+                pos,
+                word,
+                count: 0,
+                since: None,
+            };
+        }
+        fresh
+    }
+}
+
 /// What is known of a peer that is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Gone {
@@ -1089,13 +1107,7 @@ impl<C: Claim, S> Core<C, S> {
     #[inline]
     fn stalled(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
         let s = &mut self.stall[which];
-        if s.pos != pos || s.word != w {
-            *s = Stall {
-                pos,
-                word: w,
-                count: 0,
-                since: None,
-            };
+        if s.restart(pos, w) {
             return;
         }
         s.count = s.count.wrapping_add(1);
@@ -1133,14 +1145,7 @@ impl<C: Claim, S> Core<C, S> {
             }
             _ if C::SKIP_SLOW => {
                 let s = &mut self.stall[which];
-                if s.pos != pos || s.word != w {
-                    *s = Stall {
-                        pos,
-                        word: w,
-                        count: 0,
-                        since: None,
-                    };
-                }
+                s.restart(pos, w);
                 let since = *s.since.get_or_insert_with(Instant::now);
                 if (now && s.count > 0) || since.elapsed() >= SKIP_AFTER {
                     if self.skip(q, which, pos, w) {

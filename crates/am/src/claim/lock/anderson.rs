@@ -61,10 +61,7 @@ unsafe impl ShmLock for AndersonPid {
 
     #[inline]
     fn lock(&self, me: Holder) -> (Holder, u32) {
-        self.records.announce(me);
-        // AcqRel: Release publishes the announcement (see `Records`).
-        let t = self.next.fetch_add(1, Ordering::AcqRel);
-        self.records.ticketed(me, t);
+        let t = self.records.take(&self.next, me);
         let flag = &self.flags[(t % N) as usize];
         let mut spins = 0u32;
         // Acquire: pairs with the Release store that handed us the flag.

@@ -36,7 +36,7 @@ use crossbeam_utils::CachePadded;
 pub use super::Holder;
 
 use crate::segment::pid_alive;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// Fruitless spins between two looks for a dead holder.
 pub const CHECK_SPINS: u32 = 1 << 14;
@@ -101,23 +101,22 @@ impl Records {
         &self.slots[me.rank as usize % crate::MAX_RANKS]
     }
 
-    /// Announces that `me` is about to take a ticket. Must come before the
-    /// ticket's RMW (which is Release, so a waiter that acquires a ticket
-    /// counter past ours also sees the announcement).
+    /// Takes a ticket from `next` for `me`, recorded: announces first
+    /// (PENDING), then the fetch-and-add, then the ticket (TICKETED), so
+    /// that whoever holds a ticket is always found, or is one of the
+    /// announced ranks.
     #[inline(always)]
-    pub(crate) fn announce(&self, me: Holder) {
-        // Relaxed: ordered before the ticket RMW's Release (see above).
-        self.slot(me)
-            .store(record(0, me.pid, PENDING), Ordering::Relaxed);
-    }
-
-    /// Records that `me` holds or waits with `ticket`.
-    #[inline(always)]
-    pub(crate) fn ticketed(&self, me: Holder, ticket: u32) {
-        // Release: a stuck waiter's Acquire scan sees it with the ticket
-        // RMW before it.
-        self.slot(me)
-            .store(record(ticket, me.pid, TICKETED), Ordering::Release);
+    pub(crate) fn take(&self, next: &AtomicU32, me: Holder) -> u32 {
+        let slot = self.slot(me);
+        // Relaxed: ordered before the ticket RMW's Release (a waiter that
+        // acquires a ticket counter past ours sees the announcement).
+        slot.store(record(0, me.pid, PENDING), Ordering::Relaxed);
+        // AcqRel: Release for the announcement above.
+        let t = next.fetch_add(1, Ordering::AcqRel);
+        // Release: a stuck waiter's Acquire scan sees the record with the
+        // ticket RMW before it.
+        slot.store(record(t, me.pid, TICKETED), Ordering::Release);
+        t
     }
 
     /// Records that `me` has released its ticket.
@@ -133,7 +132,7 @@ impl Records {
         let mut pending_dead = false;
         let mut pending_live = false;
         for s in &self.slots {
-            // Acquire: pairs with `ticketed`'s Release.
+            // Acquire: pairs with the TICKETED record's Release in `take`.
             let w = s.load(Ordering::Acquire);
             let pid = ((w >> 8) & 0x00ff_ffff) as u32;
             match w & 0xff {

@@ -49,12 +49,7 @@ unsafe impl ShmLock for TicketPid {
 
     #[inline]
     fn lock(&self, me: Holder) -> (Holder, u32) {
-        self.records.announce(me);
-        // AcqRel: Release publishes the announcement to a waiter that
-        // reads `next` past our ticket; Acquire is not needed for the
-        // ticket itself but keeps the pair simple.
-        let t = self.next.fetch_add(1, Ordering::AcqRel);
-        self.records.ticketed(me, t);
+        let t = self.records.take(&self.next, me);
         let mut spins = 0u32;
         // Acquire: pairs with the previous holder's Release store.
         while self.serving.load(Ordering::Acquire) != t {
