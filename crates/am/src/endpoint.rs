@@ -961,10 +961,7 @@ impl<C: Claim, S> Core<C, S> {
             };
             q.free(pos, w, bulk_slot, C::RECEIVER_FREES);
             core.stats.delivered += 1;
-            q.head.delivered.store(
-                q.head.delivered.load(Ordering::Relaxed) + 1,
-                Ordering::Relaxed,
-            );
+            bump(&q.head.delivered);
             delivered += 1;
             result?;
         }
@@ -1136,10 +1133,7 @@ impl<C: Claim, S> Core<C, S> {
                 // and its bulk block (taken before the position) swept.
                 if self.skip(q, which, pos, w) {
                     self.stats.recovered_packets += 1;
-                    q.head.recovered.store(
-                        q.head.recovered.load(Ordering::Relaxed) + 1,
-                        Ordering::Relaxed,
-                    );
+                    bump(&q.head.recovered);
                 }
                 self.sweep_dead_bulk(q, which);
             }
@@ -1166,26 +1160,12 @@ impl<C: Claim, S> Core<C, S> {
     /// finds it stamped as a consumed one.
     #[cold]
     fn skip(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) -> bool {
-        let packet = &q.packets[q.slot_of(pos)];
-        // Release: a sender's claim CAS on the next lap acquires it (there
-        // is nothing of ours in the slot to publish, but the order keeps
-        // the lap sequence the one the receiver sees). Relaxed on failure:
-        // a sender claimed it meanwhile and will make it READY.
-        if packet
-            .state
-            .compare_exchange(
-                w,
-                word(lap_of(w).wrapping_add(1), 0, FREE),
-                Ordering::Release,
-                Ordering::Relaxed,
-            )
-            .is_ok()
-        {
-            self.head[which] = pos + 1;
-            q.advance(pos);
-            return true;
+        if !next_lap(q, pos, w) {
+            return false;
         }
-        false
+        self.head[which] = pos + 1;
+        q.advance(pos);
+        true
     }
 
     #[cold]
@@ -1195,24 +1175,8 @@ impl<C: Claim, S> Core<C, S> {
         if pid == 0 || pid == self.pid & 0x00ff_ffff || pid_alive(pid) {
             return;
         }
-        if C::RECEIVER_FREES {
-            let len = q.packets.len() as u64;
-            let packet = &q.packets[(pos % len) as usize];
-            // AcqRel: the owner is dead, so nobody else writes the word;
-            // the CAS guards against misreading a word that changed
-            // meanwhile.
-            if packet
-                .state
-                .compare_exchange(
-                    w,
-                    word(lap_of(w).wrapping_add(1), 0, FREE),
-                    Ordering::AcqRel,
-                    Ordering::Relaxed,
-                )
-                .is_err()
-            {
-                return;
-            }
+        if C::RECEIVER_FREES && !next_lap(q, pos, w) {
+            return;
         }
         // Where the receiver does not free packets, moving the head past
         // the dead claim is all: the word, stamped for this lap, reads as
@@ -1220,10 +1184,7 @@ impl<C: Claim, S> Core<C, S> {
         self.head[which] = pos + 1;
         q.advance(pos);
         self.stats.recovered_packets += 1;
-        q.head.recovered.store(
-            q.head.recovered.load(Ordering::Relaxed) + 1,
-            Ordering::Relaxed,
-        );
+        bump(&q.head.recovered);
         self.sweep_dead_bulk(q, which);
     }
 
@@ -1269,14 +1230,34 @@ impl<C: Claim, S> Core<C, S> {
                     .is_ok()
                 {
                     self.stats.recovered_bulk += 1;
-                    q.head.recovered_bulk.store(
-                        q.head.recovered_bulk.load(Ordering::Relaxed) + 1,
-                        Ordering::Relaxed,
-                    );
+                    bump(&q.head.recovered_bulk);
                 }
             }
         }
     }
+}
+
+/// Moves the word `w` of the packet at `pos` to FREE for its next lap, if
+/// it still is `w` (nobody else writes it: its owner is dead, or it was
+/// handed out and never claimed); whether it did. AcqRel: Acquire for what
+/// a dead owner wrote, Release for the sender that claims the next lap.
+fn next_lap<T>(q: &Queue<'_, T>, pos: u64, w: u64) -> bool {
+    q.packets[q.slot_of(pos)]
+        .state
+        .compare_exchange(
+            w,
+            word(lap_of(w).wrapping_add(1), 0, FREE),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        )
+        .is_ok()
+}
+
+/// Adds one to a counter that only this receiver writes (a mirror of its
+/// statistics in the shared head, for diagnostics).
+fn bump(counter: &crate::sync::AtomicU64) {
+    // Relaxed: only we write it, and nothing is ordered by it.
+    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
 
 /// Backoff of the `n`-th consecutive unsuccessful wait: exponential spins
