@@ -385,7 +385,7 @@ fn check_user<C: Claim, S>(
         return Err(AmError::TooManyArgs { given: args.len() });
     }
     if let Some(d) = data {
-        let max = core.own.config().bulk_bytes as usize; // the validated copy
+        let max = core.own.config().bulk_bytes as usize;
         if d.len() > max {
             return Err(AmError::BulkTooLarge {
                 given: d.len(),
@@ -673,7 +673,7 @@ impl<C: Claim, S> Endpoint<C, S> {
     pub fn debug_abandon_claim(&mut self, dest: u32, bulk: bool) -> Result<(), AmError> {
         let q = self.core.queue(dest, REQUESTS)?;
         let me = Holder {
-            pid: std::process::id(),
+            pid: self.core.pid,
             rank: self.core.rank,
         };
         let mut hint = self.core.hints[dest as usize][REQUESTS];
@@ -742,22 +742,15 @@ impl<C: Claim, S> Core<C, S> {
     /// Whether `rank` is alive and open; a failure is remembered (so later
     /// requests to it fail at once) and returned.
     fn check_peer(&mut self, rank: u32) -> Result<(), AmError> {
-        if rank == self.rank {
+        let Some(g) = self.look(rank) else {
             return Ok(());
-        }
-        if let Some((g, _)) = self.gone.get(rank as usize).copied().flatten() {
-            return Err(g.error(rank));
-        }
-        match self.look(rank) {
-            Some(g) => {
-                self.gone[rank as usize] = Some((g, false));
-                Err(g.error(rank))
-            }
-            None => Ok(()),
-        }
+        };
+        self.gone[rank as usize].get_or_insert((g, false));
+        Err(g.error(rank))
     }
 
-    /// Whether `rank` is gone, looked up afresh (nothing remembered).
+    /// Whether `rank` is gone: as remembered, else looked up (a closed
+    /// flag, a dead owner) without remembering it.
     fn look(&self, rank: u32) -> Option<Gone> {
         if rank == self.rank {
             return None;
@@ -902,7 +895,7 @@ impl<C: Claim, S> Core<C, S> {
                     let q = core.queue(core.rank, which)?;
                     let pos = core.head[which];
                     let w = q.word_at(pos);
-                    core.unstick(&q, which, pos, w, true);
+                    core.unstick(&q, which, pos, w);
                     core.sweep_dead_bulk(&q, which);
                 }
                 if core.stats.recovered_packets + core.stats.skipped > before {
@@ -1088,17 +1081,6 @@ impl<C: Claim, S> Core<C, S> {
         Ok(())
     }
 
-    /// Whether the head at `pos` (word `w`, not a message) is held up by a
-    /// sender: a packet claimed for this position, or a position handed
-    /// out whose packet does not show it yet.
-    #[inline(always)]
-    fn stuck_on(&self, q: &Queue<'_, C::Tail>, pos: u64, w: u64) -> bool {
-        match state_of(w) {
-            CLAIMED if C::RECEIVER_FREES || lap_of(w) == q.claimed_lap(pos) => true,
-            _ => C::stranded(q.tail, pos),
-        }
-    }
-
     /// The head holds no message: after a while, repair it if a sender
     /// holds it up and can be got past.
     #[inline]
@@ -1109,25 +1091,25 @@ impl<C: Claim, S> Core<C, S> {
         }
         s.count = s.count.wrapping_add(1);
         if s.count.is_multiple_of(STALL_CHECK) {
-            self.unstick(q, which, pos, w, false);
+            self.unstick(q, which, pos, w);
         }
     }
 
-    /// Repairs the head of own queue `which` at `pos` (word `w`) if it can
-    /// be: a packet CLAIMED by a dead process is freed; a handed-out
-    /// position that stayed FREE for [`SKIP_AFTER`] is skipped. `now`:
-    /// the caller has waited long enough already (`poll_until`'s checks),
-    /// so the clock starts at the first look instead of the second.
+    /// Repairs the head of own queue `which` at `pos` (word `w`, not a
+    /// message) if a sender holds it up and can be got past: a packet
+    /// CLAIMED for this position by a dead process is recovered; a
+    /// position handed out and not shown by its packet is skipped if its
+    /// owner is dead, or (`lock-free`) once it has been stuck for
+    /// [`SKIP_AFTER`] (timed from the first look: `poll_until` looks every
+    /// 20 ms, a polling loop every [`STALL_CHECK`] polls).
     #[cold]
     #[inline(never)]
-    fn unstick(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64, now: bool) {
-        if !self.stuck_on(q, pos, w) {
-            return;
-        }
+    fn unstick(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
         match state_of(w) {
             CLAIMED if C::RECEIVER_FREES || lap_of(w) == q.claimed_lap(pos) => {
                 self.recover(q, which, pos, w);
             }
+            _ if !C::stranded(q.tail, pos) => {}
             _ if C::owner_dead(q.tail, pos) => {
                 // A dead sender's position: counted as its claim would be,
                 // and its bulk block (taken before the position) swept.
@@ -1141,12 +1123,8 @@ impl<C: Claim, S> Core<C, S> {
                 let s = &mut self.stall[which];
                 s.restart(pos, w);
                 let since = *s.since.get_or_insert_with(Instant::now);
-                if (now && s.count > 0) || since.elapsed() >= SKIP_AFTER {
-                    if self.skip(q, which, pos, w) {
-                        self.stats.skipped += 1;
-                    }
-                } else if now {
-                    s.count = s.count.max(1);
+                if since.elapsed() >= SKIP_AFTER && self.skip(q, which, pos, w) {
+                    self.stats.skipped += 1;
                 }
             }
             _ => {}

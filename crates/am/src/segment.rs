@@ -164,6 +164,25 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Nothing read yet (a mapping whose header `validate` has not copied;
+    /// never used for a view).
+    const UNREAD: Snapshot = Snapshot {
+        version: 0,
+        header_bytes: 0,
+        total_bytes: 0,
+        algorithm: [0; 16],
+        config: Config {
+            packets: 0,
+            bulk_blocks: 0,
+            bulk_bytes: 0,
+        },
+        packet_bytes: 0,
+        tail_bytes: 0,
+        rank: 0,
+        size: 0,
+        owner_pid: 0,
+    };
+
     /// Reads every plain field of the header at `h` once.
     ///
     /// # Safety
@@ -494,22 +513,7 @@ impl Segment {
             name: name.to_string(),
             base,
             len,
-            snap: Snapshot {
-                version: 0,
-                header_bytes: 0,
-                total_bytes: 0,
-                algorithm: [0; 16],
-                config: Config {
-                    packets: 0,
-                    bulk_blocks: 0,
-                    bulk_bytes: 0,
-                },
-                packet_bytes: 0,
-                tail_bytes: 0,
-                rank: 0,
-                size: 0,
-                owner_pid: 0,
-            },
+            snap: Snapshot::UNREAD,
         };
         seg.snap = seg.validate::<C>(start, timeout)?;
         Ok(seg)

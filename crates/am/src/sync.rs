@@ -8,7 +8,8 @@
 pub(crate) use symmetry_locks::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// One iteration of a busy-wait loop (a model-checker yield under loom).
-#[cfg_attr(loom, allow(unused_imports))] // used by the endpoint's backoff only
+#[cfg_attr(loom, allow(unused_imports))]
+// spin waits outside the loom models (backoff, claim locks)
 pub(crate) use symmetry_locks::sync::spin_hint;
 
 /// An `UnsafeCell` whose accesses loom checks for data races.

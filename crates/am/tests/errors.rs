@@ -20,17 +20,9 @@ use symmetry_am::claim::{LockFree, Stamp};
 use symmetry_am::segment::{self, MAGIC, Segment, VERSION};
 use symmetry_am::{AmError, Claim, Config, Endpoint, Job, Msg, Token, USER_HANDLERS, job};
 
-const SELFTEST: &str = env!("CARGO_BIN_EXE_am-selftest");
+mod common;
 
-const CFG: Config = Config {
-    packets: 4,
-    bulk_blocks: 2,
-    bulk_bytes: 1024,
-};
-
-/// How long an open waits for a segment that will never be right. The
-/// outcome does not depend on it (nothing else creates these names).
-const SHORT: Duration = Duration::from_millis(20);
+use common::{CFG, SELFTEST, SHORT};
 
 /// A unique segment name of this test process, unlinked on drop.
 struct ShmName {

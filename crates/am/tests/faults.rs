@@ -54,6 +54,17 @@ struct Seen {
     bad: Vec<String>,
 }
 
+impl Seen {
+    fn new(size: u32) -> Seen {
+        Seen {
+            got: Default::default(),
+            last: vec![None; size as usize],
+            survivor: 0,
+            bad: Vec::new(),
+        }
+    }
+}
+
 fn on_request<C: Claim>(t: &mut Token<'_, C, Seen>, m: &Msg<'_>) -> Result<(), AmError> {
     let src = t.src();
     let seq = m.args.first().copied().unwrap_or(u64::MAX);
@@ -112,13 +123,7 @@ fn round<C: Claim>(seed: u64) {
     let mut victims: Vec<Kid> = (2..size)
         .map(|r| Kid::start(&job, r, &["send", C::NAME, "0", FOREVER, "--go"]))
         .collect();
-    let seen = Seen {
-        got: Default::default(),
-        last: vec![None; size as usize],
-        survivor: 0,
-        bad: Vec::new(),
-    };
-    let mut ep = Endpoint::<C, Seen>::join(&job, &CFG, seen).expect("rank 0 joins");
+    let mut ep = Endpoint::<C, Seen>::join(&job, &CFG, Seen::new(job.size)).expect("rank 0 joins");
     ep.register(0, on_request::<C>).expect("register");
     survivor.expect("joined");
     for v in &mut victims {
@@ -220,13 +225,7 @@ fn dead_holder_and_waiter<C: Claim>() {
     let k = K.to_string();
     let mut waiter = Kid::start(&job, 2, &["send", C::NAME, "0", &k, "--go"]);
     let mut survivor = Kid::start(&job, 3, &["send", C::NAME, "0", &k, "--go"]);
-    let seen = Seen {
-        got: Default::default(),
-        last: vec![None; 4],
-        survivor: 0,
-        bad: Vec::new(),
-    };
-    let mut ep = Endpoint::<C, Seen>::join(&job, &CFG, seen).expect("rank 0 joins");
+    let mut ep = Endpoint::<C, Seen>::join(&job, &CFG, Seen::new(job.size)).expect("rank 0 joins");
     ep.register(0, on_request::<C>).expect("register");
     holder.expect("held");
     waiter.expect("joined");

@@ -26,15 +26,11 @@ use std::time::Duration;
 use proptest::prelude::*;
 use symmetry_am::claim::{LockFree, Stamp};
 use symmetry_am::segment::{self, HEADER_BYTES, Segment};
-use symmetry_am::{AmError, Claim, Config, Endpoint, Job, Msg, Token, job};
+use symmetry_am::{AmError, Claim, Endpoint, Job, Msg, Token, job};
 
-const CFG: Config = Config {
-    packets: 4,
-    bulk_blocks: 2,
-    bulk_bytes: 1024,
-};
+mod common;
 
-const SHORT: Duration = Duration::from_millis(20);
+use common::{CFG, SELFTEST, SHORT};
 
 /// A writable mapping of an existing segment, as a hostile peer has it.
 struct Raw {
@@ -375,7 +371,7 @@ fn as_nobody(job: &Job, rank: u32) -> Option<std::process::Child> {
         eprintln!("skipped: not root, cannot run a process as another user");
         return None;
     }
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_am-selftest"));
+    let mut cmd = Command::new(SELFTEST);
     cmd.args(["idle", "stamp"])
         .env(job::ENV_JOB, &job.name)
         .env(job::ENV_RANK, rank.to_string())

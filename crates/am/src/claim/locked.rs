@@ -73,30 +73,31 @@ pub struct LockedTail<L> {
 #[derive(Debug)]
 pub struct Locked<L>(PhantomData<fn() -> L>);
 
-/// Where the position at a tail stands, from its slot's handshake word.
-enum At {
-    /// FREE for the position's lap: claimable.
-    Free(u64),
-    /// Taken for that lap, or freed past it: a holder died between
-    /// claiming the slot and moving the tail (the tail lags).
-    Taken,
-    /// Still holding an older lap: the ring is full.
-    Full,
-}
-
-/// Reads the slot of position `pos` of a ring of `len` whose word is `w`.
+/// The next claimable position of a ring of `len` slots whose words are
+/// `words(i)`, under the queue's lock: the position, its slot and word,
+/// after moving `tail` past positions taken for their lap (a holder that
+/// died between claiming the slot and moving the tail); `None` while the
+/// slot at the tail still holds an older lap (the ring is full).
 #[inline(always)]
-fn at(state: &AtomicU64, pos: u64, len: usize) -> At {
-    let lap = (pos / len as u64) as u32;
-    // Acquire: pairs with the receiver's Release store that freed the
-    // slot, so its reads of the old contents happen before our writes.
-    let w = state.load(Ordering::Acquire);
-    if w == word(lap, 0, FREE) {
-        At::Free(w)
-    } else if (lap.wrapping_sub(lap_of(w)) as i32) > 0 {
-        At::Full
-    } else {
-        At::Taken
+fn next_free<'q>(
+    tail: &AtomicU64,
+    len: usize,
+    words: impl Fn(usize) -> &'q AtomicU64,
+) -> Option<(u64, usize, u64)> {
+    loop {
+        // Relaxed: the tails are only touched under the lock.
+        let pos = tail.load(Ordering::Relaxed);
+        let (slot, lap) = ((pos % len as u64) as usize, (pos / len as u64) as u32);
+        // Acquire: pairs with the receiver's Release store that freed the
+        // slot, so its reads of the old contents happen before our writes.
+        let w = words(slot).load(Ordering::Acquire);
+        if w == word(lap, 0, FREE) {
+            return Some((pos, slot, w));
+        }
+        if (lap.wrapping_sub(lap_of(w)) as i32) > 0 {
+            return None;
+        }
+        tail.store(pos + 1, Ordering::Relaxed);
     }
 }
 
@@ -116,35 +117,10 @@ fn claim_locked<L>(
     pid: u32,
     bulk: bool,
 ) -> Option<Claimed> {
-    // Relaxed: `packets`/`bulk` are only touched under the lock.
-    let (pos, w) = loop {
-        let pos = tail.packets.load(Ordering::Relaxed);
-        match at(
-            &q.packets[(pos % q.packets.len() as u64) as usize].state,
-            pos,
-            q.packets.len(),
-        ) {
-            At::Free(w) => break (pos, w),
-            At::Taken => tail.packets.store(pos + 1, Ordering::Relaxed),
-            At::Full => return None,
-        }
-    };
-    let slot = (pos % q.packets.len() as u64) as usize;
+    let (pos, slot, w) = next_free(&tail.packets, q.packets.len(), |i| &q.packets[i].state)?;
     let mut got_bulk = None;
     if bulk {
-        let (bpos, bw) = loop {
-            let bpos = tail.bulk.load(Ordering::Relaxed);
-            match at(
-                &q.bulk[(bpos % q.bulk.len() as u64) as usize],
-                bpos,
-                q.bulk.len(),
-            ) {
-                At::Free(bw) => break (bpos, bw),
-                At::Taken => tail.bulk.store(bpos + 1, Ordering::Relaxed),
-                At::Full => return None,
-            }
-        };
-        let b = (bpos % q.bulk.len() as u64) as usize;
+        let (bpos, b, bw) = next_free(&tail.bulk, q.bulk.len(), |i| &*q.bulk[i])?;
         let bc = word(lap_of(bw), pid, CLAIMED);
         // Relaxed: the next claimer reads it under the lock (whose
         // Release/Acquire orders it); the receiver reads the block only

@@ -3,8 +3,12 @@
 //!
 //! Every algorithm implements [`Claim`], selected at compile time
 //! (`Endpoint<Stamp>`) or by name through [`for_each_claim!`](crate::for_each_claim). The
-//! receiver's side (poll, free, recovery) is the same for all of them: it
-//! only reads the handshake words described in [`crate::layout`].
+//! receiver's side (poll, free, recovery) is one code for all of them,
+//! steered by the trait's constants and hooks: whether the receiver frees
+//! packets ([`Claim::RECEIVER_FREES`]), and how it tells a position a
+//! dead or slow sender holds up ([`Claim::stranded`],
+//! [`Claim::owner_dead`], [`Claim::SKIP_SLOW`]); the handshake words are
+//! described in [`crate::layout`].
 //!
 //! | name | type | LC98 | claim |
 //! |---|---|---|---|
@@ -14,7 +18,7 @@
 //! | `anderson` | [`AndersonClaim`] | §3.1 | Fig. 2 under Anderson's array lock |
 //! | `pthread` | [`PthreadClaim`] | §3.1 | Fig. 2 under a process-shared, robust pthread mutex |
 //! | `lock-free` | [`LockFree`] | §3.2, Fig. 3 | CAS the tail, then CAS the packet FREE -> CLAIMED |
-//! | `stamp` | [`Stamp`] | (modern) | one CAS on the tail, guarded by a per-slot lap stamp |
+//! | `stamp` | [`Stamp`] | (modern) | one CAS on the tail, guarded by a per-slot lap stamp; the receiver publishes its head instead of freeing packets |
 
 use crate::error::AmError;
 use crate::layout::Queue;
@@ -59,8 +63,9 @@ pub struct Hint {
 pub struct Claimed {
     /// Index of the claimed packet in the ring.
     pub slot: usize,
-    /// The packet's handshake word as claimed (state CLAIMED, the lap of the
-    /// slot, the claimer's pid).
+    /// The packet's handshake word as claimed: state CLAIMED, the lap its
+    /// publication carries, the claimer's pid. (`stamp` never stores it:
+    /// its first store to the packet is the READY one, with this lap.)
     pub word: u64,
     /// Index and claimed word of the bulk block, for a bulk claim.
     pub bulk: Option<(usize, u64)>,
@@ -70,10 +75,13 @@ pub struct Claimed {
 ///
 /// # Contract
 ///
-/// `claim` returns only packets (and bulk blocks) whose handshake word it
-/// moved from FREE to CLAIMED (keeping the word's lap, writing `pid`), each
-/// to exactly one caller, and it observes the receiver's Release store that
-/// freed them (Acquire), so that the caller may overwrite the body. While
+/// `claim` returns each packet position (and bulk block) to exactly one
+/// caller, and only once the receiver is done with its previous contents:
+/// it observes (Acquire) the receiver's Release store that freed the
+/// packet (LC98's handshake) or that moved the head past it (`stamp`), so
+/// that the caller may overwrite the body. Where the handshake word is
+/// claimed (FREE to CLAIMED, keeping the lap), the claimer's pid goes into
+/// it; `stamp` records the pid in its tail's intents instead. While
 /// it cannot claim (the queue is full), it calls `wait`, which backs off and
 /// polls the caller's own endpoint (LC98's deadlock avoidance) and returns
 /// an error when the receiver has died; `claim` passes that error on. A
@@ -96,7 +104,7 @@ pub trait Claim: Sized + Send + Sync + 'static {
     /// handshake: FREE for the next lap). If not, the receiver leaves the
     /// word as the sender wrote it and only publishes its head; a sender
     /// then knows a packet is consumed from the head ([`Hint`] caches it),
-    /// and a claim stamps the word with the next lap. One cache line less
+    /// and the publication stamps the word with the next lap. One cache line less
     /// moves per message: the packet's line is not dirtied by the receiver
     /// between two claims of it.
     const RECEIVER_FREES: bool = true;

@@ -90,6 +90,12 @@ impl StampTail {
     }
 }
 
+impl Default for StampTail {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Whether `pid` is a dead process (under loom nobody dies).
 #[cfg(not(loom))]
 fn dead(pid: u32) -> bool {
@@ -109,12 +115,6 @@ const POS_MASK: u64 = (1 << POS_BITS) - 1;
 #[inline(always)]
 const fn intent(pid: u32, pos: u64) -> u64 {
     (((pid as u64) & 0x00ff_ffff) << POS_BITS) | (pos.wrapping_add(1) & POS_MASK)
-}
-
-impl Default for StampTail {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 /// One-CAS claim with lap stamps.

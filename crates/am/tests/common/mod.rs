@@ -20,6 +20,10 @@ pub(crate) const CFG: Config = Config {
     bulk_bytes: 1024,
 };
 
+/// How long an open waits for a segment that will never be right (the
+/// outcome does not depend on it: nothing else creates these names).
+pub(crate) const SHORT: Duration = Duration::from_millis(20);
+
 /// Hang guard for anything that waits on another process.
 pub(crate) const GUARD: Duration = Duration::from_secs(60);
 

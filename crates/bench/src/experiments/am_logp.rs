@@ -397,10 +397,10 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             {
                 notes.push(format!(
                     "The ping-pong ({} here) bounces one line that both sides keep polling. A `stamp` message \
-                     moves its packet's line once (the sender's first write to it is the publishing one, and \
-                     the receiver never writes it), but each message goes to the next packet of a ring, so \
-                     the receiver's first look at that packet, and the sender's write to it, find lines that \
-                     have left the caches of a 256-packet ring's worth of traffic; under LC98's handshake \
+                     is written once by its sender (its first write to the packet is the publishing one; the \
+                     receiver never writes packets), but each message goes to the next packet of a ring, so \
+                     the two sides poll and write a different line for every message, and a round trip also \
+                     runs the claim, the handler dispatch and the reply's claim; under LC98's handshake \
                      (`lock-free`) the receiver also writes every packet when it frees it, which the next \
                      claim fetches back.",
                     ns(pp.value)
