@@ -17,6 +17,12 @@
 //! | `graunke-thakkar` | [`GraunkeThakkar`] | PRESTO §3.1 HP_Spinlock | FIFO |
 //! | `mcs` | [`Mcs`] | Mellor-Crummey & Scott list lock | FIFO |
 //! | `clh` | [`Clh`] | Craig, Landin & Hagersten list lock | FIFO |
+//! | `tas-np` | [`TasNp`] | SMARTQ §4.1 TAS-no preempt | none |
+//! | `mcs-np` | [`McsNp`] | SMARTQ §4.1 Queued-no preempt | FIFO |
+//! | `handshake` | [`Handshake`] | SMARTQ Figs. 1-2 Queued-Handshaking | FIFO among running waiters |
+//! | `smart-q` | [`SmartQ`] | SMARTQ Fig. 3 Smart-Q | FIFO among running waiters |
+//! | `native-np` | [`NativeNp`] | SMARTQ §4.1 Native-no preempt (pthread) | none |
+//! | `mcs-tp` | [`McsTp`] | He, Scherer & Scott 2005, time-published MCS | FIFO among running waiters |
 //! | `std` | [`StdMutex`] | `std::sync::Mutex<()>` baseline | none |
 //! | `parking_lot` | [`ParkingLot`] | `parking_lot::RawMutex` baseline | none |
 //! | `pthread` | [`Pthread`] | `pthread_mutex_t`, default kind | none |
@@ -42,6 +48,22 @@
 //! user-thread blocker lives in `symmetry-threads`), with C measured by
 //! [`spin_then_block::calibration`] and every contended wait recorded by
 //! the [`spin_then_block::profiler`].
+//!
+//! ## Preemption-safe locks (SMARTQ)
+//!
+//! [`sched`] holds SMARTQ's scheduler interface: the per-thread context
+//! block ([`sched::ContextBlock`]) and the [`sched::Scheduler`] trait, with
+//! three implementations: [`sched::Stock`] (no kernel help),
+//! `sched::emulated::Emulated` (SMARTQ §4.1's signal-driven user-level
+//! scheduler, which multiprograms worker threads) and
+//! `sched::rseq::RseqSlice` (the Linux 7.0 rseq time-slice extension,
+//! detected at run time). `tas-np`, `mcs-np`, `handshake`, `smart-q` and
+//! `native-np` take the scheduler as a type parameter (default `Stock`);
+//! their guards are not `Send`, because the release updates the acquiring
+//! thread's context block. `mcs-tp` needs no scheduler. The registry lists
+//! the `Stock` instances; [`for_each_preempt_lock!`] lists SMARTQ's eight
+//! locks plus `mcs-tp` and `parking_lot` over any scheduler. The harness's
+//! experiments over the classic family leave these out unless named.
 //!
 //! ## Queue locks behind `RawMutex`
 //!
@@ -79,11 +101,17 @@ pub mod backoff;
 pub mod baselines;
 pub mod clh;
 pub mod graunke_thakkar;
+pub mod handshake;
 pub mod mcs;
+pub mod mcs_tp;
+pub mod no_preempt;
 mod node_pool;
 pub mod registry;
+pub mod sched;
+pub mod smart_q;
 pub mod spin_then_block;
 pub mod tas;
+pub mod tas_np;
 pub mod ticket;
 pub mod ttas;
 
@@ -94,9 +122,16 @@ pub use backoff::{Backoff, BackoffLock, BackoffPersistent, ExpBackoff};
 pub use baselines::{ParkingLot, Pthread, PthreadAdaptive, StdMutex};
 pub use clh::Clh;
 pub use graunke_thakkar::GraunkeThakkar;
+pub use handshake::Handshake;
 pub use mcs::Mcs;
+pub use mcs_tp::McsTp;
+#[cfg(not(loom))]
+pub use no_preempt::NativeNp;
+pub use no_preempt::{McsNp, NoPreempt};
 pub use registry::{GuardWord, LockInfo, LockKind};
+pub use smart_q::SmartQ;
 pub use tas::Tas;
+pub use tas_np::TasNp;
 pub use ticket::{Ticket, TicketLock, TicketProportional};
 pub use ttas::Ttas;
 

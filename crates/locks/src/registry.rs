@@ -15,6 +15,9 @@ pub enum LockKind {
     Queue,
     /// A lock of another library or of the OS, wrapped for comparison.
     Baseline,
+    /// A preemption-safe lock of SMARTQ's family (scheduler interface or
+    /// time publishing); listed here over [`crate::sched::Stock`].
+    PreemptSafe,
 }
 
 /// Static facts about one registered lock.
@@ -95,10 +98,47 @@ macro_rules! for_each_lock {
             "graunke-thakkar" => $crate::GraunkeThakkar, kind = Queue, fifo = true;
             "mcs" => $crate::Mcs, kind = Queue, fifo = true;
             "clh" => $crate::Clh, kind = Queue, fifo = true;
+            "tas-np" => $crate::TasNp, kind = PreemptSafe, fifo = false;
+            "mcs-np" => $crate::McsNp, kind = PreemptSafe, fifo = true;
+            "handshake" => $crate::Handshake, kind = PreemptSafe, fifo = false;
+            "smart-q" => $crate::SmartQ, kind = PreemptSafe, fifo = true;
+            "native-np" => $crate::NativeNp, kind = PreemptSafe, fifo = false;
+            "mcs-tp" => $crate::McsTp, kind = PreemptSafe, fifo = false;
             "std" => $crate::StdMutex, kind = Baseline, fifo = false;
             "parking_lot" => $crate::ParkingLot, kind = Baseline, fifo = false;
             "pthread" => $crate::Pthread, kind = Baseline, fifo = false;
             "pthread-adaptive" => $crate::PthreadAdaptive, kind = Baseline, fifo = false;
+        }
+    };
+}
+
+/// Calls `$callback! { "name" => Type; ... }` with the locks of SMARTQ's
+/// experiments over scheduler interface `$sched`: its eight locks (`tas`,
+/// `tas-np`, `mcs` as "Queued", `mcs-np`, `handshake`, `smart-q`, `native`
+/// as the platform's pthread mutex, `native-np`), then `mcs-tp` and
+/// `parking_lot`.
+///
+/// ```
+/// macro_rules! names {
+///     ($($name:literal => $ty:ty;)*) => { &[$($name),*] };
+/// }
+/// let all: &[&str] = symmetry_locks::for_each_preempt_lock!(names, symmetry_locks::sched::Stock);
+/// assert_eq!(all.len(), 10);
+/// ```
+#[macro_export]
+macro_rules! for_each_preempt_lock {
+    ($callback:ident, $sched:ty) => {
+        $callback! {
+            "tas" => $crate::Tas;
+            "tas-np" => $crate::TasNp<$sched>;
+            "mcs" => $crate::Mcs;
+            "mcs-np" => $crate::McsNp<$sched>;
+            "handshake" => $crate::Handshake<$sched>;
+            "smart-q" => $crate::SmartQ<$sched>;
+            "native" => $crate::Pthread;
+            "native-np" => $crate::NativeNp<$sched>;
+            "mcs-tp" => $crate::McsTp;
+            "parking_lot" => $crate::ParkingLot;
         }
     };
 }

@@ -792,7 +792,8 @@ macro_rules! lock_suites {
         lock_suites! {
             @zip [
                 tas ttas backoff backoff_persistent ticket ticket_proportional anderson
-                graunke_thakkar mcs clh std parking_lot pthread pthread_adaptive
+                graunke_thakkar mcs clh tas_np mcs_np handshake smart_q native_np mcs_tp
+                std parking_lot pthread pthread_adaptive
             ]
             $($name => $ty, $kind, $fifo;)*
         }
@@ -823,7 +824,14 @@ macro_rules! lock_suites {
                             .expect("name not in registry::ALL");
                         assert_eq!(info.fifo, FIFO);
                         assert_eq!(info.kind, symmetry_locks::LockKind::$kind);
-                        assert!(!FIFO || info.kind == symmetry_locks::LockKind::Queue);
+                        assert!(
+                            !FIFO
+                                || matches!(
+                                    info.kind,
+                                    symmetry_locks::LockKind::Queue
+                                        | symmetry_locks::LockKind::PreemptSafe
+                                )
+                        );
                     }
 
                     #[test]

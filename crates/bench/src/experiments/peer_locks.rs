@@ -278,6 +278,7 @@ fn group(name: &str) -> String {
         Some(LockKind::Spin) => "spin".into(),
         Some(LockKind::Queue) => "queue".into(),
         Some(LockKind::Baseline) => "baseline".into(),
+        Some(LockKind::PreemptSafe) => "preemption-safe".into(),
         None => "other".into(),
     }
 }

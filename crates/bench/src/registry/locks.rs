@@ -88,11 +88,16 @@ pub fn names() -> Vec<&'static str> {
     LOCKS.iter().map(|l| l.name).collect()
 }
 
-/// Resolves a user's `--locks` list (or all locks if `None`), with a clear
-/// error naming the accepted names.
+/// Resolves a user's `--locks` list, with a clear error naming the
+/// accepted names; `None` gives the classic family (every lock but the
+/// preemption-safe ones, which the `pq-*` experiments measure under a
+/// scheduler of their own).
 pub fn select(names_wanted: Option<&[String]>) -> Result<Vec<&'static LockEntry>, String> {
     match names_wanted {
-        None => Ok(LOCKS.iter().collect()),
+        None => Ok(LOCKS
+            .iter()
+            .filter(|l| l.kind != LockKind::PreemptSafe)
+            .collect()),
         Some(list) => list
             .iter()
             .map(|n| {

@@ -1,0 +1,348 @@
+//! `handshake`: the Queued-Handshaking lock of SMARTQ Figs. 1-2, an MCS
+//! queue lock that avoids handing the lock to a preempted waiter using
+//! only the one-way (Symunix) scheduler interface: a non-preemption
+//! request and the warning flag.
+//!
+//! State word: `tail`, the last node or null when free. A node is `{pred,
+//! next, next_done, status}`; `status` is one of `NotYet`, `CanGo`,
+//! `GotIt`, `LostIt`, `Ack`, `Nack`. Invariants: the lock is held iff
+//! `tail` is non-null; exactly one of the queued nodes is the holder; a
+//! waiter owns its node again only after the releaser's final `Ack` or
+//! `Nack`, the releaser's last access to it.
+//!
+//! `lock`: ask not to be preempted, swap our node into `tail`; with no
+//! predecessor we hold the lock. Otherwise link behind the predecessor and
+//! spin until our status leaves `NotYet`, becoming preemptable for a
+//! moment on every iteration (and yielding there if the scheduler warned
+//! us). Then exchange our status with `GotIt`: if it was `CanGo` the lock
+//! is ours; we tell the releaser we are done with its node
+//! (`pred.next_done`) and wait for its `Ack`. If it was `LostIt` the
+//! releaser gave up on us: we wait for its `Nack` and enqueue again.
+//!
+//! `unlock`: offer the lock to the successor (`CanGo`) and wait up to
+//! [`TIMEOUT`] spins for its `next_done`. If it does not answer, rescind
+//! with an exchange to `LostIt`; if the exchange finds `GotIt` the
+//! successor was awake after all and gets the lock, otherwise we remove it
+//! from the queue (its successor's `pred` becomes our node), send `Nack`,
+//! and offer the lock to the next waiter. Both sides exchange the status
+//! word, so exactly one of "granted" and "rescinded" happens.
+//!
+//! Like `smart-q`, the lock gives up FIFO order for waiters that are not
+//! running.
+
+use core::marker::PhantomData;
+use core::ptr::{self, NonNull};
+
+use crossbeam_utils::CachePadded;
+
+use crate::registry::GuardWord;
+use crate::sched::{ContextBlock, NpGuard, Scheduler, Stock, current};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU8, Ordering, spin_hint};
+
+const NOT_YET: u8 = 0;
+const CAN_GO: u8 = 1;
+const GOT_IT: u8 = 2;
+const LOST_IT: u8 = 3;
+const ACK: u8 = 4;
+const NACK: u8 = 5;
+
+/// Spins a releaser waits for the successor's answer before it decides the
+/// successor is not running. A running successor answers within a few
+/// cache-line transfers; a preempted one not before its next quantum.
+pub const TIMEOUT: u32 = if cfg!(loom) { 1 } else { 1024 };
+
+/// A Queued-Handshaking node, alone on its cache line.
+#[derive(Debug, Default)]
+pub struct HsNode {
+    /// The node whose `next_done` we set when granted (the releaser's).
+    pred: AtomicPtr<CachePadded<HsNode>>,
+    /// Successor, set by the successor after its swap.
+    next: AtomicPtr<CachePadded<HsNode>>,
+    /// Set by the granted successor: it will not read our node again.
+    next_done: AtomicBool,
+    /// The handshake word (see the module docs).
+    status: AtomicU8,
+}
+
+type Node = CachePadded<HsNode>;
+
+fn new_node() -> NonNull<Node> {
+    crate::node_pool::boxed_node()
+}
+
+crate::node_pool::node_pool!(Node, new_node);
+
+/// Queued-Handshaking lock over scheduler interface `S`.
+#[derive(Debug)]
+pub struct Handshake<S: Scheduler = Stock> {
+    tail: AtomicPtr<Node>,
+    _sched: PhantomData<fn() -> S>,
+}
+
+/// Guard state of a Queued-Handshaking acquisition: the holder's node.
+#[derive(Debug)]
+pub struct HsToken(NonNull<Node>);
+
+// SAFETY: a shared token is never dereferenced; only `unlock`, which
+// consumes it, reads the node.
+unsafe impl Sync for HsToken {}
+
+// SAFETY: the word is the node pointer, which is never null.
+unsafe impl GuardWord for HsToken {
+    #[inline(always)]
+    fn into_word(self) -> usize {
+        self.0.as_ptr() as usize
+    }
+    #[inline(always)]
+    unsafe fn from_word(w: usize) -> Self {
+        // SAFETY: `w` came from `into_word`, a non-null pointer.
+        HsToken(unsafe { NonNull::new_unchecked(w as *mut Node) })
+    }
+}
+
+/// Spins until `word` holds `want`.
+#[inline]
+fn await_u8(word: &AtomicU8, want: u8) {
+    // Acquire: pairs with the Release store of `want`.
+    while word.load(Ordering::Acquire) != want {
+        spin_hint();
+    }
+}
+
+/// The successor of `node`, waiting for its link.
+#[cold]
+fn wait_next(node: &HsNode) -> NonNull<Node> {
+    loop {
+        // Acquire: pairs with the successor's Release link.
+        if let Some(n) = NonNull::new(node.next.load(Ordering::Acquire)) {
+            return n;
+        }
+        spin_hint();
+    }
+}
+
+impl<S: Scheduler> Handshake<S> {
+    crate::sync::maybe_const_fn! {
+        /// A free lock.
+        pub fn new() -> Self {
+            Self { tail: AtomicPtr::new(ptr::null_mut()), _sched: PhantomData }
+        }
+    }
+
+    /// One pass of Fig. 2's `acquire_lock` loop; true when we hold the lock.
+    #[inline(always)]
+    fn attempt(&self, cb: &ContextBlock, node: NonNull<Node>) -> bool {
+        // SAFETY: the node is ours and in no queue.
+        let me = unsafe { node.as_ref() };
+        me.next.store(ptr::null_mut(), Ordering::Relaxed);
+        me.status.store(NOT_YET, Ordering::Relaxed);
+        let asked = cb.request::<S>();
+        // AcqRel: Acquire pairs with the releaser's Release CAS of `tail`;
+        // Release publishes our node to the successor that swaps us out.
+        let pred = self.tail.swap(node.as_ptr(), Ordering::AcqRel);
+        match NonNull::new(pred) {
+            None => true,
+            Some(pred) => Self::wait_behind(cb, asked, pred, me),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wait_behind(cb: &ContextBlock, asked: bool, pred: NonNull<Node>, me: &HsNode) -> bool {
+        me.pred.store(pred.as_ptr(), Ordering::Relaxed);
+        // SAFETY: nodes are type-stable; the predecessor's owner reads our
+        // link before it gives its node up.
+        let p = unsafe { pred.as_ref() };
+        // Release: the releaser's Acquire load of `next` sees our node.
+        p.next
+            .store(ptr::from_ref(me).cast_mut().cast(), Ordering::Release);
+        loop {
+            if asked {
+                // "cb->preemptable := true; if cb->warning yield;
+                // cb->preemptable := false".
+                cb.withdraw::<S>();
+                if S::warned(cb) {
+                    S::yield_now(cb);
+                }
+                cb.request::<S>();
+            }
+            // Acquire: pairs with the releaser's Release stores.
+            if me.status.load(Ordering::Acquire) != NOT_YET {
+                break;
+            }
+            spin_hint();
+        }
+        // AcqRel: races the releaser's rescinding exchange.
+        let mut val = me.status.swap(GOT_IT, Ordering::AcqRel);
+        if val == CAN_GO {
+            // Acquire: a releaser that moved us behind its node wrote
+            // `pred` before its Release store of `CanGo`.
+            let pred = me.pred.load(Ordering::Acquire);
+            // SAFETY: the granting releaser waits for this flag, so its
+            // node is live.
+            unsafe { &*pred }.next_done.store(true, Ordering::Release);
+            await_u8(&me.status, ACK);
+            return true;
+        }
+        while val != NACK {
+            spin_hint();
+            // Acquire: pairs with the releaser's Release `Nack`.
+            val = me.status.load(Ordering::Acquire);
+        }
+        false
+    }
+
+    /// Fig. 2's `release_lock` from the first successor on.
+    #[cold]
+    #[inline(never)]
+    fn hand_over(&self, me: &HsNode, node: NonNull<Node>, mut next: NonNull<Node>) {
+        me.next_done.store(false, Ordering::Relaxed);
+        loop {
+            // SAFETY: a linked waiter's node stays live until our final
+            // `Ack`/`Nack`.
+            let n = unsafe { next.as_ref() };
+            // Release: the successor sees our critical section and its
+            // updated `pred`.
+            n.status.store(CAN_GO, Ordering::Release);
+            for _ in 0..TIMEOUT {
+                // Acquire: pairs with the successor's Release store.
+                if me.next_done.load(Ordering::Acquire) {
+                    n.status.store(ACK, Ordering::Release);
+                    return;
+                }
+                spin_hint();
+            }
+            // AcqRel: races the successor's exchange to `GotIt`.
+            if n.status.swap(LOST_IT, Ordering::AcqRel) == GOT_IT {
+                // The successor was awake after all.
+                while !me.next_done.load(Ordering::Acquire) {
+                    spin_hint();
+                }
+                n.status.store(ACK, Ordering::Release);
+                return;
+            }
+            // Remove the silent successor from the queue.
+            // Acquire: pairs with its successor's Release link.
+            let succ = match NonNull::new(n.next.load(Ordering::Acquire)) {
+                Some(s) => s,
+                None => {
+                    // Release: pairs with the next acquirer's Acquire swap.
+                    if self
+                        .tail
+                        .compare_exchange(
+                            next.as_ptr(),
+                            ptr::null_mut(),
+                            Ordering::Release,
+                            Ordering::Relaxed,
+                        )
+                        .is_ok()
+                    {
+                        n.status.store(NACK, Ordering::Release);
+                        return;
+                    }
+                    wait_next(n)
+                }
+            };
+            // SAFETY: `succ` waits in the queue (status `NotYet`) and reads
+            // `pred` only after our next `CanGo`.
+            unsafe { succ.as_ref() }
+                .pred
+                .store(node.as_ptr(), Ordering::Relaxed);
+            // Release: the removed waiter may reuse its node now.
+            n.status.store(NACK, Ordering::Release);
+            next = succ;
+        }
+    }
+}
+
+impl<S: Scheduler> Default for Handshake<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: `tail` orders acquirers as in MCS. A waiter returns from `lock`
+// only after exchanging `CanGo` for `GotIt` (the releaser, after its
+// critical section, stored `CanGo` with Release); a releaser that rescinds
+// exchanges `LostIt` and either finds `GotIt` (then that waiter is the
+// holder and the releaser stops) or removes the waiter, which then never
+// returns from this attempt. So exactly one waiter is granted per release.
+unsafe impl<S: Scheduler> lock_api::RawMutex for Handshake<S> {
+    crate::raw_init!();
+    type Guard = NpGuard<HsToken>;
+
+    #[inline]
+    fn lock(&self) -> Self::Guard {
+        let cb = current();
+        let node = take_node();
+        while !self.attempt(cb, node) {}
+        cb.enter();
+        NpGuard::new(HsToken(node))
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<Self::Guard> {
+        if !self.tail.load(Ordering::Relaxed).is_null() {
+            return None;
+        }
+        let cb = current();
+        let node = take_node();
+        // SAFETY: the node is ours and in no queue.
+        unsafe { node.as_ref() }
+            .next
+            .store(ptr::null_mut(), Ordering::Relaxed);
+        let asked = cb.request::<S>();
+        // AcqRel: as the swap in `attempt`.
+        match self.tail.compare_exchange(
+            ptr::null_mut(),
+            node.as_ptr(),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                cb.enter();
+                Some(NpGuard::new(HsToken(node)))
+            }
+            Err(_) => {
+                if asked {
+                    cb.withdraw::<S>();
+                }
+                give_node(node);
+                None
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, guard: Self::Guard) {
+        let node = guard.into_inner().0;
+        // SAFETY: the caller holds the lock through this node.
+        let me = unsafe { node.as_ref() };
+        // Acquire: pairs with the successor's Release link.
+        let next = match NonNull::new(me.next.load(Ordering::Acquire)) {
+            Some(n) => Some(n),
+            // Release: pairs with the next acquirer's Acquire swap.
+            None => match self.tail.compare_exchange(
+                node.as_ptr(),
+                ptr::null_mut(),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => None,
+                Err(_) => Some(wait_next(me)),
+            },
+        };
+        if let Some(first) = next {
+            self.hand_over(me, node, first);
+        }
+        // Nobody reads our node any more: the granted successor set
+        // `next_done` before our `Ack`.
+        give_node(node);
+        current().leave::<S>();
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        !self.tail.load(Ordering::Relaxed).is_null()
+    }
+}

@@ -1,0 +1,324 @@
+//! `mcs-tp`: a time-published MCS lock after He, Scherer and Scott,
+//! "Preemption Adaptivity in Time-Published Queue-Based Spin Locks"
+//! (HiPC 2005): the stock-Linux answer to SMARTQ's problem, because it
+//! needs no help from the scheduler.
+//!
+//! State word: `tail`, the last node or null when free. A node is `{next,
+//! status, stamp}`: its successor, `Waiting`, `Granted` or `Removed`, and
+//! the last time its owner was seen running. Invariants: the lock is held
+//! iff `tail` is non-null; a `Waiting` node belongs to a live thread; a
+//! waiter that is running rewrites its `stamp` at least every
+//! [`PUBLISH_SPINS`] spins, so a stamp older than [`PATIENCE_NS`] means
+//! its owner has not run for that long: the kernel preempted it.
+//!
+//! `lock`: swap our node into `tail`; with no predecessor we hold the lock.
+//! Otherwise link behind the predecessor and spin on our status,
+//! publishing the time. `Granted`: we hold the lock. `Removed`: a releaser
+//! saw a stale stamp and took us out of the queue; enqueue again.
+//!
+//! `unlock`: walk from our successor; grant the first waiter whose stamp
+//! is fresh, skip (remove) the stale ones; with nobody fresh left, swing
+//! `tail` to null. As in `smart-q`, a removed node's `Removed` is written
+//! after the releaser's last read of it, so its owner may reuse it at once.
+//!
+//! What it cannot fix: a *holder* preempted inside its critical section
+//! (only a scheduler interface can prevent that), and a waiter preempted
+//! between its swap and its link (a few instructions), which the releaser
+//! must wait for. It gives up FIFO order for waiters that are not running.
+//! The original also lets a waiter leave the queue after a time-out; this
+//! lock has no timed acquisition.
+
+use core::ptr::{self, NonNull};
+
+use crossbeam_utils::CachePadded;
+
+use crate::registry::GuardWord;
+use crate::sync::{AtomicPtr, AtomicU8, AtomicU64, Ordering, spin_hint};
+
+const WAITING: u8 = 0;
+const GRANTED: u8 = 1;
+const REMOVED: u8 = 2;
+
+/// A waiter publishes the time once per this many spins (a clock read is
+/// tens of nanoseconds, a spin a few).
+pub const PUBLISH_SPINS: u32 = 64;
+
+/// A stamp older than this (ns) marks its waiter as preempted. Far above
+/// the gap between two publications of a running waiter (about a
+/// microsecond), far below a scheduler time slice (milliseconds).
+pub const PATIENCE_NS: u64 = 50_000;
+
+/// Nanoseconds since the first call in this process.
+#[cfg(not(loom))]
+#[inline]
+fn now_ns() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    EPOCH
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
+        + 1
+}
+
+/// A time-published queue node, alone on its cache line.
+#[derive(Debug, Default)]
+pub struct TpNode {
+    /// Successor, set by the successor after its swap.
+    next: AtomicPtr<CachePadded<TpNode>>,
+    /// `WAITING`, `GRANTED` or `REMOVED`, written by a releaser.
+    status: AtomicU8,
+    /// When the owner last ran (see [`now_ns`]); under loom, the attempt.
+    stamp: AtomicU64,
+}
+
+type Node = CachePadded<TpNode>;
+
+fn new_node() -> NonNull<Node> {
+    crate::node_pool::boxed_node()
+}
+
+crate::node_pool::node_pool!(Node, new_node);
+
+/// Time-published MCS lock.
+#[derive(Debug)]
+pub struct McsTp {
+    tail: AtomicPtr<Node>,
+}
+
+/// Guard state of an MCS-TP acquisition: the holder's node.
+#[derive(Debug)]
+pub struct TpToken(NonNull<Node>);
+
+// SAFETY: a shared token is never dereferenced; only `unlock`, which
+// consumes it, reads the node.
+unsafe impl Sync for TpToken {}
+
+// SAFETY: the word is the node pointer, which is never null.
+unsafe impl GuardWord for TpToken {
+    #[inline(always)]
+    fn into_word(self) -> usize {
+        self.0.as_ptr() as usize
+    }
+    #[inline(always)]
+    unsafe fn from_word(w: usize) -> Self {
+        // SAFETY: `w` came from `into_word`, a non-null pointer.
+        TpToken(unsafe { NonNull::new_unchecked(w as *mut Node) })
+    }
+}
+
+/// Whether a waiter with this stamp is to be treated as running.
+#[inline]
+fn fresh(stamp: u64) -> bool {
+    #[cfg(not(loom))]
+    {
+        now_ns().saturating_sub(stamp) <= PATIENCE_NS
+    }
+    // Under loom there is no time: a first attempt (stamp 0) counts as
+    // preempted and a retry (stamp 1) as running, so the models cover
+    // both the skip and the grant with bounded retries.
+    #[cfg(loom)]
+    {
+        stamp > 0
+    }
+}
+
+impl McsTp {
+    crate::sync::maybe_const_fn! {
+        /// A free lock.
+        pub fn new() -> Self {
+            Self { tail: AtomicPtr::new(ptr::null_mut()) }
+        }
+    }
+
+    /// One attempt; true when we hold the lock.
+    #[inline(always)]
+    fn attempt(&self, node: NonNull<Node>, round: u64) -> bool {
+        // SAFETY: the node is ours and in no queue.
+        let me = unsafe { node.as_ref() };
+        me.next.store(ptr::null_mut(), Ordering::Relaxed);
+        me.status.store(WAITING, Ordering::Relaxed);
+        #[cfg(not(loom))]
+        let _ = round;
+        #[cfg(not(loom))]
+        me.stamp.store(now_ns(), Ordering::Relaxed);
+        #[cfg(loom)]
+        me.stamp.store(round.min(1), Ordering::Relaxed);
+        // AcqRel: Acquire pairs with the releaser's Release CAS of `tail`;
+        // Release publishes our node to the successor that swaps us out.
+        let pred = self.tail.swap(node.as_ptr(), Ordering::AcqRel);
+        match NonNull::new(pred) {
+            None => true,
+            Some(pred) => Self::wait_behind(pred, me),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wait_behind(pred: NonNull<Node>, me: &TpNode) -> bool {
+        // SAFETY: nodes are type-stable; the predecessor's owner reads our
+        // link before it gives its node up.
+        let p = unsafe { pred.as_ref() };
+        // Release: the releaser's Acquire load of `next` sees our node.
+        p.next
+            .store(ptr::from_ref(me).cast_mut().cast(), Ordering::Release);
+        let mut spins = 0u32;
+        loop {
+            // Acquire: pairs with the releaser's Release status store.
+            match me.status.load(Ordering::Acquire) {
+                WAITING => {}
+                s => return s == GRANTED,
+            }
+            spins = spins.wrapping_add(1);
+            #[cfg(not(loom))]
+            if spins.is_multiple_of(PUBLISH_SPINS) {
+                // Relaxed: a heartbeat; its age is all that matters.
+                me.stamp.store(now_ns(), Ordering::Relaxed);
+            }
+            spin_hint();
+        }
+    }
+
+    /// The successor of `node`, waiting for its link.
+    #[cold]
+    #[inline(never)]
+    fn wait_next(node: &TpNode) -> NonNull<Node> {
+        loop {
+            // Acquire: pairs with the successor's Release link.
+            if let Some(n) = NonNull::new(node.next.load(Ordering::Acquire)) {
+                return n;
+            }
+            spin_hint();
+        }
+    }
+
+    /// The release walk from our first successor.
+    #[cold]
+    #[inline(never)]
+    fn hand_over(&self, mut candidate: NonNull<Node>) {
+        let mut removed: Option<NonNull<Node>> = None;
+        loop {
+            // SAFETY: a linked waiter's node stays live until we write its
+            // status.
+            let c = unsafe { candidate.as_ref() };
+            // Relaxed: the stamp is a heartbeat, read for its age.
+            if fresh(c.stamp.load(Ordering::Relaxed)) {
+                // Release: the new holder sees our critical section.
+                c.status.store(GRANTED, Ordering::Release);
+                break;
+            }
+            if let Some(r) = removed.replace(candidate) {
+                // SAFETY: as above; we have read its `next`.
+                unsafe { r.as_ref() }
+                    .status
+                    .store(REMOVED, Ordering::Release);
+            }
+            // Acquire: pairs with the successor's Release link.
+            match NonNull::new(c.next.load(Ordering::Acquire)) {
+                Some(n) => candidate = n,
+                None => {
+                    // Release: pairs with the next acquirer's Acquire swap.
+                    if self
+                        .tail
+                        .compare_exchange(
+                            candidate.as_ptr(),
+                            ptr::null_mut(),
+                            Ordering::Release,
+                            Ordering::Relaxed,
+                        )
+                        .is_ok()
+                    {
+                        break;
+                    }
+                    candidate = Self::wait_next(c);
+                }
+            }
+        }
+        if let Some(r) = removed {
+            // SAFETY: as above.
+            unsafe { r.as_ref() }
+                .status
+                .store(REMOVED, Ordering::Release);
+        }
+    }
+}
+
+impl Default for McsTp {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: `tail` orders acquirers as in MCS; a thread returns from `lock`
+// only when `tail` was null at its swap or a releaser, after its critical
+// section, stored `GRANTED` in its node (Release/Acquire), and each
+// release grants at most one node or frees the lock. A `REMOVED` waiter
+// holds nothing and enqueues again.
+unsafe impl lock_api::RawMutex for McsTp {
+    crate::raw_init!();
+    type Guard = TpToken;
+
+    #[inline]
+    fn lock(&self) -> Self::Guard {
+        let node = take_node();
+        let mut round = 0;
+        while !self.attempt(node, round) {
+            round += 1;
+        }
+        TpToken(node)
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<Self::Guard> {
+        if !self.tail.load(Ordering::Relaxed).is_null() {
+            return None;
+        }
+        let node = take_node();
+        // SAFETY: the node is ours and in no queue.
+        unsafe { node.as_ref() }
+            .next
+            .store(ptr::null_mut(), Ordering::Relaxed);
+        // AcqRel: as the swap in `attempt`.
+        match self.tail.compare_exchange(
+            ptr::null_mut(),
+            node.as_ptr(),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => Some(TpToken(node)),
+            Err(_) => {
+                give_node(node);
+                None
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, guard: Self::Guard) {
+        let node = guard.0;
+        // SAFETY: the caller holds the lock through this node.
+        let me = unsafe { node.as_ref() };
+        // Acquire: pairs with the successor's Release link.
+        let next = match NonNull::new(me.next.load(Ordering::Acquire)) {
+            Some(n) => Some(n),
+            // Release: pairs with the next acquirer's Acquire swap.
+            None => match self.tail.compare_exchange(
+                node.as_ptr(),
+                ptr::null_mut(),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => None,
+                Err(_) => Some(Self::wait_next(me)),
+            },
+        };
+        if let Some(first) = next {
+            self.hand_over(first);
+        }
+        give_node(node);
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        !self.tail.load(Ordering::Relaxed).is_null()
+    }
+}

@@ -1,0 +1,314 @@
+//! `smart-q`: the Smart-Q lock of SMARTQ Fig. 3, an MCS queue lock that
+//! never hands the lock to a preempted waiter, using the two-way scheduler
+//! interface (the context block's four-valued state).
+//!
+//! State word: `tail`, the last node of the queue or null when free. A
+//! node is `{cb, next, status}`: the owner's context block, its successor,
+//! and `Waiting`, `Success` (granted) or `Failure` (skipped). Invariants:
+//! the lock is held iff `tail` is non-null; the holder is unpreemptable
+//! from just before its swap (the request) until its release; a node with
+//! status `Waiting` belongs to a live thread spinning on it.
+//!
+//! `lock` (Fig. 3 `acquire_lock`): ask not to be preempted, swap our node
+//! into `tail`; with no predecessor we hold the lock. Otherwise link behind
+//! the predecessor, withdraw the request (CAS `UnpreemptableSelf ->
+//! Preemptable`: a releaser may already have made us
+//! `UnpreemptableOther`), and spin on our status: `Success` means we hold
+//! the lock, `Failure` that a releaser found us preempted and removed us,
+//! and we enqueue again.
+//!
+//! `unlock` (Fig. 3 `release_lock`): walk from our successor; claim the
+//! first candidate that is running ([`ContextBlock::claim_waiter`]: the
+//! CAS that the scheduler's preemption CAS races, so a claimed waiter
+//! cannot be descheduled and a descheduled one cannot be claimed) and set
+//! its status to `Success`; skip the others. With no candidate left, swing
+//! `tail` back to null. Then withdraw our own request and yield if warned.
+//!
+//! One change to Fig. 3: a skipped node's `Failure` is written only after
+//! the releaser's last read of that node (its `next`). In the figure the
+//! releaser writes `shadow->status := failure` and may then spin on
+//! `shadow->next`; the skipped owner, resumed, re-enqueues the same node
+//! and clears `next`, so the releaser can miss the link of the waiter that
+//! was behind it and strand that waiter. Here the owner gets its node back
+//! only when nobody will read it again.
+//!
+//! Nesting: a thread waiting for a Smart-Q lock while it holds another
+//! preemption-safe lock stays unpreemptable (its block's lock count is
+//! non-zero), and a releaser treats `UnpreemptableOther` as running.
+//!
+//! SMARTQ notes that removing preempted waiters gives up FIFO order: a
+//! waiter skipped again and again could starve. Over [`Stock`], which never
+//! reports a preemption, the lock is plain MCS with two extra CAS.
+
+use core::marker::PhantomData;
+use core::ptr::{self, NonNull};
+
+use crossbeam_utils::CachePadded;
+
+use crate::registry::GuardWord;
+use crate::sched::{ContextBlock, NpGuard, Scheduler, Stock, current};
+use crate::sync::{AtomicPtr, AtomicU8, Ordering, spin_hint};
+
+const WAITING: u8 = 0;
+const SUCCESS: u8 = 1;
+const FAILURE: u8 = 2;
+
+/// A Smart-Q queue node, alone on its cache line.
+#[derive(Debug, Default)]
+pub struct SqNode {
+    /// The owner's context block, set before the node is linked.
+    cb: AtomicPtr<ContextBlock>,
+    /// Successor, set by the successor after its swap.
+    next: AtomicPtr<CachePadded<SqNode>>,
+    /// `WAITING`, `SUCCESS` or `FAILURE`, written by a releaser.
+    status: AtomicU8,
+}
+
+type Node = CachePadded<SqNode>;
+
+fn new_node() -> NonNull<Node> {
+    crate::node_pool::boxed_node()
+}
+
+crate::node_pool::node_pool!(Node, new_node);
+
+/// Smart-Q lock over scheduler interface `S` (use
+/// [`Emulated`](crate::sched::emulated::Emulated) to see preemptions).
+#[derive(Debug)]
+pub struct SmartQ<S: Scheduler = Stock> {
+    tail: AtomicPtr<Node>,
+    _sched: PhantomData<fn() -> S>,
+}
+
+/// Guard state of a Smart-Q acquisition: the holder's node.
+#[derive(Debug)]
+pub struct SqToken(NonNull<Node>);
+
+// SAFETY: a shared token is never dereferenced; only `unlock`, which
+// consumes it, reads the node.
+unsafe impl Sync for SqToken {}
+
+// SAFETY: the word is the node pointer, which is never null.
+unsafe impl GuardWord for SqToken {
+    #[inline(always)]
+    fn into_word(self) -> usize {
+        self.0.as_ptr() as usize
+    }
+    #[inline(always)]
+    unsafe fn from_word(w: usize) -> Self {
+        // SAFETY: `w` came from `into_word`, a non-null pointer.
+        SqToken(unsafe { NonNull::new_unchecked(w as *mut Node) })
+    }
+}
+
+impl<S: Scheduler> SmartQ<S> {
+    crate::sync::maybe_const_fn! {
+        /// A free lock.
+        pub fn new() -> Self {
+            Self { tail: AtomicPtr::new(ptr::null_mut()), _sched: PhantomData }
+        }
+    }
+
+    /// One attempt of Fig. 3's `acquire_lock` loop; true when we hold the
+    /// lock.
+    #[inline(always)]
+    fn attempt(&self, cb: &ContextBlock, node: NonNull<Node>) -> bool {
+        // SAFETY: the node is ours and in no queue.
+        let me = unsafe { node.as_ref() };
+        me.next.store(ptr::null_mut(), Ordering::Relaxed);
+        me.cb.store(ptr::from_ref(cb).cast_mut(), Ordering::Relaxed);
+        me.status.store(WAITING, Ordering::Relaxed);
+        let asked = cb.request::<S>();
+        // AcqRel: Acquire pairs with the releaser's Release CAS of `tail`
+        // (free lock); Release publishes our node to the successor.
+        let pred = self.tail.swap(node.as_ptr(), Ordering::AcqRel);
+        match NonNull::new(pred) {
+            None => true,
+            Some(pred) => Self::wait_behind(cb, asked, pred, me),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wait_behind(cb: &ContextBlock, asked: bool, pred: NonNull<Node>, me: &SqNode) -> bool {
+        // SAFETY: the predecessor's node stays allocated (type-stable) and
+        // its owner does not reuse it before reading our link.
+        let pred = unsafe { pred.as_ref() };
+        // Release: the releaser's Acquire load of `next` sees our node's
+        // fields and our state.
+        pred.next
+            .store(ptr::from_ref(me).cast_mut().cast(), Ordering::Release);
+        if asked {
+            cb.withdraw_unless_claimed::<S>();
+        }
+        loop {
+            // Acquire: pairs with the releaser's Release store of the status.
+            match me.status.load(Ordering::Acquire) {
+                WAITING => spin_hint(),
+                s => return s == SUCCESS,
+            }
+        }
+    }
+
+    /// The successor of `node`, waiting for its link if `tail` moved past
+    /// it (its owner is unpreemptable between its swap and its link).
+    #[cold]
+    #[inline(never)]
+    fn wait_next(node: &SqNode) -> NonNull<Node> {
+        loop {
+            // Acquire: pairs with the successor's Release store of `next`.
+            if let Some(n) = NonNull::new(node.next.load(Ordering::Acquire)) {
+                return n;
+            }
+            spin_hint();
+        }
+    }
+
+    /// Fig. 3's `release_lock` walk from `mine`'s successor `first`.
+    #[cold]
+    #[inline(never)]
+    fn hand_over(&self, mut candidate: NonNull<Node>) {
+        // The skipped node whose `FAILURE` is still to be written.
+        let mut skipped: Option<NonNull<Node>> = None;
+        loop {
+            // SAFETY: a linked node belongs to a waiter that stays in the
+            // queue until we write its status.
+            let c = unsafe { candidate.as_ref() };
+            // SAFETY: the block of a waiting thread lives while it waits;
+            // Relaxed suffices: the Acquire load of the link ordered it.
+            let cb = unsafe { &*c.cb.load(Ordering::Relaxed) };
+            if cb.claim_waiter() {
+                // Release: the new holder's Acquire load of its status sees
+                // our critical section.
+                c.status.store(SUCCESS, Ordering::Release);
+                break;
+            }
+            // The candidate is preempted: skip it. The node skipped before
+            // it is read no more (we have its `next`).
+            if let Some(s) = skipped.replace(candidate) {
+                // SAFETY: as above; Release pairs with its owner's Acquire.
+                unsafe { s.as_ref() }
+                    .status
+                    .store(FAILURE, Ordering::Release);
+            }
+            // Acquire: pairs with the successor's Release link.
+            match NonNull::new(c.next.load(Ordering::Acquire)) {
+                Some(n) => candidate = n,
+                None => {
+                    // Release: the next acquirer's Acquire swap sees our
+                    // critical section.
+                    if self
+                        .tail
+                        .compare_exchange(
+                            candidate.as_ptr(),
+                            ptr::null_mut(),
+                            Ordering::Release,
+                            Ordering::Relaxed,
+                        )
+                        .is_ok()
+                    {
+                        break;
+                    }
+                    candidate = Self::wait_next(c);
+                }
+            }
+        }
+        if let Some(s) = skipped {
+            // SAFETY: as above.
+            unsafe { s.as_ref() }
+                .status
+                .store(FAILURE, Ordering::Release);
+        }
+    }
+}
+
+impl<S: Scheduler> Default for SmartQ<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: `tail` orders acquirers as in MCS; a thread returns from `lock`
+// only when `tail` was null at its swap or a releaser, after its critical
+// section, stored `SUCCESS` in its node (Release/Acquire), and a releaser
+// grants exactly one node per release. A `FAILURE` node's owner re-enters
+// the queue and does not hold the lock.
+unsafe impl<S: Scheduler> lock_api::RawMutex for SmartQ<S> {
+    crate::raw_init!();
+    type Guard = NpGuard<SqToken>;
+
+    #[inline]
+    fn lock(&self) -> Self::Guard {
+        let cb = current();
+        let node = take_node();
+        while !self.attempt(cb, node) {}
+        cb.enter();
+        NpGuard::new(SqToken(node))
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<Self::Guard> {
+        if !self.tail.load(Ordering::Relaxed).is_null() {
+            return None;
+        }
+        let cb = current();
+        let node = take_node();
+        // SAFETY: the node is ours and in no queue.
+        let me = unsafe { node.as_ref() };
+        me.next.store(ptr::null_mut(), Ordering::Relaxed);
+        me.cb.store(ptr::from_ref(cb).cast_mut(), Ordering::Relaxed);
+        let asked = cb.request::<S>();
+        // AcqRel: as the swap in `attempt`.
+        match self.tail.compare_exchange(
+            ptr::null_mut(),
+            node.as_ptr(),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                cb.enter();
+                Some(NpGuard::new(SqToken(node)))
+            }
+            Err(_) => {
+                if asked {
+                    cb.withdraw::<S>();
+                }
+                give_node(node);
+                None
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, guard: Self::Guard) {
+        let node = guard.into_inner().0;
+        // SAFETY: the caller holds the lock through this node.
+        let me = unsafe { node.as_ref() };
+        // Acquire: pairs with the successor's Release link.
+        let next = match NonNull::new(me.next.load(Ordering::Acquire)) {
+            Some(n) => Some(n),
+            // Release: pairs with the next acquirer's Acquire swap.
+            None => match self.tail.compare_exchange(
+                node.as_ptr(),
+                ptr::null_mut(),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => None,
+                Err(_) => Some(Self::wait_next(me)),
+            },
+        };
+        if let Some(first) = next {
+            self.hand_over(first);
+        }
+        // Nobody reads our node any more: the successor linked itself, and
+        // the walk is over.
+        give_node(node);
+        current().leave::<S>();
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        !self.tail.load(Ordering::Relaxed).is_null()
+    }
+}

@@ -1,0 +1,120 @@
+//! `tas-np`: SMARTQ §4.1's "TAS-no preempt", a test-and-test-and-set lock
+//! whose critical section is marked non-preemptable with the Symunix
+//! request (Edler et al.), through a scheduler interface `S`.
+//!
+//! State word: one byte, `0` free, `1` held; the holder's context block is
+//! `Unpreemptable*` from just before its winning exchange until its
+//! release (invariant: a holder never asked to be preemptable).
+//!
+//! `lock`: spin reading the byte while preemptable; when it reads free,
+//! ask not to be preempted, then exchange. A lost exchange withdraws the
+//! request and goes back to reading, so a waiter never holds a
+//! non-preemption request it does not need (the scheduler honours one per
+//! quantum). `unlock`: store `0`, withdraw the request, and yield if the
+//! scheduler extended the quantum meanwhile (the warning flag).
+
+use core::marker::PhantomData;
+
+use crate::sched::{NpGuard, Scheduler, Stock, current};
+use crate::sync::{AtomicU8, Ordering, spin_hint};
+
+/// Test-and-test-and-set lock with non-preemptable critical sections.
+#[derive(Debug)]
+pub struct TasNp<S: Scheduler = Stock> {
+    /// `0` free, `1` held.
+    state: AtomicU8,
+    _sched: PhantomData<fn() -> S>,
+}
+
+impl<S: Scheduler> TasNp<S> {
+    crate::sync::maybe_const_fn! {
+        /// A free lock.
+        pub fn new() -> Self {
+            Self { state: AtomicU8::new(0), _sched: PhantomData }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_slow(&self) {
+        let cb = current();
+        loop {
+            // Relaxed: only a hint that an exchange may succeed.
+            while self.state.load(Ordering::Relaxed) != 0 {
+                spin_hint();
+            }
+            let asked = cb.request::<S>();
+            // Acquire: pairs with the Release store in `unlock`.
+            if self.state.swap(1, Ordering::Acquire) == 0 {
+                cb.enter();
+                return;
+            }
+            if asked {
+                cb.withdraw::<S>();
+            }
+        }
+    }
+}
+
+impl<S: Scheduler> Default for TasNp<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: the lock is held exactly while the byte is 1, moved 0 -> 1 by an
+// Acquire exchange and back by a Release store; the context block only
+// changes when the holder may be preempted.
+unsafe impl<S: Scheduler> lock_api::RawMutex for TasNp<S> {
+    crate::raw_init!();
+    /// Not `Send`: the release updates the acquiring thread's context block.
+    type Guard = NpGuard;
+
+    #[inline]
+    fn lock(&self) -> Self::Guard {
+        let cb = current();
+        let asked = cb.request::<S>();
+        // Acquire: pairs with the Release store in `unlock`.
+        if self.state.swap(1, Ordering::Acquire) == 0 {
+            cb.enter();
+        } else {
+            if asked {
+                cb.withdraw::<S>();
+            }
+            self.lock_slow();
+        }
+        NpGuard::new(())
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<Self::Guard> {
+        let cb = current();
+        let asked = cb.request::<S>();
+        // Acquire: pairs with the Release store in `unlock`.
+        if self.state.swap(1, Ordering::Acquire) == 0 {
+            cb.enter();
+            Some(NpGuard::new(()))
+        } else {
+            if asked {
+                cb.withdraw::<S>();
+            }
+            None
+        }
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, _guard: Self::Guard) {
+        // Release: publishes the critical section to the next Acquire swap.
+        #[cfg(not(loom))]
+        self.state.store(0, Ordering::Release);
+        // See `tas.rs`: loom 0.7.2 can lose a plain store racing a swap.
+        #[cfg(loom)]
+        self.state.swap(0, Ordering::Release);
+        current().leave::<S>();
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.state.load(Ordering::Relaxed) != 0
+    }
+}

@@ -1,0 +1,227 @@
+//! The preemption-safe locks under SMARTQ's emulated multiprogramming
+//! scheduler: mutual exclusion while workers are descheduled by signal at
+//! any point (waiting, inside the critical section, in the middle of a
+//! release), nested acquisitions, and the scheduler's own guarantees.
+#![cfg(all(target_os = "linux", not(loom)))]
+
+use std::cell::UnsafeCell;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use symmetry_locks::lock_api::RawMutex;
+use symmetry_locks::sched::emulated::{self, Config, Emulated};
+use symmetry_locks::sched::{self, State};
+use symmetry_locks::{Handshake, McsNp, McsTp, NativeNp, SmartQ, TasNp};
+
+/// A lock and a plain counter it guards, with an overlap detector.
+struct Guarded<R> {
+    lock: R,
+    value: UnsafeCell<u64>,
+    inside: AtomicBool,
+    overlaps: AtomicU64,
+}
+
+// SAFETY: `value` is touched only with `lock` held (what the tests check).
+unsafe impl<R: Sync> Sync for Guarded<R> {}
+
+impl<R: RawMutex> Guarded<R> {
+    fn new() -> Self {
+        Self {
+            lock: R::INIT,
+            value: UnsafeCell::new(0),
+            inside: AtomicBool::new(false),
+            overlaps: AtomicU64::new(0),
+        }
+    }
+
+    /// Locks, bumps with `work` spins inside, unlocks.
+    fn bump(&self, work: u32) {
+        let g = self.lock.lock();
+        if self.inside.swap(true, Ordering::Relaxed) {
+            self.overlaps.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: we hold the lock.
+        let v = unsafe { *self.value.get() };
+        for _ in 0..work {
+            std::hint::spin_loop();
+        }
+        // SAFETY: as above.
+        unsafe { *self.value.get() = black_box(v) + 1 };
+        self.inside.store(false, Ordering::Relaxed);
+        // SAFETY: held with `g`.
+        unsafe { self.lock.unlock(g) };
+    }
+}
+
+fn cfg(level: f64) -> Config {
+    Config {
+        quantum: Duration::from_millis(2),
+        extension: Duration::from_micros(200),
+        ..Config::new(2, level)
+    }
+}
+
+/// Two workers on two virtual processors at level 2.0 bump a counter for
+/// `run`; returns (total bumps, preemptions, extensions).
+fn multiprogrammed<R: RawMutex + Sync>(name: &str, level: f64, run: Duration) -> (u64, u64, u64) {
+    let g = Guarded::<R>::new();
+    let out = emulated::run(&cfg(level), |i| {
+        let end = Instant::now() + run;
+        let mut n = 0u64;
+        while Instant::now() < end {
+            g.bump(if i == 0 { 50 } else { 200 });
+            n += 1;
+            for _ in 0..100 {
+                std::hint::spin_loop();
+            }
+        }
+        n
+    })
+    .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let total: u64 = out.iter().map(|(n, _)| n).sum();
+    assert_eq!(
+        g.overlaps.load(Ordering::Relaxed),
+        0,
+        "{name}: two workers in the critical section"
+    );
+    // SAFETY: the workers are joined.
+    assert_eq!(unsafe { *g.value.get() }, total, "{name}: lost updates");
+    assert!(!g.lock.is_locked(), "{name}: left locked");
+    let pre = out.iter().map(|(_, s)| s.preemptions).sum();
+    let ext = out.iter().map(|(_, s)| s.extensions).sum();
+    (total, pre, ext)
+}
+
+#[test]
+fn every_lock_stays_exclusive_while_workers_are_descheduled() {
+    let run = Duration::from_millis(150);
+    for (name, (n, pre, _)) in [
+        (
+            "tas-np",
+            multiprogrammed::<TasNp<Emulated>>("tas-np", 2.0, run),
+        ),
+        (
+            "mcs-np",
+            multiprogrammed::<McsNp<Emulated>>("mcs-np", 2.0, run),
+        ),
+        (
+            "handshake",
+            multiprogrammed::<Handshake<Emulated>>("handshake", 2.0, run),
+        ),
+        (
+            "smart-q",
+            multiprogrammed::<SmartQ<Emulated>>("smart-q", 2.0, run),
+        ),
+        (
+            "native-np",
+            multiprogrammed::<NativeNp<Emulated>>("native-np", 2.0, run),
+        ),
+        ("mcs-tp", multiprogrammed::<McsTp>("mcs-tp", 2.0, run)),
+        (
+            "smart-q@1.5",
+            multiprogrammed::<SmartQ<Emulated>>("smart-q", 1.5, run),
+        ),
+        (
+            "handshake@3",
+            multiprogrammed::<Handshake<Emulated>>("handshake", 3.0, run),
+        ),
+    ] {
+        assert!(n > 0, "{name}: no progress");
+        assert!(pre > 0, "{name}: the scheduler never descheduled a worker");
+    }
+}
+
+#[test]
+fn non_preemption_requests_are_honoured_and_warned() {
+    // Long critical sections under tas-np: quantum ends often find the
+    // holder inside, so extensions must be granted (and warned).
+    let g = Guarded::<TasNp<Emulated>>::new();
+    let out = emulated::run(&cfg(2.0), |_| {
+        let end = Instant::now() + Duration::from_millis(150);
+        while Instant::now() < end {
+            g.bump(20_000);
+        }
+    })
+    .unwrap();
+    let ext: u64 = out.iter().map(|(_, s)| s.extensions).sum();
+    assert!(ext > 0, "no extension was ever granted: {out:?}");
+    assert_eq!(g.overlaps.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn level_one_never_deschedules() {
+    let (_, pre, ext) =
+        multiprogrammed::<SmartQ<Emulated>>("smart-q", 1.0, Duration::from_millis(50));
+    assert_eq!((pre, ext), (0, 0));
+}
+
+#[test]
+fn nested_locks_under_emulation() {
+    let a = Guarded::<SmartQ<Emulated>>::new();
+    let b = Guarded::<Handshake<Emulated>>::new();
+    let c = Guarded::<TasNp<Emulated>>::new();
+    emulated::run(&cfg(2.0), |i| {
+        let end = Instant::now() + Duration::from_millis(100);
+        while Instant::now() < end {
+            let ga = a.lock.lock();
+            let gb = b.lock.lock();
+            let gc = c.lock.lock();
+            assert_ne!(
+                sched::current().state(),
+                State::Preemptable,
+                "holder must be unpreemptable"
+            );
+            // SAFETY: all held, released in a non-LIFO order.
+            unsafe {
+                if i == 0 {
+                    a.lock.unlock(ga);
+                    c.lock.unlock(gc);
+                    b.lock.unlock(gb);
+                } else {
+                    b.lock.unlock(gb);
+                    a.lock.unlock(ga);
+                    c.lock.unlock(gc);
+                }
+            }
+            assert_eq!(sched::current().state(), State::Preemptable);
+        }
+    })
+    .unwrap();
+    assert!(!a.lock.is_locked() && !b.lock.is_locked() && !c.lock.is_locked());
+}
+
+#[test]
+fn outside_an_emulation_the_locks_are_plain() {
+    // A thread that is no worker: warned or not, yield_now returns.
+    let l = SmartQ::<Emulated>::new();
+    let g = l.lock();
+    assert_eq!(sched::current().state(), State::UnpreemptableSelf);
+    sched::current().warn();
+    // SAFETY: held with `g`.
+    unsafe { l.unlock(g) };
+    assert!(
+        !sched::current().warned(),
+        "the warning of a non-worker is dropped"
+    );
+    assert_eq!(sched::current().state(), State::Preemptable);
+}
+
+#[test]
+fn rseq_extension_is_detected_or_explained() {
+    match sched::rseq::available() {
+        sched::rseq::Availability::Available => {}
+        sched::rseq::Availability::Absent(why) => {
+            assert!(!why.is_empty());
+        }
+    }
+    // The locks work over it either way.
+    let g = Guarded::<SmartQ<sched::rseq::RseqSlice>>::new();
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| (0..10_000).for_each(|_| g.bump(0)));
+        }
+    });
+    // SAFETY: threads joined.
+    assert_eq!(unsafe { *g.value.get() }, 20_000);
+}
