@@ -78,8 +78,13 @@ mod imp {
 
         #[inline]
         fn lock(&self) -> Self::Guard {
-            // The () payload cannot be left inconsistent: ignore poisoning.
-            let guard = self.mutex.lock().unwrap_or_else(|e| e.into_inner());
+            // The () payload cannot be left inconsistent: ignore poisoning
+            // (a panic in a lock_api critical section releases the lock
+            // through `unlock` like any other exit, and std poisons it).
+            let guard = self.mutex.lock().unwrap_or_else(|e| {
+                self.mutex.clear_poison();
+                e.into_inner()
+            });
             self.park_guard(guard)
         }
 
@@ -87,7 +92,11 @@ mod imp {
         fn try_lock(&self) -> Option<Self::Guard> {
             match self.mutex.try_lock() {
                 Ok(guard) => Some(self.park_guard(guard)),
-                Err(std::sync::TryLockError::Poisoned(e)) => Some(self.park_guard(e.into_inner())),
+                Err(std::sync::TryLockError::Poisoned(e)) => {
+                    // As in `lock`; cleared so later calls take the Ok path.
+                    self.mutex.clear_poison();
+                    Some(self.park_guard(e.into_inner()))
+                }
                 Err(std::sync::TryLockError::WouldBlock) => None,
             }
         }
@@ -101,10 +110,13 @@ mod imp {
 
         #[inline]
         fn is_locked(&self) -> bool {
+            // Held exactly when `try_lock` would fail. Poison is not a hold:
+            // a poisoned, free mutex hands out its guard (`Poisoned`), which
+            // is dropped here at once, as is the guard of `Ok`.
             matches!(
                 self.mutex.try_lock(),
                 Err(std::sync::TryLockError::WouldBlock)
-            ) || self.mutex.is_poisoned() && self.mutex.try_lock().is_err()
+            )
         }
     }
 

@@ -1,38 +1,61 @@
 //! `clh`: the list-based queue lock of Craig (1993) and Landin & Hagersten
 //! (1994).
 //!
-//! State word: `tail`, the node of the last acquirer, or null before the
-//! first acquisition. A node is one flag `locked`, true while its owner holds
-//! or waits for the lock. Invariants: the lock is held iff `tail` is non-null
-//! and `tail.locked` is reachable through a chain of `locked = true` nodes
-//! whose first element belongs to the holder; each waiter spins on its
-//! predecessor's node only.
+//! A node is one flag `locked`, true while its owner holds or waits for the
+//! lock, plus two fields only its current owner touches: the predecessor it
+//! will adopt and an *enqueue counter*. Each attempt to enqueue a node (by
+//! `lock` or `try_lock`, on any CLH lock) first increments its counter.
 //!
-//! `lock`: take a node, set `locked = true`, swap it into `tail`, spin while
-//! the predecessor's `locked` is true. `unlock`: clear our `locked` (the
-//! successor, if any, now runs) and *adopt the predecessor's node*, which
-//! nobody else references any more; our own node now belongs to the
-//! successor or, if there is none, stays in `tail` until the next acquirer
-//! adopts it, or until the lock is dropped and the node goes to the dropping
-//! thread's pool. Nodes are type-stable (never freed, see `node_pool`). Nodes therefore migrate between
-//! threads, which is why the per-thread pool holds heap nodes and the guard
-//! carries the node. The predecessor pointer is stored in our node, read only
-//! by us.
+//! State word: `tail`, a `u64` that names one *enqueue* of the last
+//! acquirer's node, `slot << 44 | counter mod 2^44`, where `slot`, from 1
+//! to 2^20 - 1, is the node's index in a type-stable slab (under loom,
+//! where nodes are boxed, the node's address `>> 7` and 23 counter bits);
+//! `0` before the first acquisition. Invariants:
 //!
-//! `try_lock` succeeds only if `tail` is null or its node is unlocked and a
-//! CAS installs our node in its place. If, between the check and the CAS,
-//! that node was adopted, re-enqueued on this same lock and made tail again
-//! (ABA: two full hand-overs in a few instructions), the CAS still linked us
-//! correctly behind it, and `try_lock` then waits for that holder: mutual
-//! exclusion holds, but this vanishingly rare case waits instead of failing.
+//! * the lock is held iff `tail` is non-zero and its node's `locked` is
+//!   true: that node's owner holds or waits, and the holder is the first of
+//!   the chain of `locked` nodes ending there; each waiter spins on its
+//!   predecessor's node only;
+//! * no two enqueues write the same word into `tail` (up to a wrap of the
+//!   counter: one node enqueued 2^44 times);
+//! * a released node stays referenced by `tail` or by its successor's
+//!   `pred` until that successor adopts it in its own `unlock`; only then
+//!   can it be enqueued again (so a node is in at most one queue position).
+//!
+//! `lock`: take a node, set `locked = true`, bump its counter, swap its word
+//! into `tail`, spin while the predecessor's `locked` is true. `unlock`:
+//! clear our `locked` (the successor, if any, now runs) and *adopt the
+//! predecessor's node*, which nobody else references any more; our own node
+//! now belongs to the successor or, if there is none, stays in `tail` until
+//! the next acquirer adopts it, or until the lock is dropped and the node
+//! goes to the dropping thread's pool. Nodes are type-stable (never freed,
+//! see `node_pool`). Nodes therefore migrate between threads, which is why
+//! the per-thread pool holds heap nodes and the guard carries the node.
+//!
+//! `try_lock` never waits for a holder. It reads `tail` = `w`, fails if
+//! `w`'s node is locked, and otherwise CASes `w` to its own word. A
+//! successful CAS read the very write of `w` the load read (no other
+//! enqueue writes `w`) and, being a read-modify-write, nothing was written
+//! to `tail` in between: nobody enqueued behind `w`, so `w`'s node was not
+//! adopted, not enqueued again, and its `locked` is still the `false` the
+//! load saw. The new holder has nobody to wait for. (With the node address
+//! alone in `tail`, the node seen released could be adopted, enqueued again
+//! on this lock and be the tail, *locked*, by the time of the CAS, which
+//! then succeeded behind a holder, and `try_lock` waited for it: a thread
+//! holding lock A and only trying lock B could deadlock.) Only if one node
+//! were enqueued a multiple of 2^44 times, about a day of back-to-back
+//! acquisitions, between `try_lock`'s load and its CAS, and were then the
+//! tail again, could the CAS succeed behind a holder; `try_lock` re-checks
+//! the predecessor and then waits, so mutual exclusion never depends on the
+//! width of the counter.
 
 use core::cell::Cell;
-use core::ptr::{self, NonNull};
+use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
 use crate::registry::GuardWord;
-use crate::sync::{AtomicBool, AtomicPtr, Ordering, maybe_const_fn, spin_hint};
+use crate::sync::{AtomicBool, AtomicU64, Ordering, maybe_const_fn, spin_hint};
 
 /// A queue node, alone on its cache line.
 #[derive(Debug, Default)]
@@ -40,13 +63,185 @@ pub struct ClhNode {
     /// True while the node's owner holds or waits for the lock.
     locked: AtomicBool,
     /// The predecessor node, adopted at `unlock`; touched only by the owner.
-    pred: Cell<*mut CachePadded<ClhNode>>,
+    pred: Cell<Option<NonNull<Node>>>,
+    /// The `tail` word of the node's latest enqueue attempt: its name (set
+    /// when the node is allocated) and, in the low `COUNT_BITS`, its enqueue
+    /// counter. Touched only by the owner.
+    word: Cell<u64>,
 }
 
 type Node = CachePadded<ClhNode>;
 
+/// Width of the enqueue counter in a `tail` word.
+#[cfg(not(loom))]
+const COUNT_BITS: u32 = 44;
+/// Under loom, nodes are boxed (loom atomics cannot live in a static slab)
+/// and named by `address >> 7`, leaving 23 counter bits; models never get
+/// near a wrap.
+#[cfg(loom)]
+const COUNT_BITS: u32 = 23;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+
+impl ClhNode {
+    /// Counts one more enqueue attempt; returns its `tail` word.
+    #[inline(always)]
+    fn next_word(&self) -> u64 {
+        let word = self.word.get();
+        let next = (word & !COUNT_MASK) | (word.wrapping_add(1) & COUNT_MASK);
+        self.word.set(next);
+        next
+    }
+}
+
+#[cfg(not(loom))]
+mod slab {
+    //! The type-stable home of CLH nodes: up to 1024 chunks of 1024 nodes,
+    //! never freed, so that 20 bits name a node in a `tail` word. Chunk 0
+    //! is a static (zeroed, so it costs no space in the binary), which
+    //! spares the first 1023 nodes, all that most programs use, a directory
+    //! load in `node`; later chunks are allocated on demand and found
+    //! through `DIRECTORY`. Slot 0 is never handed out, so a `tail` word
+    //! naming slot 0 is the initial `0`.
+
+    use super::{COUNT_BITS, ClhNode, Node};
+    use core::ptr::NonNull;
+    use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+    const CHUNK: usize = 1024;
+    const CHUNKS: usize = 1024;
+    /// Slots `1..LIMIT` are handed out; a slot fits in `64 - COUNT_BITS`
+    /// bits.
+    const LIMIT: usize = CHUNK * CHUNKS;
+    const _: () = assert!(LIMIT <= 1 << (64 - COUNT_BITS));
+
+    /// Chunk 0.
+    struct First([Node; CHUNK]);
+    // SAFETY: the nodes are shared between threads as the lock protocol
+    // prescribes: atomics, and cells touched only by each node's owner.
+    unsafe impl Sync for First {}
+    static FIRST: First = First([const { Node::new(ClhNode::zero()) }; CHUNK]);
+
+    /// Chunks 1 and up (entry 0 is unused).
+    static DIRECTORY: [AtomicPtr<Node>; CHUNKS] =
+        [const { AtomicPtr::new(core::ptr::null_mut()) }; CHUNKS];
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+
+    impl ClhNode {
+        /// A node not yet handed out: free, unnamed (all zero).
+        const fn zero() -> Self {
+            Self {
+                locked: crate::sync::AtomicBool::new(false),
+                pred: core::cell::Cell::new(None),
+                word: core::cell::Cell::new(0),
+            }
+        }
+    }
+
+    /// A fresh node from the slab, named.
+    #[cold]
+    pub(super) fn alloc() -> NonNull<Node> {
+        // Relaxed: only uniqueness of the index matters.
+        let slot = NEXT.fetch_add(1, Ordering::Relaxed) as usize;
+        assert!(
+            slot < LIMIT,
+            "clh: more than {} queue nodes in use at once",
+            LIMIT - 1
+        );
+        let node = if slot < CHUNK {
+            NonNull::from(&FIRST.0[slot])
+        } else {
+            chunk_node(slot, true)
+        };
+        // SAFETY: type-stable node, handed out once (now), so it is ours.
+        unsafe { node.as_ref() }
+            .word
+            .set((slot as u64) << COUNT_BITS);
+        node
+    }
+
+    /// The node in slot `slot`, which `alloc` handed out.
+    #[inline(always)]
+    pub(super) fn node(slot: u64) -> NonNull<Node> {
+        let slot = slot as usize;
+        if slot < CHUNK {
+            NonNull::from(&FIRST.0[slot])
+        } else {
+            chunk_node(slot, false)
+        }
+    }
+
+    /// Slot `slot` (at least `CHUNK`) of a directory chunk, installing the
+    /// chunk first if `install` and it is missing.
+    #[inline]
+    fn chunk_node(slot: usize, install: bool) -> NonNull<Node> {
+        let entry = &DIRECTORY[slot / CHUNK];
+        // Acquire: pairs with the Release CAS that installed the chunk.
+        let mut chunk = entry.load(Ordering::Acquire);
+        if install && chunk.is_null() {
+            let fresh: Box<[Node]> = (0..CHUNK).map(|_| Node::new(ClhNode::zero())).collect();
+            let fresh = Box::into_raw(fresh) as *mut Node;
+            // AcqRel: Release publishes the chunk; Acquire sees a rival's.
+            chunk = match entry.compare_exchange(
+                core::ptr::null_mut(),
+                fresh,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => fresh,
+                Err(theirs) => {
+                    // SAFETY: `fresh` lost the race and was never shared.
+                    drop(unsafe {
+                        Box::from_raw(core::ptr::slice_from_raw_parts_mut(fresh, CHUNK))
+                    });
+                    theirs
+                }
+            };
+        }
+        // SAFETY: the slot was handed out by `alloc` (or is being), which
+        // installed its chunk before the slot could appear in a `tail` word
+        // (whose Acquire load, like ours above, then sees the chunk); chunks
+        // hold CHUNK nodes and are never freed.
+        unsafe { NonNull::new_unchecked(chunk.add(slot % CHUNK)) }
+    }
+}
+
+/// The node a `tail` word names (`None` for `0`, the initial word).
+#[cfg(not(loom))]
+#[inline(always)]
+fn decode(word: u64) -> Option<NonNull<Node>> {
+    match word >> COUNT_BITS {
+        0 => None,
+        slot => Some(slab::node(slot)),
+    }
+}
+
+#[cfg(not(loom))]
 fn new_node() -> NonNull<Node> {
-    crate::node_pool::boxed_node()
+    slab::alloc()
+}
+
+/// Loom: `address >> LOOM_SHIFT` names a boxed node; `CachePadded` nodes
+/// are 128-byte aligned where loom runs.
+#[cfg(loom)]
+const LOOM_SHIFT: u32 = 7;
+#[cfg(loom)]
+const _: () = assert!(align_of::<Node>() >= 1 << LOOM_SHIFT);
+
+#[cfg(loom)]
+#[inline(always)]
+fn decode(word: u64) -> Option<NonNull<Node>> {
+    let addr = (word >> COUNT_BITS) << LOOM_SHIFT;
+    NonNull::new(core::ptr::with_exposed_provenance_mut(addr as usize))
+}
+
+#[cfg(loom)]
+fn new_node() -> NonNull<Node> {
+    let node: NonNull<Node> = crate::node_pool::boxed_node();
+    let name = (node.as_ptr().expose_provenance() as u64 >> LOOM_SHIFT) << COUNT_BITS;
+    assert_eq!(decode(name), Some(node), "node address too wide to pack");
+    // SAFETY: a fresh node, ours.
+    unsafe { node.as_ref() }.word.set(name);
+    node
 }
 
 crate::node_pool::node_pool!(Node, new_node);
@@ -54,8 +249,9 @@ crate::node_pool::node_pool!(Node, new_node);
 /// CLH queue lock.
 #[derive(Debug)]
 pub struct Clh {
-    /// Node of the last acquirer; null before the first acquisition.
-    tail: AtomicPtr<Node>,
+    /// The last enqueue: `slot << 44 | counter`; `0` before the first
+    /// acquisition (see the module docs).
+    tail: AtomicU64,
 }
 
 /// Guard state of a CLH acquisition: the holder's node.
@@ -75,11 +271,20 @@ unsafe impl GuardWord for ClhToken {
     }
 }
 
+// SAFETY: a shared `&ClhToken` (inside a `&MutexGuard` shared between
+// threads) gives access to the pointer value only: nothing reads or writes
+// the node through `&self` (`Debug` prints the address). The node is used
+// only by `unlock`, which takes the token by value, i.e. needs the guard
+// itself, not a reference to it. So sharing the guard lets other threads
+// read `T` (hence lock_api's `T: Sync` bound) and nothing else. The token
+// stays `!Send`, as before.
+unsafe impl Sync for ClhToken {}
+
 impl Clh {
     maybe_const_fn! {
         /// A free lock.
         pub fn new() -> Self {
-            Self { tail: AtomicPtr::new(ptr::null_mut()) }
+            Self { tail: AtomicU64::new(0) }
         }
     }
 
@@ -92,15 +297,17 @@ impl Clh {
         }
     }
 
-    /// Prepares one of our nodes for enqueueing.
+    /// Takes one of our nodes, marks it locked and counts an enqueue
+    /// attempt; returns it and the `tail` word of that attempt.
     #[inline(always)]
-    fn fresh_node() -> NonNull<Node> {
+    fn fresh_node() -> (NonNull<Node>, u64) {
         let node = take_node();
         // SAFETY: the node is ours and in no queue.
-        unsafe { node.as_ref() }
-            .locked
-            .store(true, Ordering::Relaxed);
-        node
+        let me = unsafe { node.as_ref() };
+        // Relaxed: published by the Release half of the swap or CAS that
+        // enqueues the node.
+        me.locked.store(true, Ordering::Relaxed);
+        (node, me.next_word())
     }
 }
 
@@ -110,56 +317,79 @@ impl Default for Clh {
     }
 }
 
+// `Clh` itself is one atomic word and so `Send + Sync` automatically; the
+// nodes' cells are touched only by each node's current owner, handed over
+// with Release/Acquire (the swap on `tail`, `locked`) or a mutex (the
+// recycle list).
+
 // SAFETY: the swap on `tail` totally orders acquirers; each returns from
 // `lock` only after its predecessor's Release store of `locked = false`,
-// which the predecessor makes only in `unlock`.
+// which the predecessor makes only in `unlock`. `try_lock` takes the lock
+// only behind a released node (see the module docs).
 unsafe impl lock_api::RawMutex for Clh {
     crate::raw_init!();
     type Guard = ClhToken;
 
     #[inline]
     fn lock(&self) -> Self::Guard {
-        let node = Self::fresh_node();
+        let (node, word) = Self::fresh_node();
         // AcqRel: Release publishes `locked = true` to the successor that
-        // swaps us out; Acquire pairs with the predecessor's swap so its
-        // node is initialised when we read it.
-        let pred = self.tail.swap(node.as_ptr(), Ordering::AcqRel);
+        // swaps us out; Acquire pairs with the predecessor's swap (or CAS)
+        // so its `locked = true` is visible when we read it.
+        let pred = decode(self.tail.swap(word, Ordering::AcqRel));
         // SAFETY: our node, read only by us.
         unsafe { node.as_ref() }.pred.set(pred);
-        // SAFETY: the predecessor's node is not freed before we adopt it.
-        if let Some(p) = unsafe { pred.as_ref() }
-            && p.locked.load(Ordering::Acquire)
-        {
-            Self::wait_on(p);
+        if let Some(p) = pred {
+            // SAFETY: type-stable node, not reused before we adopt it.
+            let p = unsafe { p.as_ref() };
+            // Acquire: pairs with the Release store in the predecessor's
+            // `unlock`.
+            if p.locked.load(Ordering::Acquire) {
+                Self::wait_on(p);
+            }
         }
         ClhToken(node)
     }
 
     #[inline]
     fn try_lock(&self) -> Option<Self::Guard> {
-        // Acquire: the tail node's initialisation and, through `locked`,
-        // the previous critical section.
-        let pred = self.tail.load(Ordering::Acquire);
-        // SAFETY: nodes are type-stable (never freed), so reading one we do
-        // not own is sound even if it was adopted meanwhile.
-        if let Some(p) = unsafe { pred.as_ref() }
-            && p.locked.load(Ordering::Acquire)
-        {
-            return None;
+        // Acquire: pairs with the Release half of the swap or CAS that wrote
+        // `seen`, so that enqueue's `locked = true` happens-before our load
+        // of `locked` below, which therefore cannot return the `false` of
+        // an older enqueue of the same node.
+        let seen = self.tail.load(Ordering::Acquire);
+        let pred = decode(seen);
+        if let Some(p) = pred {
+            // SAFETY: nodes are type-stable (never freed), so reading one we
+            // do not own is sound even if it was adopted meanwhile.
+            // Acquire: pairs with the Release store in the owner's `unlock`,
+            // so its critical section happens-before ours if we go on.
+            if unsafe { p.as_ref() }.locked.load(Ordering::Acquire) {
+                return None;
+            }
         }
-        let node = Self::fresh_node();
-        // AcqRel: as the swap in `lock`.
+        let (node, word) = Self::fresh_node();
+        // Success AcqRel: Release as the swap in `lock`; Acquire, as there,
+        // makes the replaced enqueue's `locked = true` visible to the
+        // re-check below (needed only after a counter wrap; normally the
+        // CAS reads the same write the load acquired). Failure Relaxed: we
+        // read nothing through the value.
         match self
             .tail
-            .compare_exchange(pred, node.as_ptr(), Ordering::AcqRel, Ordering::Relaxed)
+            .compare_exchange(seen, word, Ordering::AcqRel, Ordering::Relaxed)
         {
             Ok(_) => {
                 // SAFETY: our node, read only by us.
                 unsafe { node.as_ref() }.pred.set(pred);
-                // SAFETY: as above; normally free, see the module docs for
-                // the ABA case in which this waits.
-                if let Some(p) = unsafe { pred.as_ref() } {
-                    Self::wait_on(p);
+                if let Some(p) = pred {
+                    // SAFETY: as above; we adopt it at `unlock`.
+                    let p = unsafe { p.as_ref() };
+                    // Acquire: as in `lock`. Still the `false` read above,
+                    // unless the counter wrapped (module docs): then wait,
+                    // for mutual exclusion.
+                    if p.locked.load(Ordering::Acquire) {
+                        Self::wait_on(p);
+                    }
                 }
                 Some(ClhToken(node))
             }
@@ -174,10 +404,12 @@ unsafe impl lock_api::RawMutex for Clh {
     unsafe fn unlock(&self, guard: Self::Guard) {
         // SAFETY: the caller holds the lock through this node.
         let me = unsafe { guard.0.as_ref() };
+        // Read before the store below: from then on the successor may adopt
+        // and reuse our node.
         let pred = me.pred.get();
         // Release: pairs with the successor's Acquire load of `locked`.
         me.locked.store(false, Ordering::Release);
-        if let Some(pred) = NonNull::new(pred) {
+        if let Some(pred) = pred {
             // The predecessor released it and we were its only waiter.
             give_node(pred);
         }
@@ -185,9 +417,10 @@ unsafe impl lock_api::RawMutex for Clh {
 
     #[inline]
     fn is_locked(&self) -> bool {
-        let tail = self.tail.load(Ordering::Acquire);
+        // Acquire: as in `try_lock`.
+        let tail = decode(self.tail.load(Ordering::Acquire));
         // SAFETY: as in `try_lock`.
-        unsafe { tail.as_ref() }.is_some_and(|t| t.locked.load(Ordering::Relaxed))
+        tail.is_some_and(|t| unsafe { t.as_ref() }.locked.load(Ordering::Relaxed))
     }
 }
 
@@ -195,17 +428,11 @@ impl Drop for Clh {
     fn drop(&mut self) {
         // With `&mut self` nobody waits on or reads the tail node: it is the
         // lock's, released and not adopted.
-        if let Some(tail) = NonNull::new(self.tail.load(Ordering::Relaxed)) {
+        if let Some(tail) = decode(self.tail.load(Ordering::Relaxed)) {
             give_node(tail);
         }
     }
 }
-
-// SAFETY: the only non-Sync part is the `pred` cell inside nodes, which is
-// accessed only by the node's current owner.
-unsafe impl Send for Clh {}
-// SAFETY: as above.
-unsafe impl Sync for Clh {}
 
 // SAFETY: `unlock` already hands the lock to the successor spinning on our node (FIFO), so
 // a fair unlock is the ordinary one.

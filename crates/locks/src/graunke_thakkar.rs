@@ -201,6 +201,15 @@ unsafe impl GuardWord for GtToken {
     }
 }
 
+// SAFETY: a shared `&GtToken` (inside a `&MutexGuard` shared between
+// threads) gives access to the pointer value only: nothing reads or writes
+// the flag node through `&self` (`Debug` prints the address). The node is used
+// only by `unlock`, which takes the token by value, i.e. needs the guard
+// itself, not a reference to it. So sharing the guard lets other threads
+// read `T` (hence lock_api's `T: Sync` bound) and nothing else. The token
+// stays `!Send`, as before.
+unsafe impl Sync for GtToken {}
+
 impl GraunkeThakkar {
     maybe_const_fn! {
         /// A free lock.

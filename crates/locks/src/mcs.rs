@@ -77,6 +77,15 @@ unsafe impl GuardWord for McsToken {
     }
 }
 
+// SAFETY: a shared `&McsToken` (inside a `&MutexGuard` shared between
+// threads) gives access to the pointer value only: nothing reads or writes
+// the node through `&self` (`Debug` prints the address). The node is used
+// only by `unlock`, which takes the token by value, i.e. needs the guard
+// itself, not a reference to it. So sharing the guard lets other threads
+// read `T` (hence lock_api's `T: Sync` bound) and nothing else. The token
+// stays `!Send`, as before.
+unsafe impl Sync for McsToken {}
+
 impl Mcs {
     maybe_const_fn! {
         /// A free lock.
