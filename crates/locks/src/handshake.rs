@@ -100,6 +100,18 @@ unsafe impl GuardWord for HsToken {
     }
 }
 
+/// Stores a status: a plain Release store natively; under loom an
+/// exchange, because loom 0.7.2 can let a plain store land inside a racing
+/// exchange and lose it (tokio-rs/loom#254, as in `tas.rs`), and the
+/// releaser's `Nack` races the waiter's exchange to `GotIt`.
+#[inline(always)]
+fn put(word: &AtomicU8, v: u8) {
+    #[cfg(not(loom))]
+    word.store(v, Ordering::Release);
+    #[cfg(loom)]
+    word.swap(v, Ordering::Release);
+}
+
 /// Spins until `word` holds `want`.
 #[inline]
 fn await_u8(word: &AtomicU8, want: u8) {
@@ -203,11 +215,11 @@ impl<S: Scheduler> Handshake<S> {
             let n = unsafe { next.as_ref() };
             // Release: the successor sees our critical section and its
             // updated `pred`.
-            n.status.store(CAN_GO, Ordering::Release);
+            put(&n.status, CAN_GO);
             for _ in 0..TIMEOUT {
                 // Acquire: pairs with the successor's Release store.
                 if me.next_done.load(Ordering::Acquire) {
-                    n.status.store(ACK, Ordering::Release);
+                    put(&n.status, ACK);
                     return;
                 }
                 spin_hint();
@@ -218,7 +230,7 @@ impl<S: Scheduler> Handshake<S> {
                 while !me.next_done.load(Ordering::Acquire) {
                     spin_hint();
                 }
-                n.status.store(ACK, Ordering::Release);
+                put(&n.status, ACK);
                 return;
             }
             // Remove the silent successor from the queue.
@@ -237,7 +249,7 @@ impl<S: Scheduler> Handshake<S> {
                         )
                         .is_ok()
                     {
-                        n.status.store(NACK, Ordering::Release);
+                        put(&n.status, NACK);
                         return;
                     }
                     wait_next(n)
@@ -249,7 +261,7 @@ impl<S: Scheduler> Handshake<S> {
                 .pred
                 .store(node.as_ptr(), Ordering::Relaxed);
             // Release: the removed waiter may reuse its node now.
-            n.status.store(NACK, Ordering::Release);
+            put(&n.status, NACK);
             next = succ;
         }
     }

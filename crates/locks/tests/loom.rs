@@ -30,7 +30,10 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 use symmetry_locks::lock_api::RawMutex;
-use symmetry_locks::{Anderson, Clh, GraunkeThakkar, Mcs, Ticket, TicketProportional};
+use symmetry_locks::sched::{self, ContextBlock, State};
+use symmetry_locks::{
+    Anderson, Clh, GraunkeThakkar, Handshake, Mcs, McsNp, McsTp, SmartQ, Ticket, TicketProportional,
+};
 
 /// A lock and the counter it guards.
 struct Shared<R> {
@@ -99,6 +102,9 @@ impl<R: RawMutex> Shared<R> {
 /// 2 or 3 preemptions to show.
 fn builder(preemptions: usize) -> loom::model::Builder {
     let mut b = loom::model::Builder::new();
+    // The removal paths of `handshake` and `mcs-tp` (a waiter removed
+    // re-queues) make executions longer than loom's default 1,000 branches.
+    b.max_branches = 20_000;
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(preemptions);
     }
@@ -379,6 +385,83 @@ mod mcs {
 mod clh {
     use super::*;
     full_models!(Clh::new, three_lockers = true);
+}
+
+/// Smart-Q over `Stock` (no preemption is ever shown): the MCS path plus
+/// the context-block CAS of Fig. 3.
+mod smart_q {
+    use super::*;
+    full_models!(SmartQ::<sched::Stock>::new, three_lockers = true);
+}
+
+/// Queued-Handshaking; under loom `TIMEOUT` is one spin, so releasers
+/// rescind and remove running successors all the time and every branch of
+/// Fig. 2 (grant, late `GotIt`, removal, removal of the last waiter) is
+/// explored.
+mod handshake {
+    use super::*;
+    full_models!(Handshake::<sched::Stock>::new, three_lockers = false);
+}
+
+/// MCS-TP; under loom a first attempt counts as preempted, so every
+/// waiter is removed once and re-queues (see `mcs_tp::fresh`).
+mod mcs_tp {
+    use super::*;
+    full_models!(McsTp::new, three_lockers = false);
+}
+
+mod mcs_np {
+    use super::*;
+    full_models!(
+        || McsNp::<sched::Stock>::with(Mcs::new()),
+        three_lockers = true
+    );
+}
+
+/// A context block pointer handed to the "kernel" thread of a model.
+#[derive(Clone, Copy)]
+struct Cb(*const ContextBlock);
+// SAFETY: the block is read only while its thread lives (joined last).
+unsafe impl Send for Cb {}
+
+/// Smart-Q with a scheduler that shows preemption: a third thread plays
+/// SMARTQ's kernel and deschedules the waiter (CAS `Preemptable ->
+/// Preempted`) at any point, then resumes it. The releaser's claim races
+/// that CAS: either the waiter is granted (and the kernel's CAS fails), or
+/// it is skipped and re-queues. Mutual exclusion, the count, and a free
+/// lock at the end hold in every interleaving.
+#[test]
+fn smart_q_with_a_preempting_kernel() {
+    builder(3).check(|| {
+        let shared = Shared::new(SmartQ::<sched::Stock>::new());
+        let (tx, rx) = loom::sync::mpsc::channel::<Cb>();
+        let (done_tx, done_rx) = loom::sync::mpsc::channel::<()>();
+        let waiter = {
+            let shared = shared.clone();
+            thread::spawn(move || {
+                tx.send(Cb(sched::current())).unwrap();
+                shared.locked_bump();
+                // Keep the thread (and its context block) alive until the
+                // kernel is done with it.
+                done_rx.recv().unwrap();
+            })
+        };
+        let kernel = thread::spawn(move || {
+            let Cb(cb) = rx.recv().unwrap();
+            // SAFETY: the waiter thread waits for `done` before it exits.
+            let cb = unsafe { &*cb };
+            if cb.try_preempt().is_ok() {
+                thread::yield_now();
+                cb.resume(State::Preemptable);
+            }
+            done_tx.send(()).unwrap();
+        });
+        shared.locked_bump();
+        kernel.join().unwrap();
+        waiter.join().unwrap();
+        assert_eq!(shared.value(), 2);
+        assert!(!shared.lock.is_locked());
+    });
 }
 
 /// Anderson with fewer slots than contenders: waiters share a slot and must

@@ -68,6 +68,18 @@ impl Scheduler for Emulated {
     }
 }
 
+/// Time the calling worker has spent descheduled so far in the running
+/// emulation (zero on a thread that is not a worker). Lets a worker split
+/// its own wall time into running and descheduled parts.
+pub fn preempted_so_far() -> Duration {
+    let w = WORKER.with(Cell::get);
+    if w.is_null() {
+        return Duration::ZERO;
+    }
+    // SAFETY: a registered worker outlives its registration.
+    Duration::from_nanos(unsafe { &*w }.preempted_ns.load(Ordering::Relaxed))
+}
+
 /// What the emulation runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
