@@ -13,7 +13,9 @@
 //!
 //! `lock`: swap our node into `tail`; with no predecessor we hold the lock.
 //! Otherwise link behind the predecessor and spin on our status,
-//! publishing the time. `Granted`: we hold the lock. `Removed`: a releaser
+//! publishing the time, and yielding the processor now and then
+//! ([`YIELD_AFTER_NS`]: spinners must not keep a descheduled holder off
+//! its core). `Granted`: we hold the lock. `Removed`: a releaser
 //! saw a stale stamp and took us out of the queue; enqueue again.
 //!
 //! `unlock`: walk from our successor; grant the first waiter whose stamp
@@ -40,13 +42,25 @@ const GRANTED: u8 = 1;
 const REMOVED: u8 = 2;
 
 /// A waiter publishes the time once per this many spins (a clock read is
-/// tens of nanoseconds, a spin a few).
-pub const PUBLISH_SPINS: u32 = 64;
+/// tens of nanoseconds, a spin hint tens to a hundred cycles).
+pub const PUBLISH_SPINS: u32 = 16;
 
-/// A stamp older than this (ns) marks its waiter as preempted. Far above
-/// the gap between two publications of a running waiter (about a
-/// microsecond), far below a scheduler time slice (milliseconds).
-pub const PATIENCE_NS: u64 = 50_000;
+/// A stamp older than this (ns) marks its waiter as preempted: several
+/// times the gap between two publications of a running waiter (about a
+/// microsecond), far below a scheduler time slice (a millisecond or
+/// more). The two mistakes cost very differently: a running waiter taken
+/// for preempted re-queues (microseconds), a preempted waiter taken for
+/// running receives the lock and stalls everybody until it runs again (a
+/// time slice), so the threshold sits low.
+pub const PATIENCE_NS: u64 = 10_000;
+
+/// A waiter that has waited this long (ns) yields its processor
+/// (`sched_yield`), and again after each further such interval: with more
+/// threads than cores the holder, or the next fresh waiter, may be
+/// runnable but descheduled on this core; with a core per thread the call
+/// returns at once. Its stamp then ages and a releaser removes it; it
+/// re-queues when it runs again.
+pub const YIELD_AFTER_NS: u64 = 50_000;
 
 /// Nanoseconds since the first call in this process.
 #[cfg(not(loom))]
@@ -162,6 +176,8 @@ impl McsTp {
         p.next
             .store(ptr::from_ref(me).cast_mut().cast(), Ordering::Release);
         let mut spins = 0u32;
+        #[cfg(not(loom))]
+        let mut yield_at = me.stamp.load(Ordering::Relaxed) + YIELD_AFTER_NS;
         loop {
             // Acquire: pairs with the releaser's Release status store.
             match me.status.load(Ordering::Acquire) {
@@ -171,6 +187,11 @@ impl McsTp {
             spins = spins.wrapping_add(1);
             #[cfg(not(loom))]
             if spins.is_multiple_of(PUBLISH_SPINS) {
+                let now = now_ns();
+                if now >= yield_at {
+                    std::thread::yield_now();
+                    yield_at = now_ns() + YIELD_AFTER_NS;
+                }
                 // Relaxed: a heartbeat; its age is all that matters.
                 me.stamp.store(now_ns(), Ordering::Relaxed);
             }

@@ -149,6 +149,39 @@ fn non_preemption_requests_are_honoured_and_warned() {
     assert_eq!(g.overlaps.load(Ordering::Relaxed), 0);
 }
 
+/// The application's own workers as the competing processes: 5 workers
+/// on 2 processors at level 2.5, each descheduled while the others of its
+/// processor run; every worker finishes and the counter is exact.
+#[test]
+fn workers_as_competitors() {
+    use symmetry_locks::sched::emulated::Competitors;
+    let g = Guarded::<SmartQ<Emulated>>::new();
+    let cfg = Config {
+        competitors: Competitors::Workers,
+        ..cfg(2.5)
+    };
+    assert_eq!(cfg.workers(), 5);
+    let out = emulated::run(&cfg, |_| {
+        let end = Instant::now() + Duration::from_millis(100);
+        let mut n = 0u64;
+        while Instant::now() < end {
+            g.bump(100);
+            n += 1;
+        }
+        n
+    })
+    .unwrap();
+    assert_eq!(out.len(), 5);
+    let total: u64 = out.iter().map(|(n, _)| n).sum();
+    // SAFETY: workers joined.
+    assert_eq!(unsafe { *g.value.get() }, total);
+    assert_eq!(g.overlaps.load(Ordering::Relaxed), 0);
+    assert!(
+        out.iter().all(|(n, s)| *n > 0 && s.preemptions > 0),
+        "{out:?}"
+    );
+}
+
 #[test]
 fn level_one_never_deschedules() {
     let (_, pre, ext) =

@@ -13,6 +13,15 @@
 //! jitter. While a simulated process has the processor, its worker is
 //! descheduled.
 //!
+//! Who the competing processes are is [`Config::competitors`]:
+//! [`Competitors::Simulated`] (the paper's: one worker per processor, the
+//! others are simulated and only take time) or [`Competitors::Workers`]
+//! (every process is a worker of the application: `round(L * P)` workers,
+//! worker `w` on processor `w mod P`, so more workers than virtual
+//! processors share the lock and a queue can hold several descheduled
+//! ones, as on a machine whose application runs more processes than it
+//! has processors).
+//!
 //! A scheduler thread keeps the time line. At the end of a worker's quantum
 //! it raises the worker's `off` word and sends it a signal (`SIGRTMIN+1`).
 //! The handler, on the worker's own thread, plays the kernel:
@@ -80,9 +89,21 @@ pub fn preempted_so_far() -> Duration {
     Duration::from_nanos(unsafe { &*w }.preempted_ns.load(Ordering::Relaxed))
 }
 
+/// Who the competing processes on a processor are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Competitors {
+    /// SMARTQ's: one worker per processor, the others simulated (they only
+    /// take the processor's time).
+    Simulated,
+    /// All processes are workers of the application.
+    Workers,
+}
+
 /// What the emulation runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
+    /// Who the competing processes are.
+    pub competitors: Competitors,
     /// Virtual processors, one worker each.
     pub processors: usize,
     /// Multiprogramming level: processes per processor (1.0 or more).
@@ -102,6 +123,7 @@ impl Config {
     /// jitter and a 1 ms extension.
     pub fn new(processors: usize, level: f64) -> Config {
         Config {
+            competitors: Competitors::Simulated,
             processors,
             level,
             quantum: Duration::from_millis(20),
@@ -118,6 +140,33 @@ impl Config {
         let total = ((self.level * p as f64).round() as usize).max(p);
         (0..p)
             .map(|i| total / p + usize::from(i < total % p))
+            .collect()
+    }
+
+    /// Worker threads the emulation runs: one per processor with
+    /// simulated competitors, one per process otherwise.
+    pub fn workers(&self) -> usize {
+        match self.competitors {
+            Competitors::Simulated => self.processors.max(1),
+            Competitors::Workers => self.processes().iter().sum(),
+        }
+    }
+
+    /// Each processor's round-robin: worker indices, `None` for a
+    /// simulated process.
+    fn rings(&self) -> Vec<Vec<Option<usize>>> {
+        let p = self.processors.max(1);
+        self.processes()
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| match self.competitors {
+                Competitors::Simulated => {
+                    let mut ring = vec![Some(i)];
+                    ring.resize(n, None);
+                    ring
+                }
+                Competitors::Workers => (0..n).map(|k| Some(i + k * p)).collect(),
+            })
             .collect()
     }
 
@@ -375,17 +424,23 @@ impl Rng {
 /// Where a processor is in its round-robin.
 #[derive(Debug, Clone, Copy)]
 enum Phase {
-    /// The worker runs until `next`.
+    /// The current slot runs until the processor's `next`.
     Running,
-    /// The worker was asked to leave; `next` is the end of its extension,
-    /// `back` the end of the simulated processes' quanta.
-    Leaving { back: Instant },
-    /// A simulated process runs until `next`.
-    Away,
+    /// The current slot's worker was asked to leave; `next` is the end of
+    /// its extension.
+    Leaving,
 }
 
-/// Runs `work(i)` on `cfg.processors` worker threads, multiprogrammed at
-/// `cfg.level`, and returns each worker's result with what it experienced.
+/// One virtual processor's round-robin.
+struct Proc<'a> {
+    ring: &'a [Option<usize>],
+    slot: usize,
+    phase: Phase,
+    next: Instant,
+}
+
+/// Runs `work(i)` on [`Config::workers`] worker threads, multiprogrammed
+/// at `cfg.level`, and returns each worker's result with what it experienced.
 /// The locks the workers use must take [`Emulated`] as their scheduler for
 /// their non-preemption requests to be seen.
 ///
@@ -411,8 +466,16 @@ pub fn run<R: Send>(
 ) -> Result<Vec<(R, WorkerStats)>, Error> {
     cfg.check()?;
     install()?;
-    let p = cfg.processors;
+    let p = cfg.workers();
+    let rings = cfg.rings();
     let workers: Vec<Worker> = (0..p).map(|_| Worker::new()).collect();
+    // Workers that are not first in their processor's ring start
+    // descheduled.
+    for ring in &rings {
+        for w in ring.iter().skip(1).flatten() {
+            workers[*w].off.store(1, Ordering::Relaxed);
+        }
+    }
     let start = Barrier::new(p + 1);
     let end = Barrier::new(p + 1);
     let sig = signal();
@@ -428,6 +491,8 @@ pub fn run<R: Send>(
                         .store(unsafe { libc::pthread_self() } as u64, Ordering::Release);
                     WORKER.with(|c| c.set(w));
                     start.wait();
+                    // Not first in its ring: wait for its first quantum.
+                    w.deschedule(false);
                     let r = work(i);
                     w.done.store(true, Ordering::Release);
                     // Stay alive (and registered) until the scheduler has
@@ -439,7 +504,7 @@ pub fn run<R: Send>(
             })
             .collect();
         start.wait();
-        schedule(cfg, &workers, sig);
+        schedule(cfg, &rings, &workers, sig);
         end.wait();
         let results: Vec<R> = handles
             .into_iter()
@@ -455,57 +520,58 @@ pub fn run<R: Send>(
 
 /// The scheduler thread's loop: returns once every worker is done, with
 /// every worker resumed.
-fn schedule(cfg: &Config, workers: &[Worker], sig: libc::c_int) {
+fn schedule(cfg: &Config, rings: &[Vec<Option<usize>>], workers: &[Worker], sig: libc::c_int) {
     let mut rng = Rng(cfg.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let processes = cfg.processes();
     let now = Instant::now();
     // Random phases, so processors do not switch in lock step.
-    let mut procs: Vec<(Phase, Instant)> = processes
+    let mut procs: Vec<Proc<'_>> = rings
         .iter()
-        .map(|_| (Phase::Running, now + cfg.quantum.mul_f64(rng.unit())))
+        .map(|ring| Proc {
+            ring,
+            slot: 0,
+            phase: Phase::Running,
+            next: now + cfg.quantum.mul_f64(rng.unit()),
+        })
         .collect();
     let poll = Duration::from_millis(1);
-    while !workers.iter().all(|w| w.done.load(Ordering::Acquire)) {
+    let done = |w: usize| workers[w].done.load(Ordering::Acquire);
+    while !(0..workers.len()).all(done) {
         let now = Instant::now();
-        for (i, (phase, next)) in procs.iter_mut().enumerate() {
-            let (w, n) = (&workers[i], processes[i]);
-            if n == 1 || *next > now || w.done.load(Ordering::Acquire) {
-                continue;
-            }
-            match *phase {
-                Phase::Running => {
-                    let mut away = Duration::ZERO;
-                    for _ in 1..n {
-                        away += rng.quantum(cfg.quantum, cfg.jitter);
-                    }
+        for p in procs
+            .iter_mut()
+            .filter(|p| p.ring.len() > 1 && p.next <= now)
+        {
+            let current = p.ring[p.slot].filter(|&w| !done(w));
+            match (p.phase, current) {
+                (Phase::Running, Some(w)) => {
+                    let w = &workers[w];
                     w.force.store(false, Ordering::Release);
                     // Release: the handler's Acquire load of `off` sees
                     // `force` as set above.
                     w.off.store(1, Ordering::Release);
                     kill(w, sig);
-                    *phase = Phase::Leaving { back: now + away };
-                    *next = now + cfg.extension;
+                    p.phase = Phase::Leaving;
+                    p.next = now + cfg.extension;
+                    continue;
                 }
-                Phase::Leaving { back } => {
-                    if !w.parked.load(Ordering::Acquire) {
-                        w.force.store(true, Ordering::Release);
-                        kill(w, sig);
-                    }
-                    *phase = Phase::Away;
-                    *next = back.max(now);
+                (Phase::Leaving, Some(w)) if !workers[w].parked.load(Ordering::Acquire) => {
+                    workers[w].force.store(true, Ordering::Release);
+                    kill(&workers[w], sig);
                 }
-                Phase::Away => {
-                    resume(w);
-                    *phase = Phase::Running;
-                    *next = now + rng.quantum(cfg.quantum, cfg.jitter);
-                }
+                _ => {}
             }
+            // The next process of the ring gets the processor.
+            p.slot = (p.slot + 1) % p.ring.len();
+            if let Some(w) = p.ring[p.slot] {
+                resume(&workers[w]);
+            }
+            p.phase = Phase::Running;
+            p.next = now + rng.quantum(cfg.quantum, cfg.jitter);
         }
         let wake = procs
             .iter()
-            .zip(&processes)
-            .filter(|(_, n)| **n > 1)
-            .map(|((_, t), _)| *t)
+            .filter(|p| p.ring.len() > 1)
+            .map(|p| p.next)
             .min()
             .unwrap_or(now + poll)
             .min(now + poll);
@@ -548,6 +614,18 @@ mod tests {
         assert_eq!(Config::new(2, 1.5).processes(), [2, 1]);
         assert_eq!(Config::levels(2, 2.0, 1), [1.0, 1.5, 2.0]);
         assert_eq!(Config::levels(1, 4.0, 1), [1.0, 2.0, 3.0, 4.0]);
+        let c = Config::new(2, 1.5);
+        assert_eq!(c.workers(), 2);
+        assert_eq!(c.rings(), [vec![Some(0), None], vec![Some(1)]]);
+        let c = Config {
+            competitors: Competitors::Workers,
+            ..Config::new(2, 2.5)
+        };
+        assert_eq!(c.workers(), 5);
+        assert_eq!(
+            c.rings(),
+            [vec![Some(0), Some(2), Some(4)], vec![Some(1), Some(3)]]
+        );
     }
 
     #[test]
