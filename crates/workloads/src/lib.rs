@@ -7,6 +7,8 @@
 //! |---|---|---|
 //! | [`regsim`] | KLMO91 §3 "Regsim" | per-object locks, threads = processors, phases until outputs settle, load rebalancing |
 //! | [`hanoi`] | KLMO91 §3 "Hanoi" | 5 pegs, many threads, frequent synchronization, bursty activity |
+//! | [`cholesky`] | SMARTQ §4.4 "Cholesky" (dense blocked substitute for SPLASH's sparse one) | one lock, the only synchronization: task queue and dependency counters |
+//! | [`quicksort`] | SMARTQ §4.4 "Quicksort" | one lock, the only synchronization: shared stack of ranges, finalized count |
 //!
 //! A workload is generic over its lock ([`WorkloadLock`]: any
 //! `lock_api::RawMutex` that can be built with a name, so the profiler
@@ -14,8 +16,10 @@
 //! threads run ([`Exec`]: [`OsThreads`] or [`UserThreads`]).
 
 pub mod am_apps;
+pub mod cholesky;
 pub mod exec;
 pub mod hanoi;
+pub mod quicksort;
 pub mod regsim;
 
 pub use exec::{Exec, ExecBarrier, OsThreads, UserThreads};
