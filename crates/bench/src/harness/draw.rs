@@ -99,3 +99,51 @@ pub fn bar_panels(
         })
         .collect()
 }
+
+/// A "metric vs parameter" panel: one series per series name over the
+/// rows of `metric` (and `threads`, if given), x read from parameter
+/// column `x_param` (rows without a numeric value are left out).
+pub fn param_panel(
+    rows: &[Row],
+    metric: &str,
+    x_param: &str,
+    threads: Option<u32>,
+    (title, x_label, y_label): (&str, &str, &str),
+    y_scale: Scale,
+) -> Panel {
+    let selected: Vec<(&Row, f64)> = rows
+        .iter()
+        .filter(|r| r.metric == metric && threads.is_none_or(|t| r.threads == t))
+        .filter_map(|r| Some((r, r.get_param(x_param)?.parse::<f64>().ok()?)))
+        .collect();
+    let mut names: Vec<&str> = Vec::new();
+    for (r, _) in &selected {
+        if !names.contains(&r.series.as_str()) {
+            names.push(&r.series);
+        }
+    }
+    let series = names
+        .iter()
+        .map(|n| Series {
+            name: n.to_string(),
+            points: selected
+                .iter()
+                .filter(|(r, _)| r.series == *n)
+                .map(|(r, x)| Point {
+                    x: *x,
+                    y: r.value,
+                    oversubscribed: r.oversubscribed,
+                })
+                .collect(),
+        })
+        .collect();
+    Panel::Line(LinePanel {
+        title: title.to_string(),
+        x_label: x_label.to_string(),
+        y_label: y_label.to_string(),
+        x_scale: Scale::Linear,
+        y_scale,
+        series,
+        x_marker: None,
+    })
+}

@@ -30,7 +30,7 @@ pub mod rule;
 pub mod stats;
 pub mod testing;
 
-pub use draw::{bar_panels, figure, threads_panel};
+pub use draw::{bar_panels, figure, param_panel, threads_panel};
 pub use fmt::{names, ns, ratio};
 pub use rows::{Data, Sel, series_names, value};
 pub use rule::{Estimate, Finding, Outcome};

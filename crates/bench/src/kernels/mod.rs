@@ -6,4 +6,5 @@ pub mod klmo91;
 pub mod locks;
 pub mod machine;
 pub mod messages;
+pub mod preempt;
 pub mod threads;

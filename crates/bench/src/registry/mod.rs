@@ -2,5 +2,6 @@
 //! once and selected by name with no virtual call in a timed loop.
 
 pub mod locks;
+pub mod preempt;
 pub mod threads;
 pub mod user_scheduler;

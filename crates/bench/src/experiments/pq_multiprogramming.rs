@@ -1,0 +1,369 @@
+//! `pq-multiprogramming` — SMARTQ Figs. 4-5: completion time of the
+//! synthetic loop against the multiprogramming level, for SMARTQ's eight
+//! locks plus `mcs-tp` and `parking_lot`, on the emulated multiprogramming
+//! scheduler with one worker per core.
+
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, figure,
+    param_panel, ratio, rule,
+};
+use crate::kernels::preempt::{self as kernel, PAPER_CS_NS};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, Scale};
+use crate::output::report::Table;
+use crate::registry::preempt::{median_point, select_emulated};
+use symmetry_locks::sched::emulated::Config;
+
+/// Catalogue entry.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "pq-multiprogramming",
+    title: "Completion time vs multiprogramming level, SMARTQ's locks on the emulated scheduler",
+    source: "SMARTQ Figs. 4-5",
+    uses_locks: false,
+    claims: CLAIMS,
+    run,
+    figure: draw,
+    assess,
+};
+
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "queued-collapse",
+        paper: "\"The Queued and Queued-no preempt locks, however, show much greater degradation, as processes \
+                begin to queue up behind a de-scheduled peer\" (SMARTQ §4.2, Figs. 4-5).",
+        rule: "`mcs` takes at least 3x as long per iteration at level 2.0 as at level 1.0",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "smart-q-near-tas-np",
+        paper: "\"the Queued-Handshaking and Smart-Q locks perform far better than the other Queued locks ... They \
+                do not outperform the TAS-no preempt lock on the SGI, but only because the small number of \
+                processors available does not give the contention-reducing property of queuing an opportunity\" \
+                (SMARTQ §4.2).",
+        rule: "at level 2.0, `smart-q` and `handshake` each take at most 1.2x the time per iteration of `tas-np`",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "preemption-safe-beats-queued",
+        paper: "\"Much better behavior is obtained by preventing critical section preemption and ensuring that the \
+                lock is not given to a blocked process waiting in the queue\"; \"Preventing preemption in the \
+                critical section helps a little, but not much\" (SMARTQ §4.2).",
+        rule: "at level 2.0, `smart-q` and `handshake` each take less time per iteration than `mcs` and `mcs-np`",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "native-np-best",
+        paper: "\"the native lock performs best of all ... though only when modified (Native-no preempt) to \
+                prevent preemption in the critical section\" (SMARTQ §4.2).",
+        rule: "at level 2.0, `native-np` takes less time per iteration than `native`",
+        needs: Needs::cores(2),
+    },
+];
+
+const METRIC: &str = "us_per_iteration";
+
+/// The `mpl` column's spelling of a level.
+fn mpl(level: f64) -> String {
+    format!("{level:.2}")
+}
+
+fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
+    let locks = select_emulated(None)?;
+    let p = ctx.cores;
+    let levels = Config::levels(p, 4.0, if ctx.quick { p } else { 1 });
+    let ncs = kernel::scaled_ncs_ns(p);
+    let budget = ctx.budget(250, 2000);
+    let bar = ctx.bar(EXPERIMENT.id, locks.len() * levels.len());
+    let mut rows = Vec::new();
+    for lock in &locks {
+        for &level in &levels {
+            bar.set_message(format!("{} at {level:.2}", lock.name));
+            let cfg = kernel::loop_cfg(p, ncs, budget, false);
+            let (out, spread) = median_point(3, |seed| {
+                (lock.synthetic)(&cfg, &kernel::emu_config(p, level, seed))
+            })?;
+            rows.push(
+                Row::new(
+                    EXPERIMENT.id,
+                    lock.name,
+                    p as u32,
+                    false,
+                    METRIC,
+                    out.us_per_iteration(),
+                    "us",
+                )
+                .param("mpl", mpl(level))
+                .param("workers", kernel::emu_config(p, level, 0).workers())
+                .param("cs_ns", PAPER_CS_NS)
+                .param("ncs_ns", ncs.round())
+                .param("quantum_ms", kernel::QUANTUM.as_millis())
+                .param("scheduler", "emulated")
+                .param("iterations", out.iterations)
+                .param("extensions", out.extensions)
+                .with_spread(&spread),
+            );
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(rows)
+}
+
+fn draw(rows: &[Row], m: &Machine) -> Figure {
+    figure(
+        "pq-multiprogramming (SMARTQ Figs. 4-5)",
+        m,
+        vec![param_panel(
+            rows,
+            METRIC,
+            "mpl",
+            None,
+            (
+                "time per iteration vs multiprogramming level",
+                "multiprogramming level",
+                "us per iteration (log)",
+            ),
+            Scale::Log,
+        )],
+    )
+}
+
+fn at(d: &Data<'_>, lock: &str, level: f64) -> Option<Estimate> {
+    let l = mpl(level);
+    d.estimate(Sel::metric(METRIC).series(lock).params(&[("mpl", &l)]))
+}
+
+fn show(e: Estimate) -> String {
+    format!("{} us", e.show(1))
+}
+
+fn queued_collapse(d: &Data<'_>) -> Finding {
+    let (Some(one), Some(two)) = (at(d, "mcs", 1.0), at(d, "mcs", 2.0)) else {
+        return Finding::missing("`mcs` at levels 1.0 and 2.0");
+    };
+    let r = two.ratio(one);
+    Finding::new(
+        rule::at_least(r, 3.0),
+        format!(
+            "`mcs` {} at 1.0, {} at 2.0: {}x",
+            show(one),
+            show(two),
+            r.show(2)
+        ),
+    )
+}
+
+fn near_tas_np(d: &Data<'_>) -> Finding {
+    let Some(tas) = at(d, "tas-np", 2.0) else {
+        return Finding::missing("`tas-np` at level 2.0");
+    };
+    let mut outcomes = Vec::new();
+    let mut evidence = vec![format!("`tas-np` {}", show(tas))];
+    for lock in ["smart-q", "handshake"] {
+        let Some(e) = at(d, lock, 2.0) else {
+            return Finding::missing(&format!("`{lock}` at level 2.0"));
+        };
+        let r = e.ratio(tas);
+        outcomes.push(rule::at_most(r, 1.2));
+        evidence.push(format!("`{lock}` {} ({}x)", show(e), r.show(2)));
+    }
+    Finding::new(
+        Outcome::all(outcomes),
+        format!("at 2.0: {}", evidence.join(", ")),
+    )
+}
+
+fn beats_queued(d: &Data<'_>) -> Finding {
+    let mut outcomes = Vec::new();
+    let mut evidence = Vec::new();
+    for lock in ["smart-q", "handshake", "mcs", "mcs-np"] {
+        let Some(e) = at(d, lock, 2.0) else {
+            return Finding::missing(&format!("`{lock}` at level 2.0"));
+        };
+        evidence.push(format!("`{lock}` {}", show(e)));
+    }
+    for safe in ["smart-q", "handshake"] {
+        for queued in ["mcs", "mcs-np"] {
+            if let (Some(s), Some(q)) = (at(d, safe, 2.0), at(d, queued, 2.0)) {
+                outcomes.push(rule::less(s, q));
+            }
+        }
+    }
+    Finding::new(
+        Outcome::all(outcomes),
+        format!("at 2.0: {}", evidence.join(", ")),
+    )
+}
+
+fn native_np_best(d: &Data<'_>) -> Finding {
+    let (Some(np), Some(n)) = (at(d, "native-np", 2.0), at(d, "native", 2.0)) else {
+        return Finding::missing("`native` and `native-np` at level 2.0");
+    };
+    Finding::new(
+        rule::less(np, n),
+        format!("at 2.0: `native-np` {}, `native` {}", show(np), show(n)),
+    )
+}
+
+fn assess(rows: &[Row], _m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let sel = Sel::metric(METRIC);
+    let locks = d.series(sel);
+    let mut levels: Vec<f64> = d
+        .param_values(sel, "mpl")
+        .iter()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    levels.sort_by(f64::total_cmp);
+    levels.dedup();
+    let mut header = vec!["lock".to_string()];
+    header.extend(levels.iter().map(|l| format!("level {l:.2} (us/iter)")));
+    header.push("2.0 vs 1.0".into());
+    let mut table = Table::new(&header);
+    for n in &locks {
+        let mut row = vec![format!("`{n}`")];
+        row.extend(
+            levels
+                .iter()
+                .map(|&l| at(&d, n, l).map_or("n/a".into(), |e| format!("{:.1}", e.value))),
+        );
+        row.push(match (at(&d, n, 1.0), at(&d, n, 2.0)) {
+            (Some(a), Some(b)) => ratio(b.value / a.value),
+            _ => "n/a".into(),
+        });
+        table.rows.push(row);
+    }
+    let workers = d.threads(sel).first().map_or(0, |(t, _)| *t);
+    let param = |k: &str| d.param_values(sel, k).first().cloned().unwrap_or_default();
+    let measured = if locks.is_empty() {
+        format!("No `{METRIC}` points in this run's data.")
+    } else {
+        format!(
+            "{workers} virtual processor(s) ran SMARTQ's synthetic loop (critical section {} ns, \
+             non-critical section {} ns, each +/-10%) on the emulated scheduler (quantum {} ms +/-10%, one \
+             extension of a tenth of a quantum per quantum) at levels {}, with round(level x processors) workers. Time per completed iteration, median of 3 \
+             runs each:",
+            param("cs_ns"),
+            param("ncs_ns"),
+            param("quantum_ms"),
+            levels
+                .iter()
+                .map(|l| format!("{l:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let notes = format!(
+        "The non-critical section is scaled so that {workers} processor(s) load the lock as SMARTQ's 7 did (64% \
+         busy if nobody waited); levels are the multiples of 1/{workers} the processors allow. At level L each processor \
+         round-robins L workers of the application in quanta; a worker whose quantum is over is descheduled by \
+         signal and sleeps in the kernel. SMARTQ's competing processes were simulated (they only took time); \
+         with the application's own workers a lock queue holds several descheduled waiters even on few \
+         processors. The same total work is shared by more workers at higher levels, so an unaffected lock keeps \
+         its time per iteration, where the paper's completion time (iterations proportional to processes) grows \
+         with the level. Unlike the paper's, the scheduler thread has no processor of its own; it sleeps between \
+         events. `native` is the platform's pthread mutex, whose waiters sleep in the kernel rather than spin."
+    );
+    Assessment {
+        findings: vec![
+            queued_collapse(&d),
+            near_tas_np(&d),
+            beats_queued(&d),
+            native_np_best(&d),
+        ],
+        measured,
+        notes,
+        table: Some(table),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    fn rows(m: &Machine, curve: impl Fn(&str, f64) -> f64) -> Vec<Row> {
+        let mut out = Vec::new();
+        for lock in [
+            "tas",
+            "tas-np",
+            "mcs",
+            "mcs-np",
+            "handshake",
+            "smart-q",
+            "native",
+            "native-np",
+        ] {
+            for level in [1.0, 2.0, 4.0] {
+                out.push(testing::row(
+                    EXPERIMENT.id,
+                    lock,
+                    m.cores() as u32,
+                    m,
+                    METRIC,
+                    curve(lock, level),
+                    0.02,
+                    &[
+                        ("mpl", &mpl(level)),
+                        ("cs_ns", "15000"),
+                        ("ncs_ns", "32000"),
+                        ("quantum_ms", "5"),
+                    ],
+                ));
+            }
+        }
+        out
+    }
+
+    fn paper(lock: &str, level: f64) -> f64 {
+        match lock {
+            "mcs" | "mcs-np" | "native" => 50.0 * level * level * 2.0,
+            "native-np" => 45.0 * level,
+            _ => 50.0 * level,
+        }
+    }
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            assert_eq!(
+                EXPERIMENT.section(&rows(&m, paper), &m).verdict,
+                Verdict::Holds
+            );
+            // Queues unharmed, the preemption-safe locks slow, the
+            // non-preemption request a burden.
+            let opposite = |lock: &str, l: f64| match lock {
+                "smart-q" | "handshake" => 300.0 * l,
+                "native-np" => 100.0 * l,
+                _ => 50.0 * l,
+            };
+            assert_eq!(
+                EXPERIMENT.section(&rows(&m, opposite), &m).verdict,
+                Verdict::Differs
+            );
+        }
+        let one = testing::machine(1, true);
+        assert_eq!(
+            EXPERIMENT.section(&rows(&one, paper), &one).verdict,
+            Verdict::NotMeasurable
+        );
+        let m = small_vm();
+        let a = assess(&[], &m);
+        assert!(
+            a.findings
+                .iter()
+                .all(|f| matches!(f.outcome, Outcome::NotMeasurable(_)))
+        );
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), paper),
+            &rows(&big_metal(), paper),
+        );
+    }
+}

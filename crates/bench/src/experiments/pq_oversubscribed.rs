@@ -1,0 +1,310 @@
+//! `pq-oversubscribed` — SMARTQ's problem on stock Linux: the synthetic
+//! loop on real OS threads at 1-8x the cores, no emulation, where queue
+//! locks, time publishing (`mcs-tp`), spin-then-block and the modern peers
+//! meet the kernel's own scheduler.
+
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, figure,
+    ratio, rule, threads_panel,
+};
+use crate::kernels::preempt::{self as kernel, PAPER_CS_NS};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, Scale};
+use crate::output::report::Table;
+use crate::registry::preempt::{STOCK, median_point};
+use symmetry_locks::sched::rseq::{self, Availability};
+
+/// Catalogue entry.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "pq-oversubscribed",
+    title: "SMARTQ's synthetic loop on oversubscribed OS threads: queue locks vs time publishing vs peers",
+    source: "SMARTQ §1, §2.3 on stock Linux",
+    uses_locks: false,
+    claims: CLAIMS,
+    run,
+    figure: draw,
+    assess,
+};
+
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "queue-collapses",
+        paper: "\"queued locks exhibit poor behavior in the presence of multiprogramming: a process near the end \
+                of the queue, in addition to waiting for any process that is preempted during its critical \
+                section, must also wait for any preempted processes ahead of it in the queue\" (SMARTQ abstract).",
+        rule: "at 4x the cores, `mcs` takes at least 10x as long per iteration as `tas`",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "mcs-tp-near-tas",
+        paper: "SMARTQ's goal is a queue lock with which \"no process waits for a process that isn't running\" \
+                (§2.3); time publishing (He, Scherer & Scott 2005) reaches it without kernel help by skipping \
+                waiters whose published time is stale.",
+        rule: "at 4x the cores, `mcs-tp` takes at most 2x the time per iteration of `tas`",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "mcs-tp-beats-mcs",
+        paper: "Skipping preempted waiters removes the queue's collapse (SMARTQ §3, §4.2).",
+        rule: "at 4x the cores, `mcs` takes at least 10x as long per iteration as `mcs-tp`",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "rseq-np",
+        paper: "\"The Symunix scheduler allows a process to request that it not be preempted during a critical \
+                section, and will honor that request, within reason\" (SMARTQ §2.3); Linux 7.0's rseq time-slice \
+                extension is that request.",
+        rule: "with the kernel's time-slice extension, `tas-np-rseq` takes no longer per iteration than `tas` at \
+               4x the cores",
+        needs: Needs::NONE,
+    },
+];
+
+const METRIC: &str = "us_per_iteration";
+const RSEQ: &str = "rseq_available";
+
+fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
+    let c = ctx.cores;
+    let counts: Vec<usize> = ctx
+        .threads
+        .clone()
+        .unwrap_or_else(|| [1, 2, 4, 8].iter().map(|k| k * c).collect());
+    let avail = rseq::available().clone();
+    let mut rows = vec![match &avail {
+        Availability::Available => {
+            Row::new(EXPERIMENT.id, "rseq", c as u32, false, RSEQ, 1.0, "bool")
+        }
+        Availability::Absent(why) => {
+            Row::new(EXPERIMENT.id, "rseq", c as u32, false, RSEQ, 0.0, "bool").param("reason", why)
+        }
+    }];
+    let locks: Vec<_> = STOCK
+        .iter()
+        .filter(|l| !l.needs_rseq || avail == Availability::Available)
+        .collect();
+    let ncs = kernel::scaled_ncs_ns(c);
+    let budget = ctx.budget(250, 2000);
+    let bar = ctx.bar(EXPERIMENT.id, locks.len() * counts.len());
+    symmetry_locks::spin_then_block::profiler::set_enabled(false);
+    for lock in &locks {
+        for &t in &counts {
+            bar.set_message(format!("{} x{t}", lock.name));
+            let cfg = kernel::LoopCfg {
+                workers: t,
+                ..kernel::loop_cfg(c, ncs, budget, false)
+            };
+            let (out, spread) = median_point(ctx.repeats(t), |_| Ok((lock.synthetic)(&cfg)))?;
+            rows.push(
+                Row::new(
+                    EXPERIMENT.id,
+                    lock.name,
+                    t as u32,
+                    ctx.over(t),
+                    METRIC,
+                    out.us_per_iteration(),
+                    "us",
+                )
+                .param("cs_ns", PAPER_CS_NS)
+                .param("ncs_ns", ncs.round())
+                .param("scheduler", "stock")
+                .param("iterations", out.iterations)
+                .with_spread(&spread),
+            );
+            bar.inc(1);
+        }
+    }
+    symmetry_locks::spin_then_block::profiler::set_enabled(true);
+    bar.finish_and_clear();
+    Ok(rows)
+}
+
+fn draw(rows: &[Row], m: &Machine) -> Figure {
+    figure(
+        "pq-oversubscribed (SMARTQ on stock Linux)",
+        m,
+        vec![threads_panel(
+            rows,
+            METRIC,
+            None,
+            "time per iteration vs OS threads",
+            "us per iteration (log)",
+            Scale::Log,
+            m.cores(),
+        )],
+    )
+}
+
+fn at(d: &Data<'_>, lock: &str, t: u32) -> Option<Estimate> {
+    d.estimate(Sel::metric(METRIC).series(lock).threads(t))
+}
+
+fn show(e: Estimate) -> String {
+    format!("{} us", e.show(1))
+}
+
+/// `slow / fast >= 10` (or `<= 2` with `at_most`), with evidence.
+fn compare(d: &Data<'_>, t: u32, a: &str, b: &str, judge: impl Fn(Estimate) -> Outcome) -> Finding {
+    let (Some(x), Some(y)) = (at(d, a, t), at(d, b, t)) else {
+        return Finding::missing(&format!("`{a}` and `{b}` at {t} threads"));
+    };
+    let r = x.ratio(y);
+    Finding::new(
+        judge(r),
+        format!(
+            "at {t} threads: `{a}` {}, `{b}` {}: {}x",
+            show(x),
+            show(y),
+            r.show(2)
+        ),
+    )
+}
+
+fn rseq_np(d: &Data<'_>, t: u32) -> Finding {
+    let Some(r) = d.row(Sel::metric(RSEQ)) else {
+        return Finding::missing("the rseq availability row");
+    };
+    if r.value == 0.0 {
+        return Finding::not_measurable(
+            r.get_param("reason")
+                .unwrap_or("the time-slice extension is absent"),
+        );
+    }
+    compare(d, t, "tas-np-rseq", "tas", |x| rule::at_most(x, 1.0))
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let over = 4 * m.cores() as u32;
+    let sel = Sel::metric(METRIC);
+    let locks = d.series(sel);
+    let counts: Vec<u32> = d.threads(sel).into_iter().map(|(t, _)| t).collect();
+    let mut header = vec!["lock".to_string()];
+    header.extend(counts.iter().map(|t| format!("{t} threads (us/iter)")));
+    header.push(format!("vs tas at {over}"));
+    let mut table = Table::new(&header);
+    for n in &locks {
+        let mut row = vec![format!("`{n}`")];
+        row.extend(
+            counts
+                .iter()
+                .map(|&t| at(&d, n, t).map_or("n/a".into(), |e| format!("{:.1}", e.value))),
+        );
+        row.push(match (at(&d, n, over), at(&d, "tas", over)) {
+            (Some(a), Some(b)) => ratio(a.value / b.value),
+            _ => "n/a".into(),
+        });
+        table.rows.push(row);
+    }
+    let param = |k: &str| d.param_values(sel, k).first().cloned().unwrap_or_default();
+    let measured = if locks.is_empty() {
+        format!("No `{METRIC}` points in this run's data.")
+    } else {
+        format!(
+            "OS threads ran SMARTQ's synthetic loop (critical section {} ns, non-critical section {} ns, each \
+             +/-10%) under the kernel's scheduler, no emulation, at {} threads; time per iteration completed \
+             inside the budget, median of the repeats:",
+            param("cs_ns"),
+            param("ncs_ns"),
+            counts
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let notes = "Threads beyond the cores are descheduled by the kernel at its own time slices: a FIFO queue lock \
+                 hands the lock to a waiter that is not running and everybody behind it waits for its next slice. \
+                 `mcs-tp` skips waiters whose heartbeat is stale; `smart-q` over stock Linux cannot see who runs \
+                 (the kernel publishes nothing) and behaves as MCS; `spin-then-block` is KLMO91's fixed-spin(C); \
+                 `std`, `parking_lot` and `pthread` park waiters in the kernel. Nothing can keep the kernel from \
+                 preempting a holder here unless it offers the time-slice extension."
+        .to_string();
+    Assessment {
+        findings: vec![
+            compare(&d, over, "mcs", "tas", |x| rule::at_least(x, 10.0)),
+            compare(&d, over, "mcs-tp", "tas", |x| rule::at_most(x, 2.0)),
+            compare(&d, over, "mcs", "mcs-tp", |x| rule::at_least(x, 10.0)),
+            rseq_np(&d, over),
+        ],
+        measured,
+        notes,
+        table: Some(table),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    fn rows(m: &Machine, curve: impl Fn(&str) -> f64, rseq: Option<&str>) -> Vec<Row> {
+        let c = m.cores() as u32;
+        let mut out = vec![match rseq {
+            None => Row::new(EXPERIMENT.id, "rseq", c, false, RSEQ, 1.0, "bool"),
+            Some(why) => {
+                Row::new(EXPERIMENT.id, "rseq", c, false, RSEQ, 0.0, "bool").param("reason", why)
+            }
+        }];
+        for lock in ["tas", "mcs", "mcs-tp", "tas-np-rseq"] {
+            for t in [c, 4 * c] {
+                let v = if t == c { 40.0 } else { curve(lock) };
+                out.push(testing::row(
+                    EXPERIMENT.id,
+                    lock,
+                    t,
+                    m,
+                    METRIC,
+                    v,
+                    0.02,
+                    &[("cs_ns", "15000")],
+                ));
+            }
+        }
+        out
+    }
+
+    fn paper(lock: &str) -> f64 {
+        match lock {
+            "mcs" => 5000.0,
+            "mcs-tp" => 60.0,
+            _ => 40.0,
+        }
+    }
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            assert_eq!(
+                EXPERIMENT.section(&rows(&m, paper, None), &m).verdict,
+                Verdict::Holds
+            );
+            let opposite = |lock: &str| if lock == "mcs-tp" { 400.0 } else { 40.0 };
+            assert_eq!(
+                EXPERIMENT.section(&rows(&m, opposite, None), &m).verdict,
+                Verdict::Differs
+            );
+        }
+        let m = small_vm();
+        let s = EXPERIMENT.section(
+            &rows(&m, paper, Some("not available on this kernel (6.18)")),
+            &m,
+        );
+        assert_eq!(s.verdict, Verdict::Holds);
+        assert!(
+            s.measured.contains("not available on this kernel"),
+            "{}",
+            s.measured
+        );
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), paper, None),
+            &rows(&big_metal(), paper, None),
+        );
+    }
+}

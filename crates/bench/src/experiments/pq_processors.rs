@@ -1,0 +1,281 @@
+//! `pq-processors` — SMARTQ Figs. 6-7: time per iteration against the
+//! number of processors at multiprogramming level 2.0, for SMARTQ's locks
+//! plus `mcs-tp` and `parking_lot`, on the emulated scheduler.
+
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, figure, rule,
+    threads_panel,
+};
+use crate::kernels::preempt::{self as kernel, PAPER_CS_NS};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Figure, Scale};
+use crate::output::report::Table;
+use crate::registry::preempt::{median_point, select_emulated};
+
+/// Catalogue entry.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "pq-processors",
+    title: "Time per iteration vs processors at multiprogramming level 2.0, SMARTQ's locks",
+    source: "SMARTQ Figs. 6-7",
+    uses_locks: false,
+    claims: CLAIMS,
+    run,
+    figure: draw,
+    assess,
+};
+
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "queued-bad",
+        paper: "\"results on the SGI again show the Queued and Queued-no preempt locks performing very badly, as a \
+                result of untimely preemption\" (SMARTQ §4.3, Figs. 6-7, level 2.0).",
+        rule: "at level 2.0 on all the cores, `mcs` and `mcs-np` each take at least 3x the time per processor \
+               iteration of `smart-q`",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "even-performance",
+        paper: "\"The Smart-Q, TAS-no preempt, and Native-no preempt locks display more-or-less even performance\" \
+                as processors are added (SMARTQ §4.3).",
+        rule: "`smart-q`, `tas-np` and `native-np` each keep their time per processor iteration within 1.5x from \
+               one processor to all the cores",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "smart-q-overtakes-tas-np",
+        paper: "\"the larger number of processors and the higher cost of remote operations allow the Smart-Q lock \
+                to overtake the TAS-no preempt lock\" (SMARTQ §4.3, KSR, 31 processors).",
+        rule: "at level 2.0 on all the cores, `smart-q` takes less time per processor iteration than `tas-np`",
+        needs: Needs::cores(16),
+    },
+];
+
+/// Time per iteration times the processors: what each processor spends
+/// per iteration of its own (constant for a lock that scales).
+const METRIC: &str = "us_per_processor_iteration";
+const LEVEL: f64 = 2.0;
+
+fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
+    let locks = select_emulated(None)?;
+    let ps: Vec<usize> = if ctx.quick {
+        ctx.ends()
+    } else {
+        (1..=ctx.cores).collect()
+    };
+    // SMARTQ keeps the critical to non-critical ratio fixed as processors
+    // are added: the ratio that loads the lock on all the cores.
+    let ncs = kernel::scaled_ncs_ns(ctx.cores);
+    let budget = ctx.budget(250, 2000);
+    let bar = ctx.bar(EXPERIMENT.id, locks.len() * ps.len());
+    let mut rows = Vec::new();
+    for lock in &locks {
+        for &p in &ps {
+            bar.set_message(format!("{} on {p}", lock.name));
+            let cfg = kernel::loop_cfg(p, ncs, budget, false);
+            let (out, spread) = median_point(3, |seed| {
+                (lock.synthetic)(&cfg, &kernel::emu_config(p, LEVEL, seed))
+            })?;
+            let k = p as f64;
+            rows.push(
+                Row::new(
+                    EXPERIMENT.id,
+                    lock.name,
+                    p as u32,
+                    false,
+                    METRIC,
+                    out.us_per_iteration() * k,
+                    "us",
+                )
+                .param("mpl", format!("{LEVEL:.2}"))
+                .param("workers", kernel::emu_config(p, LEVEL, 0).workers())
+                .param("cs_ns", PAPER_CS_NS)
+                .param("ncs_ns", ncs.round())
+                .param("quantum_ms", kernel::QUANTUM.as_millis())
+                .param("iterations", out.iterations)
+                .with_spread(&spread.map(|v| v * k)),
+            );
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(rows)
+}
+
+fn draw(rows: &[Row], m: &Machine) -> Figure {
+    figure(
+        "pq-processors (SMARTQ Figs. 6-7)",
+        m,
+        vec![threads_panel(
+            rows,
+            METRIC,
+            None,
+            "level 2.0: time per processor iteration vs processors",
+            "us (log)",
+            Scale::Log,
+            m.cores(),
+        )],
+    )
+}
+
+fn at(d: &Data<'_>, lock: &str, p: u32) -> Option<Estimate> {
+    d.estimate(Sel::metric(METRIC).series(lock).threads(p))
+}
+
+fn show(e: Estimate) -> String {
+    format!("{} us", e.show(1))
+}
+
+fn queued_bad(d: &Data<'_>, p: u32) -> Finding {
+    let Some(sq) = at(d, "smart-q", p) else {
+        return Finding::missing(&format!("`smart-q` on {p} processors"));
+    };
+    let mut outcomes = Vec::new();
+    let mut evidence = vec![format!("`smart-q` {}", show(sq))];
+    for q in ["mcs", "mcs-np"] {
+        let Some(e) = at(d, q, p) else {
+            return Finding::missing(&format!("`{q}` on {p} processors"));
+        };
+        let r = e.ratio(sq);
+        outcomes.push(rule::at_least(r, 3.0));
+        evidence.push(format!("`{q}` {} ({}x)", show(e), r.show(2)));
+    }
+    Finding::new(
+        Outcome::all(outcomes),
+        format!("on {p}: {}", evidence.join(", ")),
+    )
+}
+
+fn even(d: &Data<'_>, p: u32) -> Finding {
+    let mut outcomes = Vec::new();
+    let mut evidence = Vec::new();
+    for lock in ["smart-q", "tas-np", "native-np"] {
+        let (Some(one), Some(all)) = (at(d, lock, 1), at(d, lock, p)) else {
+            return Finding::missing(&format!("`{lock}` on 1 and {p} processors"));
+        };
+        outcomes.push(rule::within_factor(all, one, 1.5));
+        evidence.push(format!("`{lock}` {} on 1, {} on {p}", show(one), show(all)));
+    }
+    Finding::new(Outcome::all(outcomes), evidence.join("; "))
+}
+
+fn overtakes(d: &Data<'_>, p: u32) -> Finding {
+    let (Some(sq), Some(t)) = (at(d, "smart-q", p), at(d, "tas-np", p)) else {
+        return Finding::missing(&format!("`smart-q` and `tas-np` on {p} processors"));
+    };
+    Finding::new(
+        rule::less(sq, t),
+        format!("on {p}: `smart-q` {}, `tas-np` {}", show(sq), show(t)),
+    )
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let p = m.cores() as u32;
+    let sel = Sel::metric(METRIC);
+    let locks = d.series(sel);
+    let ps: Vec<u32> = d.threads(sel).into_iter().map(|(t, _)| t).collect();
+    let mut header = vec!["lock".to_string()];
+    header.extend(ps.iter().map(|p| format!("{p} processor(s) (us)")));
+    let mut table = Table::new(&header);
+    for n in &locks {
+        let mut row = vec![format!("`{n}`")];
+        row.extend(
+            ps.iter()
+                .map(|&q| at(&d, n, q).map_or("n/a".into(), |e| format!("{:.1}", e.value))),
+        );
+        table.rows.push(row);
+    }
+    let param = |k: &str| d.param_values(sel, k).first().cloned().unwrap_or_default();
+    let measured = if locks.is_empty() {
+        format!("No `{METRIC}` points in this run's data.")
+    } else {
+        format!(
+            "SMARTQ's synthetic loop (critical section {} ns, non-critical section {} ns, fixed for every \
+             processor count as in the paper) at level 2.0 on the emulated scheduler (quantum {} ms), two workers \
+             per virtual processor, on {} processor(s). Time per iteration times the processors, median of 3 runs:",
+            param("cs_ns"),
+            param("ncs_ns"),
+            param("quantum_ms"),
+            ps.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let notes = "SMARTQ runs a number of iterations proportional to the processors, so its completion time is \
+                 ideally flat; the time per iteration times the processors is the same quantity for runs bounded \
+                 by time. With one processor there is no lock contention between running workers, only between \
+                 a running worker and its descheduled peer."
+        .to_string();
+    Assessment {
+        findings: vec![queued_bad(&d, p), even(&d, p), overtakes(&d, p)],
+        measured,
+        notes,
+        table: Some(table),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    fn rows(m: &Machine, curve: impl Fn(&str, u32) -> f64) -> Vec<Row> {
+        let mut out = Vec::new();
+        for lock in ["tas-np", "mcs", "mcs-np", "smart-q", "native-np"] {
+            for p in [1, m.cores() as u32] {
+                out.push(testing::row(
+                    EXPERIMENT.id,
+                    lock,
+                    p,
+                    m,
+                    METRIC,
+                    curve(lock, p),
+                    0.02,
+                    &[],
+                ));
+            }
+        }
+        out
+    }
+
+    fn paper(lock: &str, p: u32) -> f64 {
+        match lock {
+            "mcs" | "mcs-np" => 100.0 * f64::from(p),
+            "tas-np" => 50.0 + f64::from(p) / 64.0,
+            _ => 40.0,
+        }
+    }
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            assert_eq!(
+                EXPERIMENT.section(&rows(&m, paper), &m).verdict,
+                Verdict::Holds
+            );
+            let opposite = |lock: &str, p: u32| {
+                if lock == "smart-q" {
+                    500.0 * f64::from(p)
+                } else {
+                    40.0
+                }
+            };
+            assert_eq!(
+                EXPERIMENT.section(&rows(&m, opposite), &m).verdict,
+                Verdict::Differs
+            );
+        }
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), paper),
+            &rows(&big_metal(), paper),
+        );
+    }
+}

@@ -1,0 +1,157 @@
+//! The name tables of the `pq-*` experiments: SMARTQ's eight locks plus
+//! `mcs-tp` and `parking_lot` over the emulated multiprogramming
+//! scheduler ([`EMULATED`], from
+//! [`symmetry_locks::for_each_preempt_lock!`]), and the locks that meet
+//! the kernel's own scheduler on oversubscribed OS threads ([`STOCK`]).
+
+use symmetry_locks::sched::Stock;
+use symmetry_locks::sched::emulated::{self, Emulated};
+use symmetry_locks::sched::rseq::RseqSlice;
+use symmetry_locks::spin_then_block::policy::FixedSpinC;
+use symmetry_locks::spin_then_block::{Futex, SpinThenBlock};
+
+use crate::kernels::preempt::{self as kernel, LoopCfg, LoopOut};
+
+/// A lock of the emulated-scheduler experiments.
+#[derive(Clone, Copy)]
+pub struct EmulatedLock {
+    /// Series name (SMARTQ's lock, by registry name).
+    pub name: &'static str,
+    /// The synthetic loop on the emulated scheduler.
+    pub synthetic: fn(&LoopCfg, &emulated::Config) -> Result<LoopOut, String>,
+    /// Cholesky (SMARTQ §4.4) on the emulated scheduler.
+    pub cholesky: fn(&emulated::Config) -> Result<kernel::AppOut, String>,
+    /// Quicksort (SMARTQ §4.4) on the emulated scheduler.
+    pub quicksort: fn(&emulated::Config) -> Result<kernel::AppOut, String>,
+}
+
+impl std::fmt::Debug for EmulatedLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+macro_rules! emulated_table {
+    ($($name:literal => $ty:ty;)*) => {
+        &[$(EmulatedLock {
+            name: $name,
+            synthetic: kernel::emulated::<$ty>,
+            cholesky: kernel::cholesky::<$ty>,
+            quicksort: kernel::quicksort::<$ty>,
+        }),*]
+    };
+}
+
+/// SMARTQ's locks, `mcs-tp` and `parking_lot` over [`Emulated`].
+pub const EMULATED: &[EmulatedLock] =
+    symmetry_locks::for_each_preempt_lock!(emulated_table, Emulated);
+
+/// A lock of `pq-oversubscribed`.
+#[derive(Clone, Copy)]
+pub struct StockLock {
+    /// Series name.
+    pub name: &'static str,
+    /// The synthetic loop on plain OS threads.
+    pub synthetic: fn(&LoopCfg) -> LoopOut,
+    /// Whether the lock needs the rseq time-slice extension to be more
+    /// than its base lock (left out where the kernel lacks it).
+    pub needs_rseq: bool,
+}
+
+impl std::fmt::Debug for StockLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// The locks that meet the kernel's scheduler on oversubscribed threads:
+/// `tas` and `mcs` (SMARTQ's extremes), `mcs-tp` (time publishing, no
+/// kernel help), KLMO91's spin-then-block with `fixed-spin(C)`, the
+/// modern peers, and `smart-q`/`tas-np` over the rseq time-slice extension
+/// where the kernel has it.
+pub const STOCK: &[StockLock] = &[
+    StockLock {
+        name: "tas",
+        synthetic: kernel::on_os_threads::<symmetry_locks::Tas>,
+        needs_rseq: false,
+    },
+    StockLock {
+        name: "mcs",
+        synthetic: kernel::on_os_threads::<symmetry_locks::Mcs>,
+        needs_rseq: false,
+    },
+    StockLock {
+        name: "mcs-tp",
+        synthetic: kernel::on_os_threads::<symmetry_locks::McsTp>,
+        needs_rseq: false,
+    },
+    StockLock {
+        name: "smart-q",
+        synthetic: kernel::on_os_threads::<symmetry_locks::SmartQ<Stock>>,
+        needs_rseq: false,
+    },
+    StockLock {
+        name: "spin-then-block",
+        synthetic: kernel::on_os_threads::<SpinThenBlock<FixedSpinC, Futex>>,
+        needs_rseq: false,
+    },
+    StockLock {
+        name: "std",
+        synthetic: kernel::on_os_threads::<symmetry_locks::StdMutex>,
+        needs_rseq: false,
+    },
+    StockLock {
+        name: "parking_lot",
+        synthetic: kernel::on_os_threads::<symmetry_locks::ParkingLot>,
+        needs_rseq: false,
+    },
+    StockLock {
+        name: "pthread",
+        synthetic: kernel::on_os_threads::<symmetry_locks::Pthread>,
+        needs_rseq: false,
+    },
+    StockLock {
+        name: "tas-np-rseq",
+        synthetic: kernel::on_os_threads::<symmetry_locks::TasNp<RseqSlice>>,
+        needs_rseq: true,
+    },
+    StockLock {
+        name: "mcs-np-rseq",
+        synthetic: kernel::on_os_threads::<symmetry_locks::McsNp<RseqSlice>>,
+        needs_rseq: true,
+    },
+];
+
+/// `repeats` runs of `f` (seeded 1, 2, ...): the median run by
+/// `us_per_iteration`, with the spread of that metric.
+pub fn median_point(
+    repeats: usize,
+    mut f: impl FnMut(u64) -> Result<LoopOut, String>,
+) -> Result<(LoopOut, crate::harness::Spread), String> {
+    let runs = (1..=repeats.max(1) as u64)
+        .map(&mut f)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(crate::harness::median_of(runs, LoopOut::us_per_iteration))
+}
+
+/// Looks an emulated-family lock up by name, or says which names exist.
+pub fn select_emulated(wanted: Option<&[String]>) -> Result<Vec<&'static EmulatedLock>, String> {
+    match wanted {
+        None => Ok(EMULATED.iter().collect()),
+        Some(list) => list
+            .iter()
+            .map(|n| {
+                EMULATED.iter().find(|l| l.name == n).ok_or_else(|| {
+                    format!(
+                        "unknown lock `{n}`; accepted names: {}",
+                        EMULATED
+                            .iter()
+                            .map(|l| l.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })
+            })
+            .collect(),
+    }
+}
