@@ -35,7 +35,7 @@ use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
-use crate::registry::GuardWord;
+use crate::list_queue::{self, Linked, NodeToken};
 use crate::sched::{ContextBlock, NpGuard, Scheduler, Stock, current};
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU8, Ordering, spin_hint};
 
@@ -80,23 +80,12 @@ pub struct Handshake<S: Scheduler = Stock> {
 }
 
 /// Guard state of a Queued-Handshaking acquisition: the holder's node.
-#[derive(Debug)]
-pub struct HsToken(NonNull<Node>);
+pub type HsToken = NodeToken<HsNode>;
 
-// SAFETY: a shared token is never dereferenced; only `unlock`, which
-// consumes it, reads the node.
-unsafe impl Sync for HsToken {}
-
-// SAFETY: the word is the node pointer, which is never null.
-unsafe impl GuardWord for HsToken {
+impl Linked for HsNode {
     #[inline(always)]
-    fn into_word(self) -> usize {
-        self.0.as_ptr() as usize
-    }
-    #[inline(always)]
-    unsafe fn from_word(w: usize) -> Self {
-        // SAFETY: `w` came from `into_word`, a non-null pointer.
-        HsToken(unsafe { NonNull::new_unchecked(w as *mut Node) })
+    fn next(&self) -> &AtomicPtr<Node> {
+        &self.next
     }
 }
 
@@ -117,18 +106,6 @@ fn put(word: &AtomicU8, v: u8) {
 fn await_u8(word: &AtomicU8, want: u8) {
     // Acquire: pairs with the Release store of `want`.
     while word.load(Ordering::Acquire) != want {
-        spin_hint();
-    }
-}
-
-/// The successor of `node`, waiting for its link.
-#[cold]
-fn wait_next(node: &HsNode) -> NonNull<Node> {
-    loop {
-        // Acquire: pairs with the successor's Release link.
-        if let Some(n) = NonNull::new(node.next.load(Ordering::Acquire)) {
-            return n;
-        }
         spin_hint();
     }
 }
@@ -237,23 +214,11 @@ impl<S: Scheduler> Handshake<S> {
             // Acquire: pairs with its successor's Release link.
             let succ = match NonNull::new(n.next.load(Ordering::Acquire)) {
                 Some(s) => s,
-                None => {
-                    // Release: pairs with the next acquirer's Acquire swap.
-                    if self
-                        .tail
-                        .compare_exchange(
-                            next.as_ptr(),
-                            ptr::null_mut(),
-                            Ordering::Release,
-                            Ordering::Relaxed,
-                        )
-                        .is_ok()
-                    {
-                        put(&n.status, NACK);
-                        return;
-                    }
-                    wait_next(n)
+                None if list_queue::free(&self.tail, next) => {
+                    put(&n.status, NACK);
+                    return;
                 }
+                None => list_queue::wait_next(&**n),
             };
             // SAFETY: `succ` waits in the queue (status `NotYet`) and reads
             // `pred` only after our next `CanGo`.
@@ -289,7 +254,7 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for Handshake<S> {
         let node = take_node();
         while !self.attempt(cb, node) {}
         cb.enter();
-        NpGuard::new(HsToken(node))
+        NpGuard::new(NodeToken(node))
     }
 
     #[inline]
@@ -304,24 +269,15 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for Handshake<S> {
             .next
             .store(ptr::null_mut(), Ordering::Relaxed);
         let asked = cb.request::<S>();
-        // AcqRel: as the swap in `attempt`.
-        match self.tail.compare_exchange(
-            ptr::null_mut(),
-            node.as_ptr(),
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => {
-                cb.enter();
-                Some(NpGuard::new(HsToken(node)))
+        if list_queue::enqueue_if_free(&self.tail, node) {
+            cb.enter();
+            Some(NpGuard::new(NodeToken(node)))
+        } else {
+            if asked {
+                cb.withdraw::<S>();
             }
-            Err(_) => {
-                if asked {
-                    cb.withdraw::<S>();
-                }
-                give_node(node);
-                None
-            }
+            give_node(node);
+            None
         }
     }
 
@@ -330,20 +286,7 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for Handshake<S> {
         let node = guard.into_inner().0;
         // SAFETY: the caller holds the lock through this node.
         let me = unsafe { node.as_ref() };
-        // Acquire: pairs with the successor's Release link.
-        let next = match NonNull::new(me.next.load(Ordering::Acquire)) {
-            Some(n) => Some(n),
-            // Release: pairs with the next acquirer's Acquire swap.
-            None => match self.tail.compare_exchange(
-                node.as_ptr(),
-                ptr::null_mut(),
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => None,
-                Err(_) => Some(wait_next(me)),
-            },
-        };
+        let next = list_queue::successor_or_free(&self.tail, node);
         if let Some(first) = next {
             self.hand_over(me, node, first);
         }

@@ -102,6 +102,7 @@ pub mod baselines;
 pub mod clh;
 pub mod graunke_thakkar;
 pub mod handshake;
+pub mod list_queue;
 pub mod mcs;
 pub mod mcs_tp;
 pub mod no_preempt;

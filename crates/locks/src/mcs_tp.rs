@@ -34,7 +34,7 @@ use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
-use crate::registry::GuardWord;
+use crate::list_queue::{self, Linked, NodeToken};
 use crate::sync::{AtomicPtr, AtomicU8, AtomicU64, Ordering, spin_hint};
 
 const WAITING: u8 = 0;
@@ -100,23 +100,12 @@ pub struct McsTp {
 }
 
 /// Guard state of an MCS-TP acquisition: the holder's node.
-#[derive(Debug)]
-pub struct TpToken(NonNull<Node>);
+pub type TpToken = NodeToken<TpNode>;
 
-// SAFETY: a shared token is never dereferenced; only `unlock`, which
-// consumes it, reads the node.
-unsafe impl Sync for TpToken {}
-
-// SAFETY: the word is the node pointer, which is never null.
-unsafe impl GuardWord for TpToken {
+impl Linked for TpNode {
     #[inline(always)]
-    fn into_word(self) -> usize {
-        self.0.as_ptr() as usize
-    }
-    #[inline(always)]
-    unsafe fn from_word(w: usize) -> Self {
-        // SAFETY: `w` came from `into_word`, a non-null pointer.
-        TpToken(unsafe { NonNull::new_unchecked(w as *mut Node) })
+    fn next(&self) -> &AtomicPtr<Node> {
+        &self.next
     }
 }
 
@@ -198,69 +187,6 @@ impl McsTp {
             spin_hint();
         }
     }
-
-    /// The successor of `node`, waiting for its link.
-    #[cold]
-    #[inline(never)]
-    fn wait_next(node: &TpNode) -> NonNull<Node> {
-        loop {
-            // Acquire: pairs with the successor's Release link.
-            if let Some(n) = NonNull::new(node.next.load(Ordering::Acquire)) {
-                return n;
-            }
-            spin_hint();
-        }
-    }
-
-    /// The release walk from our first successor.
-    #[cold]
-    #[inline(never)]
-    fn hand_over(&self, mut candidate: NonNull<Node>) {
-        let mut removed: Option<NonNull<Node>> = None;
-        loop {
-            // SAFETY: a linked waiter's node stays live until we write its
-            // status.
-            let c = unsafe { candidate.as_ref() };
-            // Relaxed: the stamp is a heartbeat, read for its age.
-            if fresh(c.stamp.load(Ordering::Relaxed)) {
-                // Release: the new holder sees our critical section.
-                c.status.store(GRANTED, Ordering::Release);
-                break;
-            }
-            if let Some(r) = removed.replace(candidate) {
-                // SAFETY: as above; we have read its `next`.
-                unsafe { r.as_ref() }
-                    .status
-                    .store(REMOVED, Ordering::Release);
-            }
-            // Acquire: pairs with the successor's Release link.
-            match NonNull::new(c.next.load(Ordering::Acquire)) {
-                Some(n) => candidate = n,
-                None => {
-                    // Release: pairs with the next acquirer's Acquire swap.
-                    if self
-                        .tail
-                        .compare_exchange(
-                            candidate.as_ptr(),
-                            ptr::null_mut(),
-                            Ordering::Release,
-                            Ordering::Relaxed,
-                        )
-                        .is_ok()
-                    {
-                        break;
-                    }
-                    candidate = Self::wait_next(c);
-                }
-            }
-        }
-        if let Some(r) = removed {
-            // SAFETY: as above.
-            unsafe { r.as_ref() }
-                .status
-                .store(REMOVED, Ordering::Release);
-        }
-    }
 }
 
 impl Default for McsTp {
@@ -285,7 +211,7 @@ unsafe impl lock_api::RawMutex for McsTp {
         while !self.attempt(node, round) {
             round += 1;
         }
-        TpToken(node)
+        NodeToken(node)
     }
 
     #[inline]
@@ -298,43 +224,35 @@ unsafe impl lock_api::RawMutex for McsTp {
         unsafe { node.as_ref() }
             .next
             .store(ptr::null_mut(), Ordering::Relaxed);
-        // AcqRel: as the swap in `attempt`.
-        match self.tail.compare_exchange(
-            ptr::null_mut(),
-            node.as_ptr(),
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => Some(TpToken(node)),
-            Err(_) => {
-                give_node(node);
-                None
-            }
+        if list_queue::enqueue_if_free(&self.tail, node) {
+            Some(NodeToken(node))
+        } else {
+            give_node(node);
+            None
         }
     }
 
     #[inline]
     unsafe fn unlock(&self, guard: Self::Guard) {
         let node = guard.0;
-        // SAFETY: the caller holds the lock through this node.
-        let me = unsafe { node.as_ref() };
-        // Acquire: pairs with the successor's Release link.
-        let next = match NonNull::new(me.next.load(Ordering::Acquire)) {
-            Some(n) => Some(n),
-            // Release: pairs with the next acquirer's Acquire swap.
-            None => match self.tail.compare_exchange(
-                node.as_ptr(),
-                ptr::null_mut(),
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => None,
-                Err(_) => Some(Self::wait_next(me)),
-            },
-        };
-        if let Some(first) = next {
-            self.hand_over(first);
+        if let Some(first) = list_queue::successor_or_free(&self.tail, node) {
+            list_queue::grant_first_running(
+                &self.tail,
+                first,
+                |c| {
+                    // Relaxed: the stamp is a heartbeat, read for its age.
+                    let running = fresh(c.stamp.load(Ordering::Relaxed));
+                    if running {
+                        // Release: the new holder sees our critical section.
+                        c.status.store(GRANTED, Ordering::Release);
+                    }
+                    running
+                },
+                // Release: pairs with the removed owner's Acquire load.
+                |r| r.status.store(REMOVED, Ordering::Release),
+            );
         }
+        // Nobody reads our node any more.
         give_node(node);
     }
 

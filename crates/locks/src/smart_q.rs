@@ -18,7 +18,7 @@
 //! and we enqueue again.
 //!
 //! `unlock` (Fig. 3 `release_lock`): walk from our successor; claim the
-//! first candidate that is running ([`ContextBlock::claim_waiter`]: the
+//! first candidate that is running (the context block's claim: the
 //! CAS that the scheduler's preemption CAS races, so a claimed waiter
 //! cannot be descheduled and a descheduled one cannot be claimed) and set
 //! its status to `Success`; skip the others. With no candidate left, swing
@@ -45,7 +45,7 @@ use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
-use crate::registry::GuardWord;
+use crate::list_queue::{self, Linked, NodeToken};
 use crate::sched::{ContextBlock, NpGuard, Scheduler, Stock, current};
 use crate::sync::{AtomicPtr, AtomicU8, Ordering, spin_hint};
 
@@ -81,23 +81,12 @@ pub struct SmartQ<S: Scheduler = Stock> {
 }
 
 /// Guard state of a Smart-Q acquisition: the holder's node.
-#[derive(Debug)]
-pub struct SqToken(NonNull<Node>);
+pub type SqToken = NodeToken<SqNode>;
 
-// SAFETY: a shared token is never dereferenced; only `unlock`, which
-// consumes it, reads the node.
-unsafe impl Sync for SqToken {}
-
-// SAFETY: the word is the node pointer, which is never null.
-unsafe impl GuardWord for SqToken {
+impl Linked for SqNode {
     #[inline(always)]
-    fn into_word(self) -> usize {
-        self.0.as_ptr() as usize
-    }
-    #[inline(always)]
-    unsafe fn from_word(w: usize) -> Self {
-        // SAFETY: `w` came from `into_word`, a non-null pointer.
-        SqToken(unsafe { NonNull::new_unchecked(w as *mut Node) })
+    fn next(&self) -> &AtomicPtr<Node> {
+        &self.next
     }
 }
 
@@ -149,77 +138,6 @@ impl<S: Scheduler> SmartQ<S> {
             }
         }
     }
-
-    /// The successor of `node`, waiting for its link if `tail` moved past
-    /// it (its owner is unpreemptable between its swap and its link).
-    #[cold]
-    #[inline(never)]
-    fn wait_next(node: &SqNode) -> NonNull<Node> {
-        loop {
-            // Acquire: pairs with the successor's Release store of `next`.
-            if let Some(n) = NonNull::new(node.next.load(Ordering::Acquire)) {
-                return n;
-            }
-            spin_hint();
-        }
-    }
-
-    /// Fig. 3's `release_lock` walk from `mine`'s successor `first`.
-    #[cold]
-    #[inline(never)]
-    fn hand_over(&self, mut candidate: NonNull<Node>) {
-        // The skipped node whose `FAILURE` is still to be written.
-        let mut skipped: Option<NonNull<Node>> = None;
-        loop {
-            // SAFETY: a linked node belongs to a waiter that stays in the
-            // queue until we write its status.
-            let c = unsafe { candidate.as_ref() };
-            // SAFETY: the block of a waiting thread lives while it waits;
-            // Relaxed suffices: the Acquire load of the link ordered it.
-            let cb = unsafe { &*c.cb.load(Ordering::Relaxed) };
-            if cb.claim_waiter() {
-                // Release: the new holder's Acquire load of its status sees
-                // our critical section.
-                c.status.store(SUCCESS, Ordering::Release);
-                break;
-            }
-            // The candidate is preempted: skip it. The node skipped before
-            // it is read no more (we have its `next`).
-            if let Some(s) = skipped.replace(candidate) {
-                // SAFETY: as above; Release pairs with its owner's Acquire.
-                unsafe { s.as_ref() }
-                    .status
-                    .store(FAILURE, Ordering::Release);
-            }
-            // Acquire: pairs with the successor's Release link.
-            match NonNull::new(c.next.load(Ordering::Acquire)) {
-                Some(n) => candidate = n,
-                None => {
-                    // Release: the next acquirer's Acquire swap sees our
-                    // critical section.
-                    if self
-                        .tail
-                        .compare_exchange(
-                            candidate.as_ptr(),
-                            ptr::null_mut(),
-                            Ordering::Release,
-                            Ordering::Relaxed,
-                        )
-                        .is_ok()
-                    {
-                        break;
-                    }
-                    candidate = Self::wait_next(c);
-                }
-            }
-        }
-        if let Some(s) = skipped {
-            // SAFETY: as above.
-            unsafe { s.as_ref() }
-                .status
-                .store(FAILURE, Ordering::Release);
-        }
-    }
 }
 
 impl<S: Scheduler> Default for SmartQ<S> {
@@ -243,7 +161,7 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for SmartQ<S> {
         let node = take_node();
         while !self.attempt(cb, node) {}
         cb.enter();
-        NpGuard::new(SqToken(node))
+        NpGuard::new(NodeToken(node))
     }
 
     #[inline]
@@ -258,48 +176,41 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for SmartQ<S> {
         me.next.store(ptr::null_mut(), Ordering::Relaxed);
         me.cb.store(ptr::from_ref(cb).cast_mut(), Ordering::Relaxed);
         let asked = cb.request::<S>();
-        // AcqRel: as the swap in `attempt`.
-        match self.tail.compare_exchange(
-            ptr::null_mut(),
-            node.as_ptr(),
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => {
-                cb.enter();
-                Some(NpGuard::new(SqToken(node)))
+        if list_queue::enqueue_if_free(&self.tail, node) {
+            cb.enter();
+            Some(NpGuard::new(NodeToken(node)))
+        } else {
+            if asked {
+                cb.withdraw::<S>();
             }
-            Err(_) => {
-                if asked {
-                    cb.withdraw::<S>();
-                }
-                give_node(node);
-                None
-            }
+            give_node(node);
+            None
         }
     }
 
     #[inline]
     unsafe fn unlock(&self, guard: Self::Guard) {
         let node = guard.into_inner().0;
-        // SAFETY: the caller holds the lock through this node.
-        let me = unsafe { node.as_ref() };
-        // Acquire: pairs with the successor's Release link.
-        let next = match NonNull::new(me.next.load(Ordering::Acquire)) {
-            Some(n) => Some(n),
-            // Release: pairs with the next acquirer's Acquire swap.
-            None => match self.tail.compare_exchange(
-                node.as_ptr(),
-                ptr::null_mut(),
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => None,
-                Err(_) => Some(Self::wait_next(me)),
-            },
-        };
-        if let Some(first) = next {
-            self.hand_over(first);
+        if let Some(first) = list_queue::successor_or_free(&self.tail, node) {
+            list_queue::grant_first_running(
+                &self.tail,
+                first,
+                |c| {
+                    // SAFETY: the block of a waiting thread lives while it
+                    // waits; Relaxed suffices: the Acquire load of the link
+                    // ordered it.
+                    let cb = unsafe { &*c.cb.load(Ordering::Relaxed) };
+                    let running = cb.claim_waiter();
+                    if running {
+                        // Release: the new holder's Acquire load of its
+                        // status sees our critical section.
+                        c.status.store(SUCCESS, Ordering::Release);
+                    }
+                    running
+                },
+                // Release: pairs with the removed owner's Acquire load.
+                |s| s.status.store(FAILURE, Ordering::Release),
+            );
         }
         // Nobody reads our node any more: the successor linked itself, and
         // the walk is over.

@@ -1,0 +1,146 @@
+//! What the list-based queue locks of SMARTQ's family (`handshake`,
+//! `smart-q`, `mcs-tp`) share with each other: an MCS tail (the last node,
+//! or null when the lock is free), nodes linked by their successor's
+//! store into `next`, the holder's node carried in the guard, and, for
+//! `smart-q` and `mcs-tp`, the release walk that grants the first running
+//! waiter and removes the others.
+
+use core::ptr::{self, NonNull};
+
+use crossbeam_utils::CachePadded;
+
+use crate::registry::GuardWord;
+use crate::sync::{AtomicPtr, Ordering, spin_hint};
+
+/// A queue node with a successor link.
+pub(crate) trait Linked: Sized {
+    /// The successor, set by the successor after its swap.
+    fn next(&self) -> &AtomicPtr<CachePadded<Self>>;
+}
+
+/// Guard state of a list-queue acquisition: the holder's node.
+#[derive(Debug)]
+pub struct NodeToken<N>(pub(crate) NonNull<CachePadded<N>>);
+
+// SAFETY: a shared token is never dereferenced; only `unlock`, which
+// consumes it, reads the node.
+unsafe impl<N> Sync for NodeToken<N> {}
+
+// SAFETY: the word is the node pointer, which is never null.
+unsafe impl<N> GuardWord for NodeToken<N> {
+    #[inline(always)]
+    fn into_word(self) -> usize {
+        self.0.as_ptr() as usize
+    }
+    #[inline(always)]
+    unsafe fn from_word(w: usize) -> Self {
+        // SAFETY: `w` came from `into_word`, a non-null pointer.
+        NodeToken(unsafe { NonNull::new_unchecked(w as *mut CachePadded<N>) })
+    }
+}
+
+/// The successor of `node`, waiting for its link if `tail` has moved
+/// past `node`.
+#[cold]
+#[inline(never)]
+pub(crate) fn wait_next<N: Linked>(node: &N) -> NonNull<CachePadded<N>> {
+    loop {
+        // Acquire: pairs with the successor's Release store of the link.
+        if let Some(n) = NonNull::new(node.next().load(Ordering::Acquire)) {
+            return n;
+        }
+        spin_hint();
+    }
+}
+
+/// Swings `tail` from `node` to null (the lock is free); Release pairs
+/// with the next acquirer's Acquire swap or CAS.
+#[inline]
+pub(crate) fn free<N>(tail: &AtomicPtr<CachePadded<N>>, node: NonNull<CachePadded<N>>) -> bool {
+    tail.compare_exchange(
+        node.as_ptr(),
+        ptr::null_mut(),
+        Ordering::Release,
+        Ordering::Relaxed,
+    )
+    .is_ok()
+}
+
+/// The start of every release: the holder's successor, or `None` if there
+/// is none and the lock is now free.
+#[inline]
+pub(crate) fn successor_or_free<N: Linked>(
+    tail: &AtomicPtr<CachePadded<N>>,
+    node: NonNull<CachePadded<N>>,
+) -> Option<NonNull<CachePadded<N>>> {
+    // SAFETY: the caller holds the lock through `node`.
+    let me = unsafe { node.as_ref() };
+    // Acquire: pairs with the successor's Release link.
+    match NonNull::new(me.next().load(Ordering::Acquire)) {
+        Some(n) => Some(n),
+        None if free(tail, node) => None,
+        None => Some(wait_next(&**me)),
+    }
+}
+
+/// `try_lock`'s enqueue: installs `node` only if the lock is free.
+/// AcqRel: Acquire pairs with the releaser's Release of `tail`; Release
+/// publishes the node's initialisation.
+#[inline]
+pub(crate) fn enqueue_if_free<N>(
+    tail: &AtomicPtr<CachePadded<N>>,
+    node: NonNull<CachePadded<N>>,
+) -> bool {
+    tail.compare_exchange(
+        ptr::null_mut(),
+        node.as_ptr(),
+        Ordering::AcqRel,
+        Ordering::Relaxed,
+    )
+    .is_ok()
+}
+
+/// The release walk of `smart-q` (SMARTQ Fig. 3) and `mcs-tp`: from the
+/// holder's successor `first`, give the lock to the first waiter for which
+/// `claim` succeeds (`claim` makes it the holder, e.g. by its status
+/// store), and remove the waiters before it with `remove`. With nobody
+/// left, the lock is freed.
+///
+/// A removed node's `remove` is called only after the walk's last read of
+/// it (its `next`), so its owner, which re-queues the same node once it
+/// sees itself removed, never clears a link the walk still needs. (SMARTQ
+/// Fig. 3 writes `failure` first and may then spin on that node's `next`.)
+#[cold]
+#[inline(never)]
+pub(crate) fn grant_first_running<N: Linked>(
+    tail: &AtomicPtr<CachePadded<N>>,
+    first: NonNull<CachePadded<N>>,
+    claim: impl Fn(&N) -> bool,
+    remove: impl Fn(&N),
+) {
+    let mut candidate = first;
+    // The skipped node whose removal is still to be written.
+    let mut skipped: Option<NonNull<CachePadded<N>>> = None;
+    loop {
+        // SAFETY: a linked waiter's node stays live (type-stable pool) and
+        // its owner waits in the queue until we write its status.
+        let c = unsafe { candidate.as_ref() };
+        if claim(c) {
+            break;
+        }
+        if let Some(s) = skipped.replace(candidate) {
+            // SAFETY: as above; we have read its `next`.
+            remove(unsafe { s.as_ref() });
+        }
+        // Acquire: pairs with the successor's Release link.
+        match NonNull::new(c.next().load(Ordering::Acquire)) {
+            Some(n) => candidate = n,
+            None if free(tail, candidate) => break,
+            None => candidate = wait_next(&**c),
+        }
+    }
+    if let Some(s) = skipped {
+        // SAFETY: as above.
+        remove(unsafe { s.as_ref() });
+    }
+}
