@@ -182,6 +182,22 @@ fn workers_as_competitors() {
     );
 }
 
+/// A worker that panics ends the run (the panic reaches the caller)
+/// instead of hanging the scheduler or the other workers.
+#[test]
+fn a_panicking_worker_ends_the_run() {
+    let r = std::panic::catch_unwind(|| {
+        emulated::run(&cfg(2.0), |i| {
+            if i == 1 {
+                panic!("worker 1 fails");
+            }
+            let end = Instant::now() + Duration::from_millis(30);
+            while Instant::now() < end {}
+        })
+    });
+    assert!(r.is_err(), "the worker's panic must reach the caller");
+}
+
 #[test]
 fn level_one_never_deschedules() {
     let (_, pre, ext) =

@@ -493,13 +493,10 @@ pub fn run<R: Send>(
                     start.wait();
                     // Not first in its ring: wait for its first quantum.
                     w.deschedule(false);
-                    let r = work(i);
-                    w.done.store(true, Ordering::Release);
-                    // Stay alive (and registered) until the scheduler has
-                    // stopped signalling.
-                    end.wait();
-                    WORKER.with(|c| c.set(ptr::null()));
-                    r
+                    // Done, even if `work` panics: the scheduler must not
+                    // wait for this worker, nor the others at the barrier.
+                    let _finish = Finish { w, end };
+                    work(i)
                 })
             })
             .collect();
@@ -516,6 +513,21 @@ pub fn run<R: Send>(
             .map(|(r, w)| (r, w.stats()))
             .collect())
     })
+}
+
+/// Marks a worker done and keeps it alive (and registered) until the
+/// scheduler has stopped signalling; runs on return and on unwind.
+struct Finish<'a> {
+    w: &'a Worker,
+    end: &'a Barrier,
+}
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        self.w.done.store(true, Ordering::Release);
+        self.end.wait();
+        WORKER.with(|c| c.set(ptr::null()));
+    }
 }
 
 /// The scheduler thread's loop: returns once every worker is done, with
