@@ -1,5 +1,6 @@
-//! What the list-based queue locks of SMARTQ's family (`handshake`,
-//! `smart-q`, `mcs-tp`) share with each other: an MCS tail (the last node,
+//! What the MCS-style list locks (`mcs` and SMARTQ's family built on it:
+//! `mcs-np` through `mcs`, `handshake`, `smart-q`, `mcs-tp`) share: an MCS
+//! tail (the last node,
 //! or null when the lock is free), nodes linked by their successor's
 //! store into `next`, the holder's node carried in the guard, and, for
 //! `smart-q` and `mcs-tp`, the release walk that grants the first running

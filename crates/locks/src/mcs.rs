@@ -18,7 +18,7 @@ use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
-use crate::registry::GuardWord;
+use crate::list_queue::{self, Linked, NodeToken};
 use crate::sync::{AtomicBool, AtomicPtr, Ordering, maybe_const_fn, spin_hint};
 
 /// A queue node, alone on its cache line.
@@ -61,30 +61,14 @@ pub struct Mcs {
 }
 
 /// Guard state of an MCS acquisition: the holder's node.
-#[derive(Debug)]
-pub struct McsToken(NonNull<Node>);
+pub type McsToken = NodeToken<McsNode>;
 
-// SAFETY: the word is the node pointer, which is never null.
-unsafe impl GuardWord for McsToken {
+impl Linked for McsNode {
     #[inline(always)]
-    fn into_word(self) -> usize {
-        self.0.as_ptr() as usize
-    }
-    #[inline(always)]
-    unsafe fn from_word(w: usize) -> Self {
-        // SAFETY: `w` came from `into_word`, a non-null pointer.
-        McsToken(unsafe { NonNull::new_unchecked(w as *mut Node) })
+    fn next(&self) -> &AtomicPtr<Node> {
+        &self.next
     }
 }
-
-// SAFETY: a shared `&McsToken` (inside a `&MutexGuard` shared between
-// threads) gives access to the pointer value only: nothing reads or writes
-// the node through `&self` (`Debug` prints the address). The node is used
-// only by `unlock`, which takes the token by value, i.e. needs the guard
-// itself, not a reference to it. So sharing the guard lets other threads
-// read `T` (hence lock_api's `T: Sync` bound) and nothing else. The token
-// stays `!Send`, as before.
-unsafe impl Sync for McsToken {}
 
 impl Mcs {
     maybe_const_fn! {
@@ -106,18 +90,6 @@ impl Mcs {
         pred.next.store(node.as_ptr(), Ordering::Release);
         // Acquire: pairs with the Release store in `unlock`.
         while me.locked.load(Ordering::Acquire) {
-            spin_hint();
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn wait_for_successor(me: &McsNode) -> NonNull<Node> {
-        loop {
-            // Acquire: pairs with the successor's Release store of our `next`.
-            if let Some(next) = NonNull::new(me.next.load(Ordering::Acquire)) {
-                return next;
-            }
             spin_hint();
         }
     }
@@ -150,7 +122,7 @@ unsafe impl lock_api::RawMutex for Mcs {
         if let Some(pred) = NonNull::new(pred) {
             Self::wait_behind(pred, node);
         }
-        McsToken(node)
+        NodeToken(node)
     }
 
     #[inline]
@@ -162,48 +134,24 @@ unsafe impl lock_api::RawMutex for Mcs {
         // SAFETY: the node is ours and in no queue.
         let me = unsafe { node.as_ref() };
         me.next.store(ptr::null_mut(), Ordering::Relaxed);
-        // AcqRel: as the swap in `lock`.
-        match self.tail.compare_exchange(
-            ptr::null_mut(),
-            node.as_ptr(),
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => Some(McsToken(node)),
-            Err(_) => {
-                give_node(node);
-                None
-            }
+        if list_queue::enqueue_if_free(&self.tail, node) {
+            Some(NodeToken(node))
+        } else {
+            give_node(node);
+            None
         }
     }
 
     #[inline]
     unsafe fn unlock(&self, guard: Self::Guard) {
         let node = guard.0;
-        // SAFETY: the caller holds the lock through this node.
-        let me = unsafe { node.as_ref() };
-        // Acquire: pairs with the successor's Release store of `next`.
-        let mut next = me.next.load(Ordering::Acquire);
-        if next.is_null() {
-            // Release: pairs with the Acquire swap of the next acquirer.
-            if self
-                .tail
-                .compare_exchange(
-                    node.as_ptr(),
-                    ptr::null_mut(),
-                    Ordering::Release,
-                    Ordering::Relaxed,
-                )
-                .is_ok()
-            {
-                give_node(node);
-                return;
-            }
-            next = Self::wait_for_successor(me).as_ptr();
+        if let Some(next) = list_queue::successor_or_free(&self.tail, node) {
+            // SAFETY: the successor's node stays allocated while it waits.
+            // Release: pairs with the successor's Acquire load of `locked`.
+            unsafe { next.as_ref() }
+                .locked
+                .store(false, Ordering::Release);
         }
-        // SAFETY: the successor's node stays allocated while it waits.
-        // Release: pairs with the successor's Acquire load of `locked`.
-        unsafe { (&*next).locked.store(false, Ordering::Release) };
         // Nobody references our node any more: the successor linked itself
         // and has been released.
         give_node(node);

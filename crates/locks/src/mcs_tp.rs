@@ -41,14 +41,14 @@ const WAITING: u8 = 0;
 const GRANTED: u8 = 1;
 const REMOVED: u8 = 2;
 
-/// A waiter publishes the time once per this many spins (a clock read is
-/// tens of nanoseconds, a spin hint tens to a hundred cycles).
+/// A waiter publishes the time once per this many spins, so the clock
+/// read is paid once per 16 spin hints.
 pub const PUBLISH_SPINS: u32 = 16;
 
-/// A stamp older than this (ns) marks its waiter as preempted: several
-/// times the gap between two publications of a running waiter (about a
-/// microsecond), far below a scheduler time slice (a millisecond or
-/// more). The two mistakes cost very differently: a running waiter taken
+/// A stamp older than this (ns) marks its waiter as preempted: it must
+/// exceed the gap between two publications of a running waiter
+/// ([`PUBLISH_SPINS`] spin hints and a clock read) and stay well below a
+/// scheduler time slice. The two mistakes cost very differently: a running waiter taken
 /// for preempted re-queues (microseconds), a preempted waiter taken for
 /// running receives the lock and stalls everybody until it runs again (a
 /// time slice), so the threshold sits low.

@@ -1,8 +1,10 @@
 //! SMARTQ §4.1's synthetic program, generic over the lock: each worker
-//! loops over a non-critical section and a critical section that
-//! decrements a shared counter of remaining iterations, with a little
-//! random variation in both lengths; it exits when the counter reaches
-//! zero. The same loop runs on the emulated multiprogramming scheduler
+//! loops over a non-critical section and a critical section that updates
+//! a shared counter, with a little random variation in both lengths.
+//! SMARTQ ran a fixed number of iterations; runs here are bounded by time
+//! and count the iterations that end inside the window, so the time per
+//! iteration is the paper's completion time over its iterations. The same
+//! loop runs on the emulated multiprogramming scheduler
 //! (workers = virtual processors) or on plain OS threads under the
 //! kernel's own scheduler.
 
@@ -25,8 +27,6 @@ pub struct LoopCfg {
     pub ncs_ns: f64,
     /// Random variation of both lengths, as a fraction.
     pub variation: f64,
-    /// Iterations in all (the shared counter's start value).
-    pub iterations: u64,
     /// Wall-clock bound: workers stop at the first iteration past it.
     pub budget: Duration,
     /// Time each phase (work, acquire, critical section, release): four
@@ -56,14 +56,10 @@ pub struct Phases {
 /// What one run measured.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LoopOut {
-    /// Iterations completed.
+    /// Iterations that ended inside the budget.
     pub iterations: u64,
-    /// From the release of the workers until the last one stopped, or the
-    /// budget when the run was cut by it (then `iterations` counts those
-    /// that ended inside the budget).
+    /// The budget: the window the iterations were counted in.
     pub elapsed: Duration,
-    /// Whether the counter reached zero within the budget.
-    pub completed: bool,
     /// Phase times, if requested.
     pub phases: Phases,
     /// Non-preemption requests the emulation honoured.
@@ -71,8 +67,7 @@ pub struct LoopOut {
 }
 
 impl LoopOut {
-    /// Microseconds of wall time per completed iteration (completion
-    /// time of the run divided by its iterations).
+    /// Microseconds of wall time per iteration.
     pub fn us_per_iteration(&self) -> f64 {
         self.elapsed.as_secs_f64() * 1e6 / self.iterations.max(1) as f64
     }
@@ -80,10 +75,10 @@ impl LoopOut {
 
 struct Shared<R> {
     lock: R,
-    remaining: UnsafeCell<u64>,
+    counter: UnsafeCell<u64>,
 }
 
-// SAFETY: `remaining` is only touched with `lock` held.
+// SAFETY: `counter` is only touched with `lock` held.
 unsafe impl<R: Sync> Sync for Shared<R> {}
 
 /// xorshift64* for the section lengths.
@@ -99,13 +94,13 @@ impl Rng {
     }
 }
 
-/// The body of worker `i`: (iterations done, phases, end time).
+/// The body of worker `i`: (iterations done inside the window, phases).
 fn worker<R: RawMutex + Sync>(
     s: &Shared<R>,
     cfg: &LoopCfg,
     i: usize,
     start: Instant,
-) -> (u64, Phases, Instant) {
+) -> (u64, Phases) {
     if let Some(p) = cfg.pin {
         pin_processor(i, p);
     }
@@ -123,17 +118,12 @@ fn worker<R: RawMutex + Sync>(
         let guard = s.lock.lock();
         mark.lap(&mut ph.acquire);
         // SAFETY: we hold the lock.
-        let left = unsafe { decrement(&s.remaining) };
-        if left > 0 {
-            std::hint::black_box(local_work(c));
-        }
+        unsafe { *s.counter.get() += 1 };
+        std::hint::black_box(local_work(c));
         mark.lap(&mut ph.cs);
         // SAFETY: held with `guard`.
         unsafe { s.lock.unlock(guard) };
         mark.lap(&mut ph.release);
-        if left == 0 {
-            break;
-        }
         // Only iterations that end inside the window count: a worker
         // descheduled across the deadline must not stretch the run.
         if Instant::now() > deadline {
@@ -141,7 +131,7 @@ fn worker<R: RawMutex + Sync>(
         }
         done += 1;
     }
-    (done, ph, Instant::now())
+    (done, ph)
 }
 
 /// A phase clock: wall time since the last lap minus the time the
@@ -172,41 +162,19 @@ fn pin_processor(i: usize, p: usize) {
     }
 }
 
-/// Takes one iteration from the counter; returns what was left before
-/// (0: none left).
-///
-/// # Safety
-///
-/// The caller holds the lock guarding `c`.
-unsafe fn decrement(c: &UnsafeCell<u64>) -> u64 {
-    // SAFETY: the caller holds the lock.
-    let left = unsafe { *c.get() };
-    if left > 0 {
-        // SAFETY: as above.
-        unsafe { *c.get() = left - 1 };
-    }
-    left
-}
-
-fn finish(out: Vec<((u64, Phases, Instant), Duration)>, cfg: &LoopCfg, start: Instant) -> LoopOut {
-    let mut o = LoopOut::default();
-    let mut last = start;
-    for ((n, ph, end), pre) in out {
+fn finish(out: Vec<((u64, Phases), Duration)>, cfg: &LoopCfg) -> LoopOut {
+    let mut o = LoopOut {
+        elapsed: cfg.budget,
+        ..LoopOut::default()
+    };
+    for ((n, ph), pre) in out {
         o.iterations += n;
         o.phases.work += ph.work;
         o.phases.acquire += ph.acquire;
         o.phases.cs += ph.cs;
         o.phases.release += ph.release;
         o.phases.preempted += pre;
-        last = last.max(end);
     }
-    o.completed = o.iterations >= cfg.iterations;
-    // A run cut by the budget is measured over its window exactly.
-    o.elapsed = if o.completed {
-        last - start
-    } else {
-        cfg.budget.min(last - start)
-    };
     o
 }
 
@@ -214,7 +182,7 @@ fn finish(out: Vec<((u64, Phases, Instant), Duration)>, cfg: &LoopCfg, start: In
 pub fn on_os_threads<R: RawMutex + Sync>(cfg: &LoopCfg) -> LoopOut {
     let s = Shared {
         lock: R::INIT,
-        remaining: UnsafeCell::new(cfg.iterations),
+        counter: UnsafeCell::new(0),
     };
     let gate = std::sync::Barrier::new(cfg.workers);
     let start = std::sync::OnceLock::new();
@@ -233,7 +201,7 @@ pub fn on_os_threads<R: RawMutex + Sync>(cfg: &LoopCfg) -> LoopOut {
             .map(|h| h.join().expect("synthetic worker panicked"))
             .collect()
     });
-    finish(out, cfg, *start.get().expect("workers started"))
+    finish(out, cfg)
 }
 
 /// Runs the loop on the workers of the emulated multiprogramming
@@ -244,7 +212,7 @@ pub fn emulated<R: RawMutex + Sync>(
 ) -> Result<LoopOut, String> {
     let s = Shared {
         lock: R::INIT,
-        remaining: UnsafeCell::new(cfg.iterations),
+        counter: UnsafeCell::new(0),
     };
     let start = std::sync::OnceLock::new();
     let cfg = &LoopCfg {
@@ -258,7 +226,7 @@ pub fn emulated<R: RawMutex + Sync>(
     .map_err(|e| e.to_string())?;
     let extensions = out.iter().map(|(_, st)| st.extensions).sum();
     let out: Vec<_> = out.into_iter().map(|(r, st)| (r, st.preempted)).collect();
-    let mut o = finish(out, cfg, *start.get().expect("workers started"));
+    let mut o = finish(out, cfg);
     o.extensions = extensions;
     Ok(o)
 }
@@ -379,7 +347,6 @@ pub fn loop_cfg(p: usize, ncs_ns: f64, budget: Duration, phases: bool) -> LoopCf
         cs_ns: PAPER_CS_NS,
         ncs_ns,
         variation: 0.1,
-        iterations: u64::MAX / 2,
         budget,
         phases,
         pin: Some(p),

@@ -42,8 +42,8 @@
 //! descheduled (SMARTQ Table 1's "preempted" column).
 //!
 //! Differences from the paper: its scheduler had a processor of its own;
-//! here the scheduler thread sleeps between events and borrows a core for
-//! a few microseconds per event. Its descheduled workers spun on a flag;
+//! here the scheduler thread sleeps between events and borrows a worker's
+//! core at each event. Its descheduled workers spun on a flag;
 //! here they sleep in the kernel, because on a machine with few cores a
 //! spinning descheduled worker would take the core of a running one.
 
@@ -54,6 +54,7 @@ use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::{ContextBlock, Scheduler, State};
+use crate::spin_then_block::{Blocker, Futex};
 
 /// SMARTQ's emulated multiprogramming scheduler as a lock's scheduler
 /// interface: the context block is read by the signal handler, and
@@ -321,7 +322,7 @@ impl Worker {
         let start = Instant::now();
         self.parked.store(true, Ordering::Release);
         while self.off.load(Ordering::Acquire) == 1 {
-            futex_wait(&self.off, 1);
+            Futex::wait(&(), &self.off, 1);
         }
         self.parked.store(false, Ordering::Release);
         self.preempted_ns
@@ -336,32 +337,6 @@ impl Worker {
             preemptions: self.preemptions.load(Ordering::Relaxed),
             extensions: self.extensions.load(Ordering::Relaxed),
         }
-    }
-}
-
-fn futex_wait(word: &AtomicU32, expected: u32) {
-    // SAFETY: FUTEX_WAIT on a valid, aligned u32 that outlives the call;
-    // spurious returns (EINTR, EAGAIN) are handled by the caller's loop.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            ptr::null::<libc::timespec>(),
-        );
-    }
-}
-
-fn futex_wake(word: &AtomicU32) {
-    // SAFETY: FUTEX_WAKE only uses the address as a key.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            i32::MAX,
-        );
     }
 }
 
@@ -545,7 +520,9 @@ fn schedule(cfg: &Config, rings: &[Vec<Option<usize>>], workers: &[Worker], sig:
             next: now + cfg.quantum.mul_f64(rng.unit()),
         })
         .collect();
-    let poll = Duration::from_millis(1);
+    // Only to notice that the workers are done (they time themselves), so
+    // long: at level 1.0 every wake-up takes a core from a worker.
+    let poll = Duration::from_millis(10);
     let done = |w: usize| workers[w].done.load(Ordering::Acquire);
     while !(0..workers.len()).all(done) {
         let now = Instant::now();
@@ -602,7 +579,7 @@ fn resume(w: &Worker) {
     w.force.store(false, Ordering::Release);
     // Release: pairs with the Acquire load in `deschedule`.
     w.off.store(0, Ordering::Release);
-    futex_wake(&w.off);
+    Futex::wake_one(&(), &w.off);
 }
 
 fn kill(w: &Worker, sig: libc::c_int) {
