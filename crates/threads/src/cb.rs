@@ -3,8 +3,8 @@
 //! A control block ("cb") holds everything a thread needs before it has a
 //! stack: its entry function and arguments (stored inline, as ALL89 and
 //! WorkCrews do, so that the stack can be bound at start), its name, its
-//! priority for user schedulers, and, once started, its coroutine (the
-//! stack plus saved registers).
+//! priority for user schedulers, and, once started, its stack (with the
+//! fiber that runs it, see [`crate::fiber`]).
 //!
 //! Control blocks are *type-stable*: a runtime allocates each one once and
 //! records it in its arena; it is never freed, not even when the runtime
@@ -21,8 +21,6 @@ use std::cell::{Cell, UnsafeCell};
 use std::mem::{MaybeUninit, align_of, size_of};
 use std::ptr::NonNull;
 
-use corosensei::Coroutine;
-
 use crate::park_word::ParkWord;
 pub use crate::stack::Stack;
 
@@ -33,9 +31,9 @@ pub(crate) enum Switch {
     Park,
     /// `yield_now()`: put back on the ready pool.
     Yield,
+    /// The thread's entry returned; the fiber is idle at its loop's top.
+    Finished,
 }
-
-pub(crate) type Coro = Coroutine<(), Switch, (), Stack>;
 
 /// Bytes of closure stored inline in a control block; larger closures are
 /// boxed (one allocation) and the box pointer is stored instead.
@@ -73,10 +71,11 @@ pub(crate) struct Cb {
     /// `None` while the cb is free or its closure has been taken.
     entry: Cell<Option<EntryFns>>,
     args: UnsafeCell<Args>,
-    /// The coroutine, from start to finish; `None` before start.
-    pub(crate) coro: UnsafeCell<Option<Coro>>,
-    /// Yielder of the running coroutine (valid while `coro` is running).
-    pub(crate) yielder: Cell<*const corosensei::Yielder<(), Switch>>,
+    /// The stack bound at start, with its fiber, until finish; `None`
+    /// before start.
+    pub(crate) stack: UnsafeCell<Option<Stack>>,
+    /// Yielder of the fiber running this thread (valid while it runs).
+    pub(crate) yielder: Cell<*const corosensei::Yielder<CbRef, Switch>>,
     /// Guard page of the bound stack, `[lo, hi)`, for the overflow report.
     pub(crate) guard: Cell<(usize, usize)>,
     name: UnsafeCell<Option<Box<str>>>,
@@ -126,7 +125,7 @@ impl Cb {
             state: ParkWord::new(),
             entry: Cell::new(None),
             args: UnsafeCell::new(Args([MaybeUninit::uninit(); INLINE_ARGS])),
-            coro: UnsafeCell::new(None),
+            stack: UnsafeCell::new(None),
             yielder: Cell::new(std::ptr::null()),
             guard: Cell::new((0, 0)),
             name: UnsafeCell::new(None),
@@ -150,11 +149,6 @@ impl CbRef {
     pub(crate) unsafe fn from_addr(addr: usize) -> CbRef {
         // SAFETY: per the contract the address is a non-null cb.
         CbRef(unsafe { NonNull::new_unchecked(addr as *mut Cb) })
-    }
-
-    /// The `CbRef` of a control block.
-    pub(crate) fn from_cb(cb: &Cb) -> CbRef {
-        CbRef(NonNull::from(cb))
     }
 
     #[inline(always)]
@@ -206,7 +200,7 @@ impl CbRef {
     pub(crate) fn is_started(&self) -> bool {
         // SAFETY: only the owner of the cb (the dispatching processor)
         // asks, with the cb out of every queue.
-        unsafe { (*self.cb().coro.get()).is_some() }
+        unsafe { (*self.cb().stack.get()).is_some() }
     }
 
     /// Initializes a free cb for a new life: stores the closure inline (or
@@ -284,7 +278,7 @@ impl CbRef {
     /// Clears per-life state before the cb goes back to a free list.
     ///
     /// # Safety
-    /// The caller owns the cb; its coroutine has been taken.
+    /// The caller owns the cb; its stack has been taken.
     #[inline(always)]
     pub(crate) unsafe fn reset(self) {
         let cb = self.cb();
@@ -293,8 +287,8 @@ impl CbRef {
         if name.is_some() {
             *name = None;
         }
-        cb.guard.set((0, 0));
-        cb.yielder.set(std::ptr::null());
+        // `guard` and `yielder` are left as they are: both are read only
+        // while the cb runs, and set again at its next start.
     }
 }
 

@@ -76,6 +76,8 @@ pub mod sleepers;
 #[cfg(not(loom))]
 mod cb;
 #[cfg(not(loom))]
+mod fiber;
+#[cfg(not(loom))]
 mod join;
 #[cfg(not(loom))]
 mod runtime;

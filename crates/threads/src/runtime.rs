@@ -39,10 +39,10 @@ use symmetry_locks::sync::{AtomicBool, AtomicU64, Ordering};
 use corosensei::CoroutineResult;
 use crossbeam_utils::CachePadded;
 
-use crate::cb::{CbRef, Coro, RuntimeHooks, Switch};
+use crate::cb::{CbRef, RuntimeHooks, Switch};
 use crate::join::{JoinHandle, Packet};
 use crate::sleepers::Sleepers;
-use crate::stack::{AltStack, StackError, set_running};
+use crate::stack::{AltStack, StackError};
 use crate::strategy::{Allocator, Dispatch, Env, Finished, Idle, ProcStats, Strategy};
 
 /// PRESTO's processor object, as hooks a user can implement: called on the
@@ -132,6 +132,20 @@ pub(crate) fn current_cb() -> Option<CbRef> {
     }
 }
 
+/// The user thread running on this OS thread, for the stack-overflow
+/// handler (which runs on this thread, interrupting it).
+pub(crate) fn running_for_fault() -> Option<CbRef> {
+    // `try_with`: the TLS slot may be gone while the thread exits.
+    let h = PROC.try_with(|p| p.get()).ok()?;
+    // SAFETY: a non-null PROC points at the live context of the processor
+    // running on this OS thread (it is cleared before the context goes);
+    // `current` is written only by this thread, which the handler
+    // interrupted between instructions.
+    (!h.is_null())
+        .then(|| unsafe { (*h).current.get() })
+        .flatten()
+}
+
 /// Chains a note in front of the panic hook in force (once per process):
 /// a panic on a processor is announced with the user thread that
 /// panicked (`user thread 'name' (id N)`), since the hook itself names
@@ -190,7 +204,7 @@ impl<S: Strategy, P: Processor> Drop for Shared<S, P> {
             // processors have exited and abandoned threads were cleaned up
             // by `shutdown`, so no thread runs on these control blocks.
             unsafe {
-                drop((*cb.cb().coro.get()).take());
+                drop((*cb.cb().stack.get()).take());
                 cb.drop_entry();
             }
             cb.cb().hooks.set(&NOOP_HOOKS);
@@ -246,38 +260,57 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
     /// Table I create, from anywhere.
     #[inline(always)]
     fn create<F: FnOnce() + Send + 'static>(&self, f: F, name: Option<Box<str>>, prio: i64) {
-        let hooks = &self.hooks as *const RuntimeHooks;
         match self.local_ctx() {
-            Some(ctx) => {
-                let st = &self.env.stats[ctx.header.index];
-                let id = proc_thread_id(ctx.header.index, &st.created);
-                let init = move |cb: CbRef| {
-                    // SAFETY: the strategy hands `init` a free cb it owns.
-                    unsafe { cb.init(f, id, name, prio, hooks) }
-                };
-                // SAFETY: as in `with_local`.
-                let l = unsafe { &mut *ctx.local.get() };
-                self.strategy.create(Some(l), init);
-                ProcStats::bump(&st.created, 1);
-                // A lone processor that creates a thread is awake and will
-                // find it: there is nobody else to wake.
-                if !S::OWN_IDLE && self.env.processors > 1 {
-                    self.sleepers.notify_one();
-                }
-            }
-            None => {
-                let id = self.outside_thread_id();
-                let init = move |cb: CbRef| {
-                    // SAFETY: the strategy hands `init` a free cb it owns.
-                    unsafe { cb.init(f, id, name, prio, hooks) }
-                };
-                self.strategy.create(None, init);
-                // Relaxed: a statistic.
-                self.created_outside.fetch_add(1, Ordering::Relaxed);
-                if !S::OWN_IDLE {
-                    self.sleepers.notify_one();
-                }
-            }
+            Some(ctx) => self.create_here(ctx, f, name, prio),
+            None => self.create_outside(f, name, prio),
+        }
+    }
+
+    /// Table I create, on processor `ctx` of this runtime.
+    #[inline(always)]
+    fn create_here<F: FnOnce() + Send + 'static>(
+        &self,
+        ctx: &ProcCtx<S>,
+        f: F,
+        name: Option<Box<str>>,
+        prio: i64,
+    ) {
+        let hooks = &self.hooks as *const RuntimeHooks;
+        let st = &self.env.stats[ctx.header.index];
+        let id = proc_thread_id(ctx.header.index, &st.created);
+        let init = move |cb: CbRef| {
+            // SAFETY: the strategy hands `init` a free cb it owns.
+            unsafe { cb.init(f, id, name, prio, hooks) }
+        };
+        // SAFETY: as in `with_local`.
+        let l = unsafe { &mut *ctx.local.get() };
+        self.strategy.create(Some(l), init);
+        ProcStats::bump(&st.created, 1);
+        // A lone processor that creates a thread is awake and will find
+        // it: there is nobody else to wake.
+        if !S::OWN_IDLE && self.env.processors > 1 {
+            self.sleepers.notify_one();
+        }
+    }
+
+    /// Table I create, from an OS thread that is not one of our processors.
+    fn create_outside<F: FnOnce() + Send + 'static>(
+        &self,
+        f: F,
+        name: Option<Box<str>>,
+        prio: i64,
+    ) {
+        let hooks = &self.hooks as *const RuntimeHooks;
+        let id = self.outside_thread_id();
+        let init = move |cb: CbRef| {
+            // SAFETY: the strategy hands `init` a free cb it owns.
+            unsafe { cb.init(f, id, name, prio, hooks) }
+        };
+        self.strategy.create(None, init);
+        // Relaxed: a statistic.
+        self.created_outside.fetch_add(1, Ordering::Relaxed);
+        if !S::OWN_IDLE {
+            self.sleepers.notify_one();
         }
     }
 
@@ -410,39 +443,31 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
         let cb = d.cb;
         // SAFETY: the dispatched cb is ours alone: it is out of every queue
         // and not running anywhere.
-        let coro = unsafe { &mut *cb.cb().coro.get() };
+        let bound = unsafe { &mut *cb.cb().stack.get() };
         match d.stack {
             Some(stack) => {
                 cb.cb().guard.set(stack.guard());
-                *coro = Some(Coro::with_stack(stack, move |y, ()| trampoline(cb, y)));
+                *bound = Some(stack);
             }
-            None if coro.is_none() => {
+            None if bound.is_none() => {
                 self.fail_start(cb);
                 return None;
             }
             None => {}
         }
-        self.processor.on_dispatch(ctx.header.index, cb);
-        ctx.header.current.set(Some(cb));
-        set_running(cb.cb());
-        let Some(c) = coro.as_mut() else {
-            // A dispatched thread always has a coroutine (bound above or
-            // at its start); nothing to run otherwise.
-            ctx.header.current.set(None);
-            set_running(std::ptr::null());
+        let Some(stack) = bound.as_mut() else {
+            // Unreachable: bound above, or already bound at its start.
             return None;
         };
-        let r = c.resume(());
-        set_running(std::ptr::null());
+        self.processor.on_dispatch(ctx.header.index, cb);
+        ctx.header.current.set(Some(cb));
+        let r = stack.resume(cb);
         ctx.header.current.set(None);
         match r {
             CoroutineResult::Yield(Switch::Park) => {
                 // The switch is complete: publish PARKED so that a waker
-                // may hand the thread to any processor. AcqRel: Release
-                // pairs with the waker's swap; Acquire (on failure) pairs
-                // with the waker's Release swap of NOTIFIED.
-                // The switch is complete: publish PARKED so that a waker
-                // may hand the thread to any processor.
+                // may hand the thread to any processor (see
+                // `ParkWord::commit_park` for the orderings).
                 if !cb.cb().state.commit_park() {
                     // Unparked before we got here: resume it.
                     self.make_ready(cb);
@@ -453,8 +478,10 @@ impl<S: Strategy, P: Processor> Shared<S, P> {
                 self.make_ready(cb);
                 None
             }
-            CoroutineResult::Return(()) => {
-                let stack = coro.take().map(Coro::into_stack)?;
+            CoroutineResult::Yield(Switch::Finished) | CoroutineResult::Return(()) => {
+                // The fiber is idle (or gone): the stack, with it, goes
+                // back to the strategy's free list.
+                let stack = bound.take()?;
                 // SAFETY: the thread finished; we own its cb.
                 unsafe { cb.reset() };
                 ProcStats::bump(&self.env.stats[ctx.header.index].finished, 1);
@@ -482,23 +509,6 @@ static NOOP_HOOKS: RuntimeHooks = RuntimeHooks {
 };
 
 unsafe fn noop_ready(_rt: *const (), _t: CbRef) {}
-
-/// The first frame of every user thread.
-fn trampoline(cb: CbRef, y: &corosensei::Yielder<(), Switch>) {
-    cb.cb().yielder.set(y);
-    // A panic must not unwind into the processor's stack. Threads with a
-    // JoinHandle catch their own panic first (the result goes to join);
-    // this catches panics of detached threads, which the panic hook has
-    // already reported.
-    let r = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: called once, by the thread itself.
-        unsafe { cb.run_entry() }
-    }));
-    if let Err(payload) = r {
-        // Dropping a payload can itself panic; do not let that escape.
-        let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
-    }
-}
 
 /// Pins the calling OS thread to the `index`-th allowed CPU (modulo).
 fn pin_to(index: usize) {
@@ -529,16 +539,21 @@ pub fn spawn_detached_here<S: Strategy, P: Processor, F: FnOnce() + Send + 'stat
 ) -> Result<(), crate::NotInRuntime> {
     let h = proc_header();
     // SAFETY: a non-null PROC points at a live processor context whose
-    // `rt` is a `Shared` of type `rt_type`; we cast only if it is ours.
-    let shared = unsafe {
+    // `rt` is a `Shared` of type `rt_type`; we cast only if it is ours, and
+    // then the header is the first field of that runtime's `ProcCtx<S>`
+    // (`repr(C)`).
+    let (shared, ctx) = unsafe {
         if h.is_null() || (*h).rt_type != std::any::TypeId::of::<Shared<S, P>>() {
             return Err(crate::NotInRuntime {
                 op: "spawn_detached_here",
             });
         }
-        &*((*h).rt as *const Shared<S, P>)
+        (
+            &*((*h).rt as *const Shared<S, P>),
+            &*(h as *const ProcCtx<S>),
+        )
     };
-    shared.create(f, None, 0);
+    shared.create_here(ctx, f, None, 0);
     Ok(())
 }
 
@@ -553,7 +568,7 @@ pub(crate) fn park_current(cb: CbRef) {
 #[inline(always)]
 pub(crate) fn suspend(cb: CbRef, why: Switch) {
     let y = cb.cb().yielder.get();
-    // SAFETY: the yielder was set by the trampoline of this very thread,
+    // SAFETY: the yielder was set by the fiber running this very thread,
     // which is running (we are on its stack), so it is valid.
     unsafe { (*y).suspend(why) };
 }
@@ -962,8 +977,8 @@ impl<S: Strategy, P: Processor> Runtime<S, P> {
             // SAFETY: the processors have exited; no thread runs, and no
             // one else touches control blocks.
             unsafe {
-                let coro = &mut *cb.cb().coro.get();
-                if let Some(c) = coro.take() {
+                let bound = &mut *cb.cb().stack.get();
+                if let Some(c) = bound.take() {
                     // Never unwind a suspended thread from here: its
                     // destructors could call into a stopped runtime. Its
                     // stack is leaked, not unmapped, and its control

@@ -10,7 +10,10 @@
 //! (its pages are given back to the kernel with `MADV_DONTNEED` once more
 //! than [`RETAINED`] slots are free), so a later runtime reuses it. The
 //! runtime's strategies keep their own free lists of [`Stack`]s in front
-//! of this pool (ALL89's free lists); a fresh one is the slow path.
+//! of this pool (ALL89's free lists); a fresh one is the slow path. The
+//! top cache lines of a slot hold its fiber (the coroutine that starts
+//! one thread after another on the stack, [`crate::fiber`]), so a stack
+//! on a free list is ready to start its next thread with one switch.
 //!
 //! # Guard regions
 //!
@@ -42,11 +45,11 @@
 //! aborts, as std does for OS threads. Any other fault goes to the handler
 //! that was installed before (std's, or the default action).
 
-use std::cell::Cell;
 use std::sync::{Mutex, Once};
 use symmetry_locks::sync::{AtomicU8, AtomicUsize, Ordering};
 
-use crate::cb::Cb;
+use crate::cb::{CbRef, Switch};
+use crate::fiber::Fiber;
 
 /// Bytes of guard region below every stack (see the module docs).
 pub const GUARD: usize = 64 * 1024;
@@ -64,20 +67,6 @@ const MAP_RESERVE: usize = 4096;
 
 /// `MADV_GUARD_INSTALL` (Linux 6.13, `include/uapi/asm-generic/mman-common.h`).
 const MADV_GUARD_INSTALL: libc::c_int = 102;
-
-thread_local! {
-    /// The control block running on this OS thread (null on the scheduler
-    /// stack). Const-initialized and destructor-free, so the signal handler
-    /// may read it.
-    static RUNNING_CB: Cell<*const Cb> = const { Cell::new(std::ptr::null()) };
-}
-
-/// Records which control block runs on this processor now (for the
-/// overflow report).
-#[inline(always)]
-pub(crate) fn set_running(cb: *const Cb) {
-    RUNNING_CB.with(|c| c.set(cb));
-}
 
 /// The system page size (asked once).
 pub(crate) fn page_size() -> usize {
@@ -369,19 +358,40 @@ fn install_guard(lo: usize, g: &mut PoolInner) -> Result<(), StackError> {
     Ok(())
 }
 
-/// A user-thread stack: a slot of a slab, guard region at its low end.
-/// Dropping it returns the slot to the process-wide pool of its size.
+/// A user-thread stack: a slot of a slab, guard region at its low end,
+/// and at its top the [`Fiber`] that runs threads on it (see
+/// [`crate::fiber`]). Dropping it returns the slot to the process-wide
+/// pool of its size.
+///
+/// The fiber lives in the slot, not in this handle, so a `Stack` stays two
+/// words: strategies move stacks through free lists and dispatch records
+/// on every start and finish.
 pub struct Stack {
     /// Low end of the slot (the guard's first byte).
     lo: usize,
     pool: &'static Pool,
 }
 
+/// Bytes at the top of every slot that hold its [`Fiber`] (a whole number
+/// of cache lines, so the coroutine's stack below stays 16-byte aligned).
+const FIBER_BYTES: usize = std::mem::size_of::<Fiber>().next_multiple_of(64);
+
+/// The memory a fiber's coroutine runs on: a slot below its fiber header,
+/// as corosensei sees it. A view that owns nothing (the [`Stack`] returns
+/// the slot).
+#[derive(Clone, Copy)]
+pub(crate) struct SlotMem {
+    /// Low end of the slot (the guard's first byte).
+    lo: usize,
+    /// The fiber header's address: the coroutine stack's base.
+    top: usize,
+}
+
 impl std::fmt::Debug for Stack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stack")
             .field("lo", &format_args!("{:#x}", self.lo))
-            .field("usable", &self.pool.usable)
+            .field("usable", &self.usable())
             .finish()
     }
 }
@@ -390,39 +400,74 @@ impl Stack {
     /// A stack with at least `size` usable bytes (rounded up to pages)
     /// below which lies a [`GUARD`]-byte guard region.
     pub fn new(size: usize) -> Result<Stack, StackError> {
-        let pool = pool_for(usable_bytes(size));
-        Ok(Stack {
+        let pool = pool_for(usable_bytes(size.saturating_add(FIBER_BYTES)));
+        let s = Stack {
             lo: pool.take()?,
             pool,
-        })
+        };
+        // SAFETY: the header lies in the slot just taken (mapped read and
+        // write, ours alone, no fiber in it yet), and is 64-byte aligned.
+        unsafe { s.fiber().write(Fiber::new()) };
+        Ok(s)
     }
 
     /// Usable bytes.
     pub fn usable(&self) -> usize {
-        self.pool.usable
+        self.pool.usable - FIBER_BYTES
     }
 
     /// The guard region `[lo, hi)`.
     pub(crate) fn guard(&self) -> (usize, usize) {
         (self.lo, self.lo + GUARD)
     }
+
+    /// The fiber header at the top of the slot.
+    #[inline(always)]
+    fn fiber(&self) -> *mut Fiber {
+        (self.lo + self.pool.stride - FIBER_BYTES) as *mut Fiber
+    }
+
+    /// Starts `cb` on this stack's fiber, or resumes the thread in it,
+    /// until it switches back (see [`Fiber::resume`]).
+    #[inline(always)]
+    pub(crate) fn resume(&mut self, cb: CbRef) -> corosensei::CoroutineResult<Switch, ()> {
+        let top = self.fiber();
+        let mem = SlotMem {
+            lo: self.lo,
+            top: top as usize,
+        };
+        // SAFETY: `new` wrote the header, and `&mut self` makes this the
+        // only access to it (the fiber's coroutine runs below it and
+        // never touches it).
+        unsafe { (*top).resume(mem, cb) }
+    }
 }
 
 impl Drop for Stack {
     fn drop(&mut self) {
+        // SAFETY: as in `resume`.
+        let fiber = unsafe { &mut *self.fiber() };
+        if fiber.is_busy() {
+            // A thread in the middle of its life: never unwound from
+            // here, and its memory may still hold wait nodes that a sync
+            // object points at. Leak the slot (the runtime's shutdown
+            // forgets such stacks before this can happen).
+            return;
+        }
+        fiber.reset();
         self.pool.give(self.lo);
     }
 }
 
-// SAFETY: `base` is the top of a slot of `usable` bytes (a page multiple,
-// so 16-byte aligned) above a guard region, and `limit` is the slot's low
-// end, guard included, as the trait asks. The slot belongs to this `Stack`
-// alone until it is dropped.
-unsafe impl corosensei::stack::Stack for Stack {
+// SAFETY: `base` is the fiber header's address, 64-byte aligned, with
+// the slot's usable bytes below it above a guard region; `limit` is the
+// slot's low end, guard included, as the trait asks. The slot belongs to
+// the `Stack` whose fiber holds this view, and only that fiber runs on it.
+unsafe impl corosensei::stack::Stack for SlotMem {
     #[inline]
     fn base(&self) -> corosensei::stack::StackPointer {
-        // `lo` is a mapped address, never zero.
-        corosensei::stack::StackPointer::new(self.lo + self.pool.stride)
+        // `top` is a mapped address, never zero.
+        corosensei::stack::StackPointer::new(self.top)
             .unwrap_or(corosensei::stack::StackPointer::MIN)
     }
 
@@ -433,8 +478,12 @@ unsafe impl corosensei::stack::Stack for Stack {
     }
 }
 
-// SAFETY: a `Stack` is an owned address range plus a pointer to a pool
-// behind a mutex.
+// SAFETY: a `Stack` is an owned address range (with the fiber in it) and a
+// pointer to a pool behind a mutex. An idle fiber's frame holds no
+// reference to any OS thread's state, so it may be resumed from any
+// processor; a busy one is a user thread, which the runtime moves between
+// processors only through its locked queues and park word (user threads
+// migrate).
 unsafe impl Send for Stack {}
 // SAFETY: `&Stack` only reads immutable fields.
 unsafe impl Sync for Stack {}
@@ -552,14 +601,10 @@ fn write_u64(mut n: u64) {
 extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let addr = unsafe { (*info).si_addr() } as usize;
-    let cb = RUNNING_CB.with(|c| c.get());
-    if !cb.is_null() {
-        // SAFETY: RUNNING_CB points at the control block running on this
-        // OS thread; control blocks are type-stable.
-        let cb = unsafe { &*cb };
+    if let Some(r) = crate::runtime::running_for_fault() {
+        let cb = r.cb();
         let (lo, hi) = cb.guard.get();
         if addr >= lo && addr < hi {
-            let r = crate::cb::CbRef::from_cb(cb);
             write_stderr(b"\nsymmetry-threads: user thread '");
             write_stderr(r.name().unwrap_or("<unnamed>").as_bytes());
             write_stderr(b"' (id ");

@@ -844,3 +844,64 @@ fn drop_returns_with_a_yield_looping_thread() {
         drop(rt);
     });
 }
+
+// ---------------------------------------------------------------------
+// Fibers: a pooled stack keeps a coroutine parked between threads.
+
+struct FiberReuse;
+
+impl PerStrategy for FiberReuse {
+    fn run<S: Strategy>(&self, name: &'static str) {
+        let mut rt = Runtime::<S>::builder()
+            .processors(2)
+            .build()
+            .expect("runtime");
+        let h = rt.handle();
+        for round in 0..200u64 {
+            // A thread that parks and is resumed (possibly on the other
+            // processor), one that panics, and one that runs deep: each
+            // ends on its fiber, which then starts the next thread.
+            let (tx, rx) = mpsc::channel();
+            let sleeper = h.spawn(move || {
+                tx.send(current().expect("a user thread"))
+                    .expect("receiver alive");
+                park();
+                round
+            });
+            // A token left before the park is taken by it (no lost wake-up).
+            rx.recv().expect("sleeper started").unpark();
+            assert_eq!(sleeper.join().expect("no panic"), round, "{name}");
+            if round % 50 == 0 {
+                // (A few: each panic is printed by the hook.)
+                let panicked = h.spawn(move || -> u64 { std::panic::panic_any(round) });
+                assert!(
+                    matches!(panicked.join(), Err(JoinError::Panicked { .. })),
+                    "{name}"
+                );
+            }
+            let deep = h.spawn(move || depth(8, round));
+            assert_eq!(deep.join().expect("no panic"), round + 8, "{name}");
+        }
+        let r = rt.shutdown();
+        assert_clean(name, &r);
+        // The pooled stacks drop their idle fibers (reset, not unwound)
+        // and go back to the slabs.
+        drop((h, rt));
+    }
+}
+
+/// Recurses `n` frames with a page of locals each, then returns `base + n`.
+#[inline(never)]
+fn depth(n: u64, base: u64) -> u64 {
+    let page = std::hint::black_box([1u8; 4096]);
+    if n == 0 {
+        base
+    } else {
+        depth(n - 1, base) + u64::from(std::hint::black_box(page)[4095])
+    }
+}
+
+#[test]
+fn pooled_fibers_start_threads_after_parks_panics_and_deep_stacks() {
+    each(FiberReuse);
+}
