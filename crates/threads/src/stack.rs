@@ -12,7 +12,7 @@
 //! runtime's strategies keep their own free lists of [`Stack`]s in front
 //! of this pool (ALL89's free lists); a fresh one is the slow path. The
 //! top cache lines of a slot hold its fiber (the coroutine that starts
-//! one thread after another on the stack, [`crate::fiber`]), so a stack
+//! one thread after another on the stack; see the `fiber` module), so a stack
 //! on a free list is ready to start its next thread with one switch.
 //!
 //! # Guard regions
@@ -359,8 +359,8 @@ fn install_guard(lo: usize, g: &mut PoolInner) -> Result<(), StackError> {
 }
 
 /// A user-thread stack: a slot of a slab, guard region at its low end,
-/// and at its top the [`Fiber`] that runs threads on it (see
-/// [`crate::fiber`]). Dropping it returns the slot to the process-wide
+/// and at its top the fiber that runs threads on it (see the `fiber`
+/// module). Dropping it returns the slot to the process-wide
 /// pool of its size.
 ///
 /// The fiber lives in the slot, not in this handle, so a `Stack` stays two
