@@ -107,6 +107,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> IdleQueue<L, Q> {
         }
     }
 
+    #[inline(always)]
     fn dispatch(&self, cx: &mut IdleLocal, cb: CbRef, examined: u64) -> Dispatch {
         let stack = if cb.is_started() {
             None
@@ -157,7 +158,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for IdleQueue<L
         self.pools.warm(&self.env, cbs, stacks);
     }
 
-    #[inline]
+    #[inline(always)]
     fn create<I: FnOnce(CbRef)>(&self, cx: Option<&mut IdleLocal>, init: I) {
         let cb = self.pools.alloc_cb(&self.env, cx.map(|l| &mut l.lists));
         init(cb);
@@ -169,7 +170,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for IdleQueue<L
         self.make_ready(t);
     }
 
-    #[inline]
+    #[inline(always)]
     fn schedule(&self, cx: &mut IdleLocal, done: Option<Finished>) -> Option<Dispatch> {
         if let Some(f) = done {
             self.pools.finish(&mut cx.lists, f);

@@ -229,7 +229,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for LocalFreeli
         self.pools.warm(&self.env, cbs, stacks);
     }
 
-    #[inline]
+    #[inline(always)]
     fn create<I: FnOnce(CbRef)>(&self, cx: Option<&mut LocalLists>, init: I) {
         let cb = self.pools.alloc_cb(&self.env, cx);
         init(cb);
@@ -241,7 +241,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for LocalFreeli
         self.ready.push(t);
     }
 
-    #[inline]
+    #[inline(always)]
     fn schedule(&self, cx: &mut LocalLists, done: Option<Finished>) -> Option<Dispatch> {
         if let Some(f) = done {
             self.pools.finish(cx, f);

@@ -96,7 +96,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for LocalReadyq
         self.pools.warm(&self.env, cbs, stacks);
     }
 
-    #[inline]
+    #[inline(always)]
     fn create<I: FnOnce(CbRef)>(&self, mut cx: Option<&mut ReadyqLocal>, init: I) {
         let cb = self
             .pools
@@ -110,7 +110,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for LocalReadyq
         self.place(cx, t);
     }
 
-    #[inline]
+    #[inline(always)]
     fn schedule(&self, cx: &mut ReadyqLocal, done: Option<Finished>) -> Option<Dispatch> {
         if let Some(f) = done {
             self.pools.finish(&mut cx.lists, f);

@@ -56,7 +56,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for MultiLock<L
         self.stacks.lock().extend(s);
     }
 
-    #[inline]
+    #[inline(always)]
     fn create<I: FnOnce(CbRef)>(&self, cx: Option<&mut ProcIndex>, init: I) {
         let cb = self.alloc_cb(cx);
         init(cb);
@@ -68,7 +68,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for MultiLock<L
         self.ready.push(t);
     }
 
-    #[inline]
+    #[inline(always)]
     fn schedule(&self, cx: &mut ProcIndex, done: Option<Finished>) -> Option<Dispatch> {
         if let Some(f) = done {
             self.stacks.lock().push(f.stack);

@@ -72,7 +72,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for SingleLock<
         c.stacks.extend(s);
     }
 
-    #[inline]
+    #[inline(always)]
     fn create<I: FnOnce(CbRef)>(&self, _cx: Option<&mut ProcIndex>, init: I) {
         let mut c = self.central.lock();
         let cb = match c.cbs.pop_front() {
@@ -93,7 +93,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> Strategy for SingleLock<
         self.ready_len.store(c.ready.len(), Ordering::Relaxed);
     }
 
-    #[inline]
+    #[inline(always)]
     fn schedule(&self, cx: &mut ProcIndex, done: Option<Finished>) -> Option<Dispatch> {
         if done.is_none() && !self.has_ready() {
             return None;
