@@ -8,7 +8,9 @@
 //! usable stack. Slots are carved on demand, one at a time, and a stack
 //! that is dropped returns its slot to the process-wide pool of its size
 //! (its pages are given back to the kernel with `MADV_DONTNEED` once more
-//! than [`RETAINED`] slots are free), so a later runtime reuses it. The
+//! than [`RETAINED`] slots are free), so a later runtime reuses it. Slabs
+//! are never unmapped: after a burst of a million threads the process
+//! keeps the burst's address space reserved, but not its memory. The
 //! runtime's strategies keep their own free lists of [`Stack`]s in front
 //! of this pool (ALL89's free lists); a fresh one is the slow path. The
 //! top cache lines of a slot hold its fiber (the coroutine that starts
