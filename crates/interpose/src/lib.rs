@@ -1,0 +1,373 @@
+//! `libsymmetry_interpose.so`: KLMO91's lock-waiting-time profile for
+//! programs nobody rewrote.
+//!
+//! Loaded with `LD_PRELOAD`, the library interposes `pthread_mutex_lock`
+//! and `pthread_mutex_timedlock` (and `pthread_mutex_init`/`_destroy`, to
+//! notice a mutex's address being reused). The program keeps glibc's
+//! mutexes: each call first tries the real `pthread_mutex_trylock`; if
+//! that succeeds the acquisition was uncontended and nothing is recorded.
+//! Otherwise the library times the real blocking call and records the
+//! wait, in spins of this machine, in the histogram of that mutex: the
+//! same profiler, file format and `symmetry analyze` as the Rust locks use
+//! (`symmetry_locks::spin_then_block::profiler`). `symmetry profile -- CMD`
+//! runs a command this way and prices every spin-or-block policy on the
+//! result.
+//!
+//! # Naming
+//!
+//! A mutex is known by its address. At its first contended acquisition it
+//! gets a name: the address of the instruction after the call to
+//! `pthread_mutex_lock` (its acquisition site), written as
+//! `symbol+0xOFF (object+0xOFF)` through `dladdr`, plus `#k` when several
+//! mutexes were first contended at one site (a lock wrapper such as
+//! pigz's `possess` is one site for every lock). `symmetry profile`
+//! resolves `object+0xOFF` to a function and line with `addr2line` where
+//! the object has debug information. A mutex destroyed (or initialized
+//! again) loses its name, so a new mutex at the same address gets its own.
+//!
+//! # What is measured
+//!
+//! The wait is the time from the failed `trylock` to the return of the
+//! real lock call: the holder's remaining hold time plus glibc's wake-up
+//! path. It is recorded as not blocked (this library does not know
+//! whether glibc slept). Re-acquisitions inside `pthread_cond_wait` happen
+//! inside glibc and are not seen. `pthread_mutex_trylock` and `_unlock`
+//! are not interposed: they never wait.
+//!
+//! # Environment
+//!
+//! - `SYMMETRY_LOCK_PROFILE=PATH`: where the profile is written at exit
+//!   (nothing is written without it).
+//! - `SYMMETRY_NS_PER_SPIN`, `SYMMETRY_C_OS`: the machine constants the
+//!   profile is priced with (see `symmetry calibrate`); measured or
+//!   defaulted otherwise.
+//!
+//! The entry points capture their return address in a few instructions of
+//! assembly on x86-64; on other architectures every site reads
+//! `(unknown site)`.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::{CStr, c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{OnceLock, RwLock};
+
+use symmetry_locks::spin_then_block::LockName;
+use symmetry_locks::spin_then_block::calibration;
+use symmetry_locks::spin_then_block::profiler::{self, LockProfile};
+
+/// The blocker name under which glibc's mutexes appear in the profile.
+pub const BLOCKER: &str = "glibc";
+
+/// Environment variable naming the profile file written at exit.
+pub const PROFILE_ENV: &str = "SYMMETRY_LOCK_PROFILE";
+
+type LockFn = unsafe extern "C" fn(*mut libc::pthread_mutex_t) -> c_int;
+type TimedLockFn = unsafe extern "C" fn(*mut libc::pthread_mutex_t, *const libc::timespec) -> c_int;
+type InitFn =
+    unsafe extern "C" fn(*mut libc::pthread_mutex_t, *const libc::pthread_mutexattr_t) -> c_int;
+
+/// glibc's functions, found with `dlsym(RTLD_NEXT, ...)`.
+struct Real {
+    lock: LockFn,
+    trylock: LockFn,
+    timedlock: TimedLockFn,
+    init: InitFn,
+    destroy: LockFn,
+}
+
+static REAL: OnceLock<Real> = OnceLock::new();
+
+/// Looks up `name` in the objects loaded after this one, or aborts: a
+/// program whose mutex calls cannot reach glibc cannot go on.
+fn next(name: &CStr) -> *mut c_void {
+    // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT is valid in a
+    // shared object.
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
+    if p.is_null() {
+        let msg = b"symmetry-interpose: cannot find the real pthread mutex functions\n";
+        // SAFETY: writing a static buffer to stderr, then aborting.
+        unsafe {
+            libc::write(2, msg.as_ptr().cast(), msg.len());
+            libc::abort();
+        }
+    }
+    p
+}
+
+#[inline]
+fn real() -> &'static Real {
+    REAL.get_or_init(|| {
+        // SAFETY: each symbol is glibc's function of that name, whose type
+        // is the one it is transmuted to.
+        unsafe {
+            Real {
+                lock: std::mem::transmute::<*mut c_void, LockFn>(next(c"pthread_mutex_lock")),
+                trylock: std::mem::transmute::<*mut c_void, LockFn>(next(c"pthread_mutex_trylock")),
+                timedlock: std::mem::transmute::<*mut c_void, TimedLockFn>(next(
+                    c"pthread_mutex_timedlock",
+                )),
+                init: std::mem::transmute::<*mut c_void, InitFn>(next(c"pthread_mutex_init")),
+                destroy: std::mem::transmute::<*mut c_void, LockFn>(next(c"pthread_mutex_destroy")),
+            }
+        }
+    })
+}
+
+/// Resolves glibc's functions while the process is still single-threaded.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static INIT: extern "C" fn() = {
+    extern "C" fn init() {
+        let _ = real();
+    }
+    init
+};
+
+thread_local! {
+    /// Set while this thread is inside the recording path, so that a mutex
+    /// taken by the recording itself is passed straight through.
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Mutex address -> its profile entry, for mutexes that have waited.
+fn names() -> &'static RwLock<HashMap<usize, &'static LockProfile>> {
+    static NAMES: OnceLock<RwLock<HashMap<usize, &'static LockProfile>>> = OnceLock::new();
+    NAMES.get_or_init(|| RwLock::new(HashMap::new()))
+}
+
+/// Mutexes first contended at each site so far (for the `#k` suffix).
+fn per_site() -> &'static std::sync::Mutex<HashMap<usize, u32>> {
+    static SITES: OnceLock<std::sync::Mutex<HashMap<usize, u32>>> = OnceLock::new();
+    SITES.get_or_init(|| std::sync::Mutex::new(HashMap::new()))
+}
+
+/// Contended acquisitions recorded by this process (for tests).
+static RECORDED: AtomicUsize = AtomicUsize::new(0);
+
+/// Contended acquisitions recorded so far.
+pub fn recorded() -> usize {
+    // Relaxed: a statistic.
+    RECORDED.load(Ordering::Relaxed)
+}
+
+/// `symbol+0xOFF (object+0xOFF)` for a code address, as `dladdr` sees it.
+pub fn describe(site: usize) -> String {
+    if site == 0 {
+        return "(unknown site)".into();
+    }
+    // SAFETY: dladdr only reads the loader's tables; `info` is plain data.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::dladdr(site as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+        return format!("({site:#x})");
+    }
+    // SAFETY: dladdr filled `dli_fname` with a NUL-terminated path.
+    let object = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+    // The main program's name is whatever it was started as (`pigz`,
+    // `./a.out`, or empty): name it by its absolute path instead.
+    let object = if object.starts_with('/') {
+        object.into_owned()
+    } else {
+        std::fs::read_link("/proc/self/exe")
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| object.into_owned())
+    };
+    let base = info.dli_fbase as usize;
+    let mut s = String::new();
+    if !info.dli_sname.is_null() {
+        // SAFETY: a non-null `dli_sname` is a NUL-terminated symbol name.
+        let sym = unsafe { CStr::from_ptr(info.dli_sname) }.to_string_lossy();
+        s.push_str(&format!("{sym}+{:#x} ", site - info.dli_saddr as usize));
+    }
+    s.push_str(&format!("({object}+{:#x})", site.wrapping_sub(base)));
+    s
+}
+
+/// The entry of mutex `m`, named at its first contended acquisition.
+#[cold]
+fn entry_of(m: usize, site: usize) -> &'static LockProfile {
+    if let Some(e) = names().read().unwrap_or_else(|e| e.into_inner()).get(&m) {
+        return e;
+    }
+    let mut map = names().write().unwrap_or_else(|e| e.into_inner());
+    if let Some(e) = map.get(&m) {
+        return e;
+    }
+    let k = {
+        let mut sites = per_site().lock().unwrap_or_else(|e| e.into_inner());
+        let k = sites.entry(site).or_insert(0);
+        *k += 1;
+        *k
+    };
+    let mut name = describe(site);
+    if k > 1 {
+        name.push_str(&format!(" #{k}"));
+    }
+    let name: &'static str = Box::leak(name.into_boxed_str());
+    let e = profiler::entry(&LockName::Named(name), BLOCKER, calibration::c_spins_os);
+    map.insert(m, e);
+    e
+}
+
+/// Records a wait of `ns` on mutex `m` acquired at `site`.
+#[cold]
+fn record(m: usize, site: usize, ns: u64) {
+    let _ = BUSY.try_with(|b| {
+        if b.replace(true) {
+            return;
+        }
+        entry_of(m, site).record(calibration::ns_to_spins(ns), false);
+        // Relaxed: a statistic.
+        RECORDED.fetch_add(1, Ordering::Relaxed);
+        b.set(false);
+    });
+}
+
+/// Forgets the name of mutex `m` (destroyed, or initialized again).
+fn forget(m: usize) {
+    let known = names()
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains_key(&m);
+    if known {
+        names()
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&m);
+    }
+}
+
+fn in_recording() -> bool {
+    BUSY.try_with(|b| b.get()).unwrap_or(true)
+}
+
+/// `pthread_mutex_lock` with its acquisition site.
+extern "C" fn lock_at(m: *mut libc::pthread_mutex_t, site: usize) -> c_int {
+    let r = real();
+    // SAFETY: the caller passed its mutex to pthread_mutex_lock; glibc's
+    // own functions get it unchanged.
+    unsafe {
+        if (r.trylock)(m) == 0 {
+            return 0;
+        }
+        if in_recording() {
+            return (r.lock)(m);
+        }
+        let t0 = calibration::now_ns();
+        let rc = (r.lock)(m);
+        if rc == 0 {
+            record(m as usize, site, calibration::now_ns().saturating_sub(t0));
+        }
+        rc
+    }
+}
+
+/// `pthread_mutex_timedlock` with its acquisition site.
+extern "C" fn timedlock_at(
+    m: *mut libc::pthread_mutex_t,
+    abstime: *const libc::timespec,
+    site: usize,
+) -> c_int {
+    let r = real();
+    // SAFETY: as in `lock_at`.
+    unsafe {
+        if (r.trylock)(m) == 0 {
+            return 0;
+        }
+        if in_recording() {
+            return (r.timedlock)(m, abstime);
+        }
+        let t0 = calibration::now_ns();
+        let rc = (r.timedlock)(m, abstime);
+        if rc == 0 {
+            record(m as usize, site, calibration::now_ns().saturating_sub(t0));
+        }
+        rc
+    }
+}
+
+/// Interposed `pthread_mutex_lock`: passes its return address on.
+///
+/// # Safety
+/// As glibc's: `m` is a valid, initialized mutex.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> c_int {
+    // At entry [rsp] is the return address: the acquisition site. It goes
+    // in the second argument register and `lock_at` is tail-called, so the
+    // caller's frame is untouched and `lock_at` returns to it.
+    core::arch::naked_asm!("mov rsi, [rsp]", "jmp {imp}", imp = sym lock_at)
+}
+
+/// Interposed `pthread_mutex_timedlock`: passes its return address on.
+///
+/// # Safety
+/// As glibc's.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_timedlock(
+    m: *mut libc::pthread_mutex_t,
+    abstime: *const libc::timespec,
+) -> c_int {
+    // As in `pthread_mutex_lock`, with the site in the third argument.
+    core::arch::naked_asm!("mov rdx, [rsp]", "jmp {imp}", imp = sym timedlock_at)
+}
+
+/// Interposed `pthread_mutex_lock` (no site on this architecture).
+///
+/// # Safety
+/// As glibc's: `m` is a valid, initialized mutex.
+#[cfg(not(target_arch = "x86_64"))]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> c_int {
+    lock_at(m, 0)
+}
+
+/// Interposed `pthread_mutex_timedlock` (no site on this architecture).
+///
+/// # Safety
+/// As glibc's.
+#[cfg(not(target_arch = "x86_64"))]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_timedlock(
+    m: *mut libc::pthread_mutex_t,
+    abstime: *const libc::timespec,
+) -> c_int {
+    timedlock_at(m, abstime, 0)
+}
+
+/// Interposed `pthread_mutex_init`: a mutex at a reused address starts
+/// without a name.
+///
+/// # Safety
+/// As glibc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_init(
+    m: *mut libc::pthread_mutex_t,
+    attr: *const libc::pthread_mutexattr_t,
+) -> c_int {
+    if !in_recording() {
+        forget(m as usize);
+    }
+    // SAFETY: the caller's arguments, unchanged, to glibc.
+    unsafe { (real().init)(m, attr) }
+}
+
+/// Interposed `pthread_mutex_destroy`: the address loses its name.
+///
+/// # Safety
+/// As glibc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut libc::pthread_mutex_t) -> c_int {
+    if !in_recording() {
+        forget(m as usize);
+    }
+    // SAFETY: the caller's argument, unchanged, to glibc.
+    unsafe { (real().destroy)(m) }
+}

@@ -1,0 +1,133 @@
+//! The interposition library under real C programs, compiled here with the
+//! system C compiler and run with and without `LD_PRELOAD`: the output
+//! must not change, and contended mutexes must show up in the profile
+//! under their acquisition site.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use symmetry_locks::spin_then_block::profiler::Profile;
+
+/// The cdylib cargo built beside this test binary.
+fn library() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let deps = exe.parent().expect("deps directory");
+    let lib = deps.join("libsymmetry_interpose.so");
+    assert!(lib.is_file(), "{} was not built", lib.display());
+    lib
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("symmetry-interpose-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch directory");
+    d
+}
+
+/// Compiles `tests/c/NAME.c` into `dir`, with debug information.
+fn compile(name: &str, dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(format!("{name}.c"));
+    let out = dir.join(name);
+    let st = Command::new("cc")
+        .args(["-O2", "-g", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("the C compiler `cc` runs (the Rust toolchain needs it to link)");
+    assert!(st.success(), "cc {} failed", src.display());
+    out
+}
+
+fn run(program: &Path, args: &[&str], profile: Option<&Path>) -> Output {
+    let mut c = Command::new(program);
+    c.args(args).env_remove("LD_PRELOAD");
+    if let Some(p) = profile {
+        c.env("LD_PRELOAD", library())
+            .env(symmetry_interpose::PROFILE_ENV, p);
+    }
+    let out = c.output().expect("the program runs");
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        program.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn a_contended_mutex_is_profiled_by_site_and_the_output_is_unchanged() {
+    let dir = scratch("contend");
+    let prog = compile("contend", &dir);
+    let plain = run(&prog, &["4"], None);
+    let profile = dir.join("profile.csv");
+    // Contention on two cores is likely but not certain in one run.
+    let mut waited = None;
+    for _ in 0..5 {
+        let _ = std::fs::remove_file(&profile);
+        let traced = run(&prog, &["4"], Some(&profile));
+        assert_eq!(
+            plain.stdout, traced.stdout,
+            "output changed under the library"
+        );
+        assert_eq!(String::from_utf8_lossy(&traced.stdout).trim(), "800000");
+        if profile.exists() {
+            waited = Some(Profile::read(&profile).expect("the profile parses"));
+            break;
+        }
+    }
+    let p = waited.expect("four threads on one mutex waited at least once in five runs");
+    assert_eq!(p.locks.len(), 1, "one mutex in the program: {p:?}");
+    let l = &p.locks[0];
+    assert_eq!(l.blocker, symmetry_interpose::BLOCKER);
+    assert!(l.contended() > 0);
+    let object = format!("{}+0x", prog.display());
+    assert!(
+        l.name.contains(&object),
+        "the lock is named by its site in {}: {}",
+        prog.display(),
+        l.name
+    );
+    assert!(p.ns_per_spin > 0.0 && l.c_spins > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_program_that_never_waits_writes_no_profile() {
+    let dir = scratch("alone");
+    let prog = compile("contend", &dir);
+    let profile = dir.join("profile.csv");
+    let traced = run(&prog, &["1"], Some(&profile));
+    assert_eq!(String::from_utf8_lossy(&traced.stdout).trim(), "200000");
+    assert!(!profile.exists(), "one thread never waits");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn recursive_errorcheck_timed_and_reinitialized_mutexes_keep_their_semantics() {
+    let dir = scratch("kinds");
+    let prog = compile("kinds", &dir);
+    let plain = run(&prog, &[], None);
+    let traced = run(&prog, &[], Some(&dir.join("profile.csv")));
+    assert_eq!(
+        String::from_utf8_lossy(&plain.stdout),
+        String::from_utf8_lossy(&traced.stdout)
+    );
+    let expected = "recursive lock: 0
+recursive relock: 0
+recursive unlock: 0 0
+errorcheck lock: 0
+errorcheck relock is EDEADLK: 1
+errorcheck unlock: 0
+errorcheck unlock again is EPERM: 1
+reinitialized lock: 0 0
+trylock of a held mutex is EBUSY: 1
+timedlock of a held mutex is ETIMEDOUT: 1
+lock after release: 0
+";
+    assert_eq!(String::from_utf8_lossy(&traced.stdout), expected);
+    let _ = std::fs::remove_dir_all(&dir);
+}
