@@ -79,6 +79,9 @@ enum Command {
         #[arg(long, default_value_t = 10)]
         top: usize,
     },
+    /// Run an unmodified program with its pthread mutexes profiled (LD_PRELOAD), then price every
+    /// spin policy per lock as `analyze` does: `symmetry profile [--out FILE] -- CMD ARGS...`.
+    Profile(symmetry_bench::cli::profile::ProfileArgs),
     /// Shared-memory Active Messages jobs: `am spawn -n N APP` starts N processes that run one of
     /// LC98's applications; `am list`, `am clean`.
     #[command(subcommand)]
@@ -459,6 +462,7 @@ fn main() -> ExitCode {
                 })
         }
         Command::Report { out } => build_report(&out),
+        Command::Profile(args) => symmetry_bench::cli::profile::main(args),
         Command::Am(cmd) => return symmetry_bench::cli::am::main(cmd),
     };
     match result {

@@ -1,3 +1,4 @@
 //! Sub-commands beyond the experiment runner.
 
 pub mod am;
+pub mod profile;

@@ -1,0 +1,144 @@
+//! `symmetry profile -- CMD`: a real multi-threaded program from Debian
+//! (pigz, the parallel gzip; `.ci/run` installs it) runs under the
+//! interposition library with byte-identical output and its mutexes in
+//! the profile; a statically linked program, a missing library and a
+//! program that never waits get a clear error.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("symmetry-profile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch directory");
+    d
+}
+
+fn symmetry_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_symmetry"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("the symmetry binary runs")
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .any(|d| d.join(program).is_file())
+}
+
+/// Compressible but not trivial input: lines of counters and words.
+fn input(path: &Path) {
+    let mut s = String::new();
+    for i in 0..400_000u64 {
+        s.push_str(&format!(
+            "{i} {} lock wait spin block {}\n",
+            i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 100_003,
+            i % 7
+        ));
+    }
+    std::fs::write(path, s).expect("input file");
+}
+
+#[test]
+fn pigz_output_is_identical_and_its_mutexes_are_profiled() {
+    if !on_path("pigz") {
+        eprintln!("SKIPPED: pigz is not installed (`.ci/run` installs it: apt-get install pigz)");
+        return;
+    }
+    let dir = scratch("pigz");
+    let file = dir.join("input.txt");
+    input(&file);
+    let plain = Command::new("pigz")
+        .args(["-p", "4", "-b", "32", "-c"])
+        .arg(&file)
+        .output()
+        .expect("pigz runs");
+    assert!(plain.status.success());
+    let mut profiled = None;
+    for attempt in 0..3 {
+        let out = symmetry_in(
+            &dir,
+            &[
+                "profile",
+                "--out",
+                "pigz.csv",
+                "--",
+                "pigz",
+                "-p",
+                "4",
+                "-b",
+                "32",
+                "-c",
+                "input.txt",
+            ],
+        );
+        // The compressed bytes are exactly pigz's own, with or without
+        // the library (the analysis goes to stderr).
+        assert_eq!(
+            out.stdout, plain.stdout,
+            "attempt {attempt}: output differs"
+        );
+        if out.status.success() {
+            profiled = Some(out);
+            break;
+        }
+        let err = text(&out.stderr);
+        assert!(err.contains("recorded no contended"), "{err}");
+    }
+    let out = profiled.expect("pigz with 4 threads waited on a mutex in one of three runs");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("/pigz+0x"),
+        "locks named by site in pigz: {err}"
+    );
+    assert!(err.contains("Table 1 (KLMO91)"), "{err}");
+    let csv = std::fs::read_to_string(dir.join("pigz.csv")).expect("the profile was written");
+    assert!(csv.starts_with("# symmetry lock-wait profile"), "{csv}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_static_program_a_missing_library_and_no_waits_are_clear_errors() {
+    let dir = scratch("errors");
+    // A 64-bit ELF header with no program headers: statically linked.
+    let mut h = vec![0u8; 64];
+    h[..4].copy_from_slice(b"\x7fELF");
+    h[4] = 2;
+    h[5] = 1;
+    std::fs::write(dir.join("static-prog"), &h).unwrap();
+    let out = symmetry_in(&dir, &["profile", "--", "./static-prog"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("statically linked"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = symmetry_in(&dir, &["profile", "--lib", "/nonexistent.so", "--", "true"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("/nonexistent.so") && err.contains("--lib"),
+        "{err}"
+    );
+
+    let out = symmetry_in(&dir, &["profile", "--", "true"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("recorded no contended"), "{err}");
+
+    let out = symmetry_in(&dir, &["profile", "--", "no-such-program-here"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("not found in PATH"));
+
+    let out = symmetry_in(&dir, &["profile"]);
+    assert!(!out.status.success(), "a command is required");
+    let _ = std::fs::remove_dir_all(&dir);
+}
