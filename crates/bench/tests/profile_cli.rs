@@ -142,3 +142,35 @@ fn a_static_program_a_missing_library_and_no_waits_are_clear_errors() {
     assert!(!out.status.success(), "a command is required");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn pigz_output_is_identical_on_every_replacement_lock() {
+    if !on_path("pigz") {
+        eprintln!("SKIPPED: pigz is not installed (`.ci/run` installs it: apt-get install pigz)");
+        return;
+    }
+    let dir = scratch("pigz-replace");
+    let file = dir.join("input.txt");
+    input(&file);
+    // Two compression threads: no more spinning threads than a 2-core
+    // machine has (FIFO spin locks convoy behind a preempted waiter).
+    let args = ["-p", "2", "-b", "64", "-c", "input.txt"];
+    let plain = Command::new("pigz")
+        .current_dir(&dir)
+        .args(args)
+        .output()
+        .expect("pigz runs");
+    assert!(plain.status.success());
+    for a in symmetry_interpose::replace::algorithms() {
+        let mut cli = vec!["profile", "--lock", a.name, "--", "pigz"];
+        cli.extend(args);
+        let out = symmetry_in(&dir, &cli);
+        assert!(out.status.success(), "{}: {}", a.name, text(&out.stderr));
+        assert!(out.stdout == plain.stdout, "{}: output differs", a.name);
+        assert!(text(&out.stderr).contains(&format!("ran on `{}`", a.name)));
+    }
+    let out = symmetry_in(&dir, &["profile", "--lock", "nope", "--", "true"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("accepted: glibc"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

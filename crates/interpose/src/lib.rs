@@ -1,17 +1,23 @@
-//! `libsymmetry_interpose.so`: KLMO91's lock-waiting-time profile for
-//! programs nobody rewrote.
+//! `libsymmetry_interpose.so`: KLMO91's lock-waiting-time profile, and
+//! any registry lock, for programs nobody rewrote.
 //!
-//! Loaded with `LD_PRELOAD`, the library interposes `pthread_mutex_lock`
-//! and `pthread_mutex_timedlock` (and `pthread_mutex_init`/`_destroy`, to
-//! notice a mutex's address being reused). The program keeps glibc's
-//! mutexes: each call first tries the real `pthread_mutex_trylock`; if
-//! that succeeds the acquisition was uncontended and nothing is recorded.
-//! Otherwise the library times the real blocking call and records the
-//! wait, in spins of this machine, in the histogram of that mutex: the
-//! same profiler, file format and `symmetry analyze` as the Rust locks use
-//! (`symmetry_locks::spin_then_block::profiler`). `symmetry profile -- CMD`
-//! runs a command this way and prices every spin-or-block policy on the
-//! result.
+//! Loaded with `LD_PRELOAD`, the library interposes the pthread mutex
+//! calls (`lock`, `trylock`, `timedlock`, `unlock`, `init`, `destroy`) and
+//! the condition-variable calls that involve a mutex (`wait`,
+//! `timedwait`, and `signal`/`broadcast` for replace mode's wake-up
+//! rule). It has two modes:
+//!
+//! - **Profile** (default): the program keeps glibc's mutexes. Each lock
+//!   call first tries the real `pthread_mutex_trylock`; if that succeeds
+//!   the acquisition was uncontended and nothing is recorded. Otherwise
+//!   the library times the real blocking call and records the wait, in
+//!   spins of this machine, in the histogram of that mutex: the same
+//!   profiler, file format and `symmetry analyze` as the Rust locks use
+//!   (`symmetry_locks::spin_then_block::profiler`). `symmetry profile --
+//!   CMD` runs a command this way and prices every spin-or-block policy.
+//! - **Replace** (`SYMMETRY_LOCK=NAME`): every normal mutex runs on lock
+//!   algorithm `NAME` from the registry; recursive, error-checking and
+//!   adaptive mutexes stay glibc's. See [`replace`].
 //!
 //! # Naming
 //!
@@ -31,13 +37,14 @@
 //! real lock call: the holder's remaining hold time plus glibc's wake-up
 //! path. It is recorded as not blocked (this library does not know
 //! whether glibc slept). Re-acquisitions inside `pthread_cond_wait` happen
-//! inside glibc and are not seen. `pthread_mutex_trylock` and `_unlock`
-//! are not interposed: they never wait.
+//! inside glibc and are not seen; `trylock` and `unlock` never wait.
 //!
 //! # Environment
 //!
 //! - `SYMMETRY_LOCK_PROFILE=PATH`: where the profile is written at exit
 //!   (nothing is written without it).
+//! - `SYMMETRY_LOCK=NAME`: replace mode ([`replace::algorithms`] lists the
+//!   names; an unknown name stops the program with the list).
 //! - `SYMMETRY_NS_PER_SPIN`, `SYMMETRY_C_OS`: the machine constants the
 //!   profile is priced with (see `symmetry calibrate`); measured or
 //!   defaulted otherwise.
@@ -65,10 +72,25 @@ pub const BLOCKER: &str = "glibc";
 /// Environment variable naming the profile file written at exit.
 pub const PROFILE_ENV: &str = "SYMMETRY_LOCK_PROFILE";
 
+/// Environment variable that selects replace mode: the registry name of
+/// the lock algorithm every normal mutex runs on (`glibc` or unset:
+/// profile mode).
+pub const LOCK_ENV: &str = "SYMMETRY_LOCK";
+
+pub mod replace;
+
 type LockFn = unsafe extern "C" fn(*mut libc::pthread_mutex_t) -> c_int;
 type TimedLockFn = unsafe extern "C" fn(*mut libc::pthread_mutex_t, *const libc::timespec) -> c_int;
 type InitFn =
     unsafe extern "C" fn(*mut libc::pthread_mutex_t, *const libc::pthread_mutexattr_t) -> c_int;
+type CondWaitFn =
+    unsafe extern "C" fn(*mut libc::pthread_cond_t, *mut libc::pthread_mutex_t) -> c_int;
+type CondTimedWaitFn = unsafe extern "C" fn(
+    *mut libc::pthread_cond_t,
+    *mut libc::pthread_mutex_t,
+    *const libc::timespec,
+) -> c_int;
+type CondFn = unsafe extern "C" fn(*mut libc::pthread_cond_t) -> c_int;
 
 /// glibc's functions, found with `dlsym(RTLD_NEXT, ...)`.
 struct Real {
@@ -77,6 +99,11 @@ struct Real {
     timedlock: TimedLockFn,
     init: InitFn,
     destroy: LockFn,
+    unlock: LockFn,
+    cond_wait: CondWaitFn,
+    cond_timedwait: CondTimedWaitFn,
+    cond_signal: CondFn,
+    cond_broadcast: CondFn,
 }
 
 static REAL: OnceLock<Real> = OnceLock::new();
@@ -98,6 +125,21 @@ fn next(name: &CStr) -> *mut c_void {
     p
 }
 
+/// Looks up the current version of a condition-variable function: glibc
+/// keeps an old `GLIBC_2.2.5` one beside it, which plain `dlsym` may
+/// return.
+fn next_cond(name: &CStr) -> *mut c_void {
+    #[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
+    {
+        // SAFETY: dlvsym with NUL-terminated names.
+        let p = unsafe { libc::dlvsym(libc::RTLD_NEXT, name.as_ptr(), c"GLIBC_2.3.2".as_ptr()) };
+        if !p.is_null() {
+            return p;
+        }
+    }
+    next(name)
+}
+
 #[inline]
 fn real() -> &'static Real {
     REAL.get_or_init(|| {
@@ -112,6 +154,19 @@ fn real() -> &'static Real {
                 )),
                 init: std::mem::transmute::<*mut c_void, InitFn>(next(c"pthread_mutex_init")),
                 destroy: std::mem::transmute::<*mut c_void, LockFn>(next(c"pthread_mutex_destroy")),
+                unlock: std::mem::transmute::<*mut c_void, LockFn>(next(c"pthread_mutex_unlock")),
+                cond_wait: std::mem::transmute::<*mut c_void, CondWaitFn>(next_cond(
+                    c"pthread_cond_wait",
+                )),
+                cond_timedwait: std::mem::transmute::<*mut c_void, CondTimedWaitFn>(next_cond(
+                    c"pthread_cond_timedwait",
+                )),
+                cond_signal: std::mem::transmute::<*mut c_void, CondFn>(next_cond(
+                    c"pthread_cond_signal",
+                )),
+                cond_broadcast: std::mem::transmute::<*mut c_void, CondFn>(next_cond(
+                    c"pthread_cond_broadcast",
+                )),
             }
         }
     })
@@ -123,6 +178,7 @@ fn real() -> &'static Real {
 static INIT: extern "C" fn() = {
     extern "C" fn init() {
         let _ = real();
+        let _ = replace::mode();
     }
     init
 };
@@ -248,6 +304,10 @@ fn in_recording() -> bool {
 /// `pthread_mutex_lock` with its acquisition site.
 extern "C" fn lock_at(m: *mut libc::pthread_mutex_t, site: usize) -> c_int {
     let r = real();
+    if let Some(mode) = replace::mode() {
+        // SAFETY: as below.
+        return replace::lock(mode, m).unwrap_or_else(|| unsafe { (r.lock)(m) });
+    }
     // SAFETY: the caller passed its mutex to pthread_mutex_lock; glibc's
     // own functions get it unchanged.
     unsafe {
@@ -273,6 +333,11 @@ extern "C" fn timedlock_at(
     site: usize,
 ) -> c_int {
     let r = real();
+    if let Some(mode) = replace::mode() {
+        // SAFETY: as below.
+        return replace::timed_lock(mode, m, abstime)
+            .unwrap_or_else(|| unsafe { (r.timedlock)(m, abstime) });
+    }
     // SAFETY: as in `lock_at`.
     unsafe {
         if (r.trylock)(m) == 0 {
@@ -356,7 +421,11 @@ pub unsafe extern "C" fn pthread_mutex_init(
         forget(m as usize);
     }
     // SAFETY: the caller's arguments, unchanged, to glibc.
-    unsafe { (real().init)(m, attr) }
+    let rc = unsafe { (real().init)(m, attr) };
+    match replace::mode() {
+        Some(mode) => replace::init(mode, m, rc),
+        None => rc,
+    }
 }
 
 /// Interposed `pthread_mutex_destroy`: the address loses its name.
@@ -370,4 +439,104 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut libc::pthread_mutex_t) ->
     }
     // SAFETY: the caller's argument, unchanged, to glibc.
     unsafe { (real().destroy)(m) }
+}
+
+/// Interposed `pthread_mutex_trylock`: glibc's, or the algorithm's in
+/// replace mode.
+///
+/// # Safety
+/// As glibc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int {
+    let r = real();
+    match replace::mode().and_then(|mode| replace::try_lock(mode, m)) {
+        Some(rc) => rc,
+        // SAFETY: the caller's argument, unchanged, to glibc.
+        None => unsafe { (r.trylock)(m) },
+    }
+}
+
+/// Interposed `pthread_mutex_unlock`: glibc's, or the algorithm's in
+/// replace mode.
+///
+/// # Safety
+/// As glibc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut libc::pthread_mutex_t) -> c_int {
+    let r = real();
+    match replace::mode().and_then(|mode| replace::unlock(mode, m)) {
+        Some(rc) => rc,
+        // SAFETY: the caller's argument, unchanged, to glibc.
+        None => unsafe { (r.unlock)(m) },
+    }
+}
+
+/// Interposed `pthread_cond_wait` (see [`replace`] for replace mode).
+///
+/// # Safety
+/// As glibc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_wait(
+    c: *mut libc::pthread_cond_t,
+    m: *mut libc::pthread_mutex_t,
+) -> c_int {
+    let r = real();
+    // SAFETY: the caller's arguments to glibc (the inner mutex in replace
+    // mode is a valid glibc mutex the waiter holds).
+    let wait = |inner| unsafe { (r.cond_wait)(c, inner) };
+    match replace::mode().and_then(|mode| replace::cond_wait(mode, c, m, wait)) {
+        Some(rc) => rc,
+        // SAFETY: as above.
+        None => unsafe { (r.cond_wait)(c, m) },
+    }
+}
+
+/// Interposed `pthread_cond_timedwait` (see [`replace`]).
+///
+/// # Safety
+/// As glibc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_timedwait(
+    c: *mut libc::pthread_cond_t,
+    m: *mut libc::pthread_mutex_t,
+    abstime: *const libc::timespec,
+) -> c_int {
+    let r = real();
+    // SAFETY: as in `pthread_cond_wait`.
+    let wait = |inner| unsafe { (r.cond_timedwait)(c, inner, abstime) };
+    match replace::mode().and_then(|mode| replace::cond_wait(mode, c, m, wait)) {
+        Some(rc) => rc,
+        // SAFETY: as above.
+        None => unsafe { (r.cond_timedwait)(c, m, abstime) },
+    }
+}
+
+/// Interposed `pthread_cond_signal` (see [`replace`]).
+///
+/// # Safety
+/// As glibc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_signal(c: *mut libc::pthread_cond_t) -> c_int {
+    let r = real();
+    // SAFETY: the caller's argument, unchanged, to glibc.
+    let signal = || unsafe { (r.cond_signal)(c) };
+    match replace::mode() {
+        Some(mode) => replace::cond_signal(mode, c, signal),
+        None => signal(),
+    }
+}
+
+/// Interposed `pthread_cond_broadcast` (see [`replace`]).
+///
+/// # Safety
+/// As glibc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut libc::pthread_cond_t) -> c_int {
+    let r = real();
+    // SAFETY: as in `pthread_cond_signal`.
+    let signal = || unsafe { (r.cond_broadcast)(c) };
+    match replace::mode() {
+        Some(mode) => replace::cond_signal(mode, c, signal),
+        None => signal(),
+    }
 }

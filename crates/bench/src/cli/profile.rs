@@ -1,10 +1,12 @@
-//! `symmetry profile [--out FILE] -- CMD ARGS...`: runs an unmodified
+//! `symmetry profile [--out FILE] [--lock NAME] -- CMD ARGS...`: runs an unmodified
 //! program under `libsymmetry_interpose.so` (its pthread mutexes profiled
 //! in KLMO91's lock-waiting-time format), names each lock by its
 //! acquisition site (a function and line where the object has debug
 //! information), and prices every spin-or-block policy on the result, as
 //! `symmetry analyze` does. The analysis goes to stderr, so the program's
-//! own output is untouched.
+//! own output is untouched. With `--lock NAME` the program runs instead on
+//! that registry lock (the library's replace mode) and its wall time is
+//! printed.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -31,6 +33,11 @@ pub struct ProfileArgs {
     /// How many locks to list.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Replace mode: run every normal pthread mutex of the program on this
+    /// registry lock (`mcs`, `clh`, `ticket`, `spin-then-block:random-walk`,
+    /// ...) instead of profiling glibc's; prints the wall time.
+    #[arg(long, value_name = "NAME")]
+    pub lock: Option<String>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -45,24 +52,18 @@ pub fn main(args: ProfileArgs) -> Result<(), String> {
         .ok_or("no command given: `symmetry profile -- CMD ARGS...`")?;
     let path = resolve(program)?;
     check_dynamic(&path)?;
+    if let Some(name) = &args.lock {
+        return replace(&lib, &path, program, rest, name);
+    }
     match std::fs::remove_file(&args.out) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("cannot replace {}: {e}", args.out.display())),
     }
     let out = absolute(&args.out)?;
-    let preload = match std::env::var_os("LD_PRELOAD") {
-        Some(p) if !p.is_empty() => {
-            let mut v = lib.clone().into_os_string();
-            v.push(":");
-            v.push(p);
-            v
-        }
-        _ => lib.clone().into_os_string(),
-    };
     let status = Command::new(&path)
         .args(rest)
-        .env("LD_PRELOAD", preload)
+        .env("LD_PRELOAD", preload_with(&lib))
         .env(symmetry_interpose::PROFILE_ENV, &out)
         .status()
         .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
@@ -94,6 +95,55 @@ pub fn main(args: ProfileArgs) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("{shown} exited with {status}"))
+    }
+}
+
+/// Replace mode: runs the program with every normal mutex on `name`.
+fn replace(
+    lib: &Path,
+    path: &Path,
+    program: &OsString,
+    rest: &[OsString],
+    name: &str,
+) -> Result<(), String> {
+    if name != "glibc" && symmetry_interpose::replace::algorithm(name).is_none() {
+        let names: Vec<&str> = symmetry_interpose::replace::algorithms()
+            .map(|a| a.name)
+            .collect();
+        return Err(format!(
+            "--lock {name}: not a lock the library can run; accepted: glibc, {}",
+            names.join(", ")
+        ));
+    }
+    let t0 = std::time::Instant::now();
+    let status = Command::new(path)
+        .args(rest)
+        .env("LD_PRELOAD", preload_with(lib))
+        .env(symmetry_interpose::LOCK_ENV, name)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
+    let shown = program.to_string_lossy();
+    eprintln!(
+        "{shown} ran on `{name}` in {:.3} s ({status})",
+        t0.elapsed().as_secs_f64()
+    );
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{shown} exited with {status}"))
+    }
+}
+
+/// `LD_PRELOAD` with the library first, keeping what was there.
+fn preload_with(lib: &Path) -> OsString {
+    match std::env::var_os("LD_PRELOAD") {
+        Some(p) if !p.is_empty() => {
+            let mut v = lib.as_os_str().to_owned();
+            v.push(":");
+            v.push(p);
+            v
+        }
+        _ => lib.as_os_str().to_owned(),
     }
 }
 

@@ -34,7 +34,9 @@ int main(void) {
     pthread_mutex_init(&rec, &a);
     printf("recursive lock: %d\n", pthread_mutex_lock(&rec));
     printf("recursive relock: %d\n", pthread_mutex_lock(&rec));
-    printf("recursive unlock: %d %d\n", pthread_mutex_unlock(&rec), pthread_mutex_unlock(&rec));
+    int u1 = pthread_mutex_unlock(&rec);
+    int u2 = pthread_mutex_unlock(&rec);
+    printf("recursive unlock: %d %d\n", u1, u2);
     pthread_mutex_destroy(&rec);
 
     pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
@@ -46,7 +48,10 @@ int main(void) {
     pthread_mutex_destroy(&chk);
     /* The same storage, initialized again as a normal mutex. */
     pthread_mutex_init(&chk, NULL);
-    printf("reinitialized lock: %d %d\n", pthread_mutex_lock(&chk), pthread_mutex_unlock(&chk));
+    /* (Sequenced: C leaves the order of a call's arguments open.) */
+    int l1 = pthread_mutex_lock(&chk);
+    int l2 = pthread_mutex_unlock(&chk);
+    printf("reinitialized lock: %d %d\n", l1, l2);
     pthread_mutex_destroy(&chk);
 
     pthread_t t;
