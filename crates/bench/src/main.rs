@@ -462,7 +462,7 @@ fn main() -> ExitCode {
                 })
         }
         Command::Report { out } => build_report(&out),
-        Command::Profile(args) => symmetry_bench::cli::profile::main(args),
+        Command::Profile(args) => return symmetry_bench::cli::profile::main(args),
         Command::Am(cmd) => return symmetry_bench::cli::am::main(cmd),
     };
     match result {

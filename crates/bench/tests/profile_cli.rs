@@ -1,8 +1,14 @@
-//! `symmetry profile -- CMD`: a real multi-threaded program from Debian
-//! (pigz, the parallel gzip; `.ci/run` installs it) runs under the
-//! interposition library with byte-identical output and its mutexes in
-//! the profile; a statically linked program, a missing library and a
-//! program that never waits get a clear error.
+//! `symmetry profile -- CMD`: real multi-threaded programs from Debian
+//! run under the interposition library with byte-identical output and
+//! their mutexes in the profile; a statically linked program, a missing
+//! library and a program that never waits get a clear error.
+//!
+//! The programs (`.ci/run` installs them) are three parallel compressors:
+//! each is deterministic, so "the same output" is a byte comparison, and
+//! each hands blocks between threads through pthread mutexes and
+//! condition variables of its own design: pigz (its `yarn` lock layer),
+//! pbzip2 (a producer/consumer queue in C++) and xz (liblzma's threaded
+//! encoder, so the locks live in a shared library, not the program).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -172,5 +178,91 @@ fn pigz_output_is_identical_on_every_replacement_lock() {
     let out = symmetry_in(&dir, &["profile", "--lock", "nope", "--", "true"]);
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("accepted: glibc"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A Debian program, the arguments that make its threads contend (more
+/// threads than cores, small blocks), and the arguments for replacement
+/// runs (two threads: FIFO spin locks convoy beyond the cores).
+const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
+    (
+        "pigz",
+        &["-p", "4", "-b", "32", "-k", "-c", "input.txt"],
+        &["-p", "2", "-k", "-c", "input.txt"],
+    ),
+    (
+        "pbzip2",
+        &["-p4", "-b1", "-k", "-c", "input.txt"],
+        &["-p2", "-k", "-c", "input.txt"],
+    ),
+    (
+        "xz",
+        &["-T4", "--block-size=65536", "-0", "-k", "-c", "input.txt"],
+        &["-T2", "--block-size=262144", "-0", "-k", "-c", "input.txt"],
+    ),
+];
+
+#[test]
+fn three_debian_programs_name_their_locks_and_keep_their_output_on_mcs_and_random_walk() {
+    let dir = scratch("three");
+    input(&dir.join("input.txt"));
+    for (prog, contend, replace) in PROGRAMS {
+        if !on_path(prog) {
+            eprintln!("SKIPPED: {prog} is not installed (`.ci/run` installs it)");
+            continue;
+        }
+        // Profile mode: the program's status, a profile naming a lock by
+        // an object path and offset, the policy table.
+        let mut named = None;
+        for _ in 0..5 {
+            let mut cli = vec!["profile", "--out", "p.csv", "--", prog];
+            cli.extend(contend.iter());
+            let out = symmetry_in(&dir, &cli);
+            if out.status.success() {
+                named = Some(out);
+                break;
+            }
+            assert!(
+                text(&out.stderr).contains("recorded no contended"),
+                "{prog}: {}",
+                text(&out.stderr)
+            );
+        }
+        let out = named.unwrap_or_else(|| panic!("{prog}: no contended wait in five runs"));
+        let err = text(&out.stderr);
+        assert!(err.contains("Table 1 (KLMO91)"), "{prog}: {err}");
+        let profile = std::fs::read_to_string(dir.join("p.csv")).expect("profile");
+        assert!(
+            profile
+                .lines()
+                .skip(4)
+                .any(|l| l.contains("(/") && l.contains("+0x")),
+            "{prog}: a lock named by object and offset: {profile}"
+        );
+        // Replace mode: byte-identical output on mcs and on KLMO91's
+        // random-walk spin-then-block lock.
+        let plain = Command::new(prog)
+            .current_dir(&dir)
+            .args(*replace)
+            .output()
+            .expect("the program runs");
+        assert!(plain.status.success(), "{prog}");
+        for lock in ["mcs", "spin-then-block:random-walk"] {
+            let mut cli = vec!["profile", "--lock", lock, "--", prog];
+            cli.extend(replace.iter());
+            let out = symmetry_in(&dir, &cli);
+            assert!(
+                out.status.success(),
+                "{prog} on {lock}: {}",
+                text(&out.stderr)
+            );
+            assert!(
+                out.stdout == plain.stdout,
+                "{prog} on {lock}: output differs"
+            );
+        }
+    }
+    let out = symmetry_in(&dir, &["profile", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "the program's own status");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,7 +10,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode, ExitStatus};
 
 use symmetry_locks::spin_then_block::profiler::Profile;
 
@@ -43,8 +43,30 @@ pub struct ProfileArgs {
     pub command: Vec<OsString>,
 }
 
-/// Runs `symmetry profile`.
-pub fn main(args: ProfileArgs) -> Result<(), String> {
+/// Runs `symmetry profile`: exits with the program's own status (128 +
+/// the signal if a signal ended it), or 1 with a message on stderr if the
+/// profile could not be taken.
+pub fn main(args: ProfileArgs) -> ExitCode {
+    match run(args) {
+        Ok(status) => exit_code(status),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The exit code a shell would report for `status`.
+fn exit_code(status: ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
+        (None, Some(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+fn run(args: ProfileArgs) -> Result<ExitStatus, String> {
     let lib = library(args.lib.as_deref())?;
     let (program, rest) = args
         .command
@@ -75,10 +97,12 @@ pub fn main(args: ProfileArgs) -> Result<(), String> {
              exit() (killed, or _exit), so no profile was written to {}",
             out.display()
         );
-        return Err(match status.code() {
-            Some(0) => why,
-            _ => format!("{why}; it exited with {status}"),
-        });
+        if status.success() {
+            return Err(why);
+        }
+        // The program failed: its status is the answer, with the note.
+        eprintln!("{why}; {shown} exited with {status}");
+        return Ok(status);
     }
     let mut profile = Profile::read(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     symbolize(&mut profile);
@@ -91,11 +115,10 @@ pub fn main(args: ProfileArgs) -> Result<(), String> {
         crate::kernels::klmo91::analyze_text(&profile, &shown, None, args.top)
     );
     eprintln!("profile: {}", out.display());
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{shown} exited with {status}"))
+    if !status.success() {
+        eprintln!("{shown} exited with {status}");
     }
+    Ok(status)
 }
 
 /// Replace mode: runs the program with every normal mutex on `name`.
@@ -105,7 +128,7 @@ fn replace(
     program: &OsString,
     rest: &[OsString],
     name: &str,
-) -> Result<(), String> {
+) -> Result<ExitStatus, String> {
     if name != "glibc" && symmetry_interpose::replace::algorithm(name).is_none() {
         let names: Vec<&str> = symmetry_interpose::replace::algorithms()
             .map(|a| a.name)
@@ -127,11 +150,7 @@ fn replace(
         "{shown} ran on `{name}` in {:.3} s ({status})",
         t0.elapsed().as_secs_f64()
     );
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{shown} exited with {status}"))
-    }
+    Ok(status)
 }
 
 /// `LD_PRELOAD` with the library first, keeping what was there.
