@@ -201,17 +201,8 @@ fn per_site() -> &'static std::sync::Mutex<HashMap<usize, u32>> {
     SITES.get_or_init(|| std::sync::Mutex::new(HashMap::new()))
 }
 
-/// Contended acquisitions recorded by this process (for tests).
-static RECORDED: AtomicUsize = AtomicUsize::new(0);
-
-/// Contended acquisitions recorded so far.
-pub fn recorded() -> usize {
-    // Relaxed: a statistic.
-    RECORDED.load(Ordering::Relaxed)
-}
-
 /// `symbol+0xOFF (object+0xOFF)` for a code address, as `dladdr` sees it.
-pub fn describe(site: usize) -> String {
+fn describe(site: usize) -> String {
     if site == 0 {
         return "(unknown site)".into();
     }
@@ -277,8 +268,6 @@ fn record(m: usize, site: usize, ns: u64) {
             return;
         }
         entry_of(m, site).record(calibration::ns_to_spins(ns), false);
-        // Relaxed: a statistic.
-        RECORDED.fetch_add(1, Ordering::Relaxed);
         b.set(false);
     });
 }
@@ -311,8 +300,12 @@ extern "C" fn lock_at(m: *mut libc::pthread_mutex_t, site: usize) -> c_int {
     // SAFETY: the caller passed its mutex to pthread_mutex_lock; glibc's
     // own functions get it unchanged.
     unsafe {
-        if (r.trylock)(m) == 0 {
-            return 0;
+        // Only EBUSY means "would wait": any other result of trylock is
+        // the lock call's own answer (0, or a robust mutex's EOWNERDEAD,
+        // which also acquires it, or an error).
+        let first = (r.trylock)(m);
+        if first != libc::EBUSY {
+            return first;
         }
         if in_recording() {
             return (r.lock)(m);
@@ -340,8 +333,10 @@ extern "C" fn timedlock_at(
     }
     // SAFETY: as in `lock_at`.
     unsafe {
-        if (r.trylock)(m) == 0 {
-            return 0;
+        // As in `lock_at`.
+        let first = (r.trylock)(m);
+        if first != libc::EBUSY {
+            return first;
         }
         if in_recording() {
             return (r.timedlock)(m, abstime);

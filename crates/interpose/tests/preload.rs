@@ -151,6 +151,7 @@ errorcheck relock is EDEADLK: 1
 errorcheck unlock: 0
 errorcheck unlock again is EPERM: 1
 reinitialized lock: 0 0
+robust lock after its owner died is EOWNERDEAD: 1
 trylock of a held mutex is EBUSY: 1
 timedlock of a held mutex is ETIMEDOUT: 1
 lock after release: 0

@@ -10,6 +10,7 @@
 #include <time.h>
 
 static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t robust;
 static pthread_mutex_t go = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static int ready;
@@ -24,6 +25,12 @@ static void *holder(void *arg) {
     pthread_mutex_unlock(&go);
     pthread_mutex_unlock(&held);
     return NULL;
+}
+
+static void *die_holding(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&robust);
+    return NULL; /* exits holding it */
 }
 
 int main(void) {
@@ -53,6 +60,19 @@ int main(void) {
     int l2 = pthread_mutex_unlock(&chk);
     printf("reinitialized lock: %d %d\n", l1, l2);
     pthread_mutex_destroy(&chk);
+
+    /* A robust mutex whose owner died: lock acquires it and says so. */
+    pthread_mutexattr_t ra;
+    pthread_mutexattr_init(&ra);
+    pthread_mutexattr_setrobust(&ra, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&robust, &ra);
+    pthread_t d;
+    pthread_create(&d, NULL, die_holding, NULL);
+    pthread_join(d, NULL);
+    int rr = pthread_mutex_lock(&robust);
+    printf("robust lock after its owner died is EOWNERDEAD: %d\n", rr == EOWNERDEAD);
+    pthread_mutex_consistent(&robust);
+    pthread_mutex_unlock(&robust);
 
     pthread_t t;
     pthread_create(&t, NULL, holder, NULL);
