@@ -189,8 +189,9 @@ thread_local! {
 }
 
 /// Mutex address -> its profile entry, for mutexes that have waited.
+static NAMES: OnceLock<RwLock<HashMap<usize, &'static LockProfile>>> = OnceLock::new();
+
 fn names() -> &'static RwLock<HashMap<usize, &'static LockProfile>> {
-    static NAMES: OnceLock<RwLock<HashMap<usize, &'static LockProfile>>> = OnceLock::new();
     NAMES.get_or_init(|| RwLock::new(HashMap::new()))
 }
 
@@ -273,15 +274,17 @@ fn record(m: usize, site: usize, ns: u64) {
 
 /// Forgets the name of mutex `m` (destroyed, or initialized again).
 fn forget(m: usize) {
-    let known = names()
+    // Until some mutex has waited, nothing is named: every init and
+    // destroy of a program that never contends costs one load.
+    let Some(names) = NAMES.get() else {
+        return;
+    };
+    let known = names
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .contains_key(&m);
     if known {
-        names()
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&m);
+        names.write().unwrap_or_else(|e| e.into_inner()).remove(&m);
     }
 }
 
