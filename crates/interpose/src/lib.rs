@@ -59,6 +59,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{OnceLock, RwLock};
 
 use symmetry_locks::spin_then_block::LockName;
@@ -186,7 +187,17 @@ thread_local! {
     /// Set while this thread is inside the recording path, so that a mutex
     /// taken by the recording itself is passed straight through.
     static BUSY: Cell<bool> = const { Cell::new(false) };
+    /// The mutex this thread last recorded a wait on, its entry, and the
+    /// [`FORGOTTEN`] count then: a thread that keeps waiting on one mutex
+    /// (the contended case) skips the shared name table.
+    static LAST: Cell<(usize, *const LockProfile, u64)> =
+        const { Cell::new((0, std::ptr::null(), 0)) };
 }
+
+/// How many names [`forget`] has removed: a thread's [`LAST`] is valid
+/// only while this is unchanged (a destroyed mutex's address may come back
+/// as a new mutex, which gets a new name).
+static FORGOTTEN: AtomicU64 = AtomicU64::new(0);
 
 /// Mutex address -> its profile entry, for mutexes that have waited.
 static NAMES: OnceLock<RwLock<HashMap<usize, &'static LockProfile>>> = OnceLock::new();
@@ -267,7 +278,20 @@ fn record(m: usize, site: usize, ns: u64) {
         if b.replace(true) {
             return;
         }
-        entry_of(m, site).record(calibration::ns_to_spins(ns), false);
+        // Relaxed: pairs with nothing; a thread that misses a concurrent
+        // forget records one wait under the old name, as it would had the
+        // wait ended just before the destroy.
+        let era = FORGOTTEN.load(Ordering::Relaxed);
+        let entry = match LAST.get() {
+            // SAFETY: entries are leaked (`&'static`), never freed.
+            (a, e, g) if a == m && g == era && !e.is_null() => unsafe { &*e },
+            _ => {
+                let e = entry_of(m, site);
+                LAST.set((m, e, era));
+                e
+            }
+        };
+        entry.record(calibration::ns_to_spins(ns), false);
         b.set(false);
     });
 }
@@ -285,6 +309,8 @@ fn forget(m: usize) {
         .contains_key(&m);
     if known {
         names.write().unwrap_or_else(|e| e.into_inner()).remove(&m);
+        // Relaxed: see `record`.
+        FORGOTTEN.fetch_add(1, Ordering::Relaxed);
     }
 }
 

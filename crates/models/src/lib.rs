@@ -20,7 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod competitive;
-mod rng;
+pub mod rng;
 
 use rng::SplitMix64;
 

@@ -5,11 +5,11 @@
 
 /// SplitMix64 state; seed it with any value.
 #[derive(Debug, Clone)]
-pub(crate) struct SplitMix64(pub(crate) u64);
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
     /// The next 64 random bits.
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -19,7 +19,7 @@ impl SplitMix64 {
 
     /// Uniform in `0..n` (`n > 0`), unbiased: Lemire, "Fast Random Integer
     /// Generation in an Interval" (2019), multiply and reject.
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         debug_assert!(n > 0);
         let mut m = u128::from(self.next_u64()) * u128::from(n);
         if (m as u64) < n {
@@ -33,7 +33,7 @@ impl SplitMix64 {
     }
 
     /// Uniform in `lo..=hi` (`lo <= hi`).
-    pub(crate) fn in_range(&mut self, lo: u64, hi: u64) -> u64 {
+    pub fn in_range(&mut self, lo: u64, hi: u64) -> u64 {
         match (hi - lo).checked_add(1) {
             Some(span) => lo + self.below(span),
             None => self.next_u64(), // the whole u64 range

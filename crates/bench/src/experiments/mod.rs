@@ -13,6 +13,7 @@ pub mod calibrate;
 pub mod cs_analytic;
 pub mod cs_calibrate;
 pub mod cs_elapsed;
+pub mod interpose_apps;
 pub mod peer_locks;
 pub mod peer_messages;
 pub mod peer_skynet;
@@ -53,6 +54,7 @@ pub const ALL: &[Experiment] = &[
     cs_calibrate::EXPERIMENT,
     cs_analytic::EXPERIMENT,
     cs_elapsed::EXPERIMENT,
+    interpose_apps::EXPERIMENT,
     pq_multiprogramming::EXPERIMENT,
     pq_processors::EXPERIMENT,
     pq_breakdown::EXPERIMENT,

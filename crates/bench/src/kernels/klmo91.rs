@@ -54,10 +54,25 @@ pub fn calibration_from(get: impl Fn(&str) -> Option<f64>) -> Option<Calibration
 /// The `export ...` line `symmetry calibrate` prints, for shells and for
 /// `calibration`'s environment variables.
 pub fn export_line(cal: &Calibration) -> String {
-    format!(
-        "export SYMMETRY_NS_PER_SPIN={:.3} SYMMETRY_C_OS={} SYMMETRY_C_USER={}",
-        cal.ns_per_spin, cal.c_spins_os, cal.c_spins_user
-    )
+    let vars: Vec<String> = calibration_env(cal)
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    format!("export {}", vars.join(" "))
+}
+
+/// `calibration`'s environment variables for `cal`: what a child process
+/// (a program run under the interposition library) needs to use this
+/// process's constants instead of measuring its own.
+pub fn calibration_env(cal: &Calibration) -> Vec<(String, String)> {
+    vec![
+        (
+            "SYMMETRY_NS_PER_SPIN".into(),
+            format!("{:.3}", cal.ns_per_spin),
+        ),
+        ("SYMMETRY_C_OS".into(), cal.c_spins_os.to_string()),
+        ("SYMMETRY_C_USER".into(), cal.c_spins_user.to_string()),
+    ]
 }
 
 /// The constants in force in this process, once measured (or taken from

@@ -2,6 +2,7 @@
 //! nothing of rows or reports.
 
 pub mod fanout;
+pub mod interpose;
 pub mod klmo91;
 pub mod locks;
 pub mod machine;

@@ -1,0 +1,949 @@
+//! `interpose-apps` — KLMO91's method on programs nobody here wrote: each
+//! program runs under glibc's own mutexes, under the interposition
+//! library's profile mode, and with every pthread mutex replaced by each
+//! registry lock ([`crate::kernels::interpose`]); the recorded profile is
+//! priced against the optimal off-line, and the policy it prices cheapest
+//! runs as well.
+//!
+//! The programs (Debian packages, installed by CI; a missing one's row
+//! says "not installed"), each with `threads` = the cores (`--threads`
+//! overrides) as its worker count:
+//!
+//! - `pigz` (parallel gzip): fast level, the smallest blocks, so its job
+//!   queue's mutexes hand over often;
+//! - `pbzip2` (parallel bzip2): the smallest blocks;
+//! - `xz` (liblzma's threaded encoder): the fastest preset, 64 KiB blocks;
+//! - `sysbench-mutex`: sysbench's mutex benchmark on one mutex (short
+//!   critical sections, heavy contention: KLMO91's "spin" regime);
+//! - `sysbench-threads`: sysbench's thread benchmark, one mutex held across
+//!   `sched_yield` calls (long holds: the "block" regime).
+//!
+//! The compressors read a generated text file (8 MiB; 64 MiB in a full
+//! run; the `input_mb` parameter) and write to a pipe that is hashed.
+//!
+//! Per program, first one untimed profile-mode run gives the profile (kept
+//! as `interpose-apps-PROGRAM.profile.csv` beside the CSV, for `symmetry
+//! analyze`) and its recommendation, and one untimed glibc run gives the
+//! reference output. Then every series runs once per round, the rounds
+//! repeated (3; 5 in a full run), so drift of the machine falls on every
+//! series alike. A run that outlives 30x the reference run (at least 10 s)
+//! is killed and its series stops.
+//!
+//! Series: `glibc`, `profile`, and the replacement locks: in a quick run
+//! [`QUICK_LOCKS`], in a full run every algorithm replace mode accepts;
+//! `--locks` narrows them. The recommended policy's lock is always run.
+//!
+//! Metrics: `ms` (median of the rounds, with their spread), `completed`
+//! (1 if every run exited 0 in time; else a `status`), `identical` (1 if
+//! every completed run's output matched the reference); on the `profile`
+//! series also `waits` (contended waits recorded), `locks` (mutexes that
+//! waited) and `recommended_vs_offline` (the recommended policy's cost
+//! over the optimal off-line), with the policy in `recommended` and the C
+//! it was priced with (this run's calibration, passed to every program) in
+//! `c_spins`.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use symmetry_models::competitive;
+use symmetry_models::rng::SplitMix64;
+
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
+    figure, rule,
+};
+use crate::kernels::interpose::{self, Digest, Launch, Mode, Ran};
+use crate::kernels::klmo91;
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::report::Table;
+
+/// Catalogue entry.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "interpose-apps",
+    title: "Debian programs under glibc, the profiler, each lock and the recommended policy",
+    source: "KLMO91 on real programs (LD_PRELOAD interposition)",
+    uses_locks: true,
+    claims: CLAIMS,
+    run,
+    figure: draw,
+    assess,
+};
+
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "identical",
+        paper: "Target (this project): the library changes nothing but timing. Each program's output is \
+                byte-identical with and without it, in profile mode and on every replacement lock (for \
+                sysbench, whose report carries timings, the same event count).",
+        rule: "every run that completed wrote the same output as the program's run under glibc",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "profiler-overhead",
+        paper: "Target: profiling costs under 5% of a program's run time. KLMO91 recorded waiting times \
+                inside the lock code so that the profile would not change what it measures.",
+        rule: "per program, profile-mode `ms` over glibc `ms` is at most 1.05",
+        needs: Needs::NONE,
+    },
+    Claim {
+        key: "recommended",
+        paper: "KLMO91 §4-5: a lock's waiting-time distribution decides which spin policy is cheapest, \
+                and pricing the recorded waits against the optimal off-line finds it.",
+        rule: "per program that waited, the policy the analysis prices cheapest runs it no slower than the \
+               fastest spin-then-block policy run",
+        needs: Needs::NONE,
+    },
+];
+
+/// The program's own mutexes (no library).
+pub const GLIBC: &str = "glibc";
+/// Profile mode.
+pub const PROFILE: &str = "profile";
+/// Series prefix of KLMO91's lock in replace mode.
+const STB: &str = "spin-then-block:";
+
+/// The replacement locks of a quick run: `tas`, a FIFO queue lock (`mcs`),
+/// and three fixed spin-then-block policies (both extremes and the
+/// 2-competitive one).
+pub const QUICK_LOCKS: &[&str] = &[
+    "tas",
+    "mcs",
+    "spin-then-block:always-block",
+    "spin-then-block:always-spin",
+    "spin-then-block:fixed-spin-c",
+];
+
+/// How two runs' outputs are compared.
+#[derive(Debug, Clone, Copy)]
+enum Same {
+    /// Every byte.
+    Bytes,
+    /// The first line starting with this text (the rest carries timings).
+    Line(&'static str),
+}
+
+/// A program and how it is run.
+struct App {
+    /// Name in rows (`program`).
+    name: &'static str,
+    /// The executable, found in `PATH`.
+    program: &'static str,
+    /// Its arguments for `threads` workers, input file and run size.
+    args: fn(usize, &Path, bool) -> Vec<String>,
+    /// How outputs are compared.
+    same: Same,
+    /// Whether it reads the generated input.
+    reads_input: bool,
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+const APPS: &[App] = &[
+    App {
+        name: "pigz",
+        program: "pigz",
+        args: |t, input, _| {
+            let mut a = strings(&["-1", "-b", "32", "-p", &t.to_string(), "-c"]);
+            a.push(input.display().to_string());
+            a
+        },
+        same: Same::Bytes,
+        reads_input: true,
+    },
+    App {
+        name: "pbzip2",
+        program: "pbzip2",
+        args: |t, input, _| {
+            let mut a = strings(&["-1", "-b1", &format!("-p{t}"), "-c"]);
+            a.push(input.display().to_string());
+            a
+        },
+        same: Same::Bytes,
+        reads_input: true,
+    },
+    App {
+        name: "xz",
+        program: "xz",
+        args: |t, input, _| {
+            let mut a = strings(&["-0", "-T", &t.to_string(), "--block-size=64KiB", "-c"]);
+            a.push(input.display().to_string());
+            a
+        },
+        same: Same::Bytes,
+        reads_input: true,
+    },
+    App {
+        name: "sysbench-mutex",
+        program: "sysbench",
+        args: |t, _, quick| {
+            let locks = if quick { 500_000 } else { 2_000_000 };
+            strings(&[
+                "mutex",
+                &format!("--threads={t}"),
+                "--mutex-num=1",
+                &format!("--mutex-locks={locks}"),
+                "--mutex-loops=50",
+                "run",
+            ])
+        },
+        same: Same::Line("total number of events:"),
+        reads_input: false,
+    },
+    App {
+        name: "sysbench-threads",
+        program: "sysbench",
+        args: |t, _, quick| {
+            let events = if quick { 20_000 } else { 80_000 };
+            strings(&[
+                "threads",
+                &format!("--threads={t}"),
+                "--thread-locks=1",
+                "--thread-yields=10",
+                &format!("--events={events}"),
+                "--time=0",
+                "run",
+            ])
+        },
+        same: Same::Line("total number of events:"),
+        reads_input: false,
+    },
+];
+
+fn input_mb(ctx: &Ctx) -> usize {
+    if ctx.quick { 8 } else { 64 }
+}
+
+fn rounds(ctx: &Ctx) -> usize {
+    if ctx.quick { 3 } else { 5 }
+}
+
+/// Writes `mb` MiB of text: words of 2-9 letters from a 5,000-word
+/// vocabulary, drawn with a fixed seed (so it compresses like prose and is
+/// the same on every machine).
+fn write_input(path: &Path, mb: usize) -> Result<(), String> {
+    let mut rng = SplitMix64(0x5359_4D4D_4554_5259);
+    let vocab: Vec<Vec<u8>> = (0..5_000)
+        .map(|_| {
+            let len = rng.in_range(2, 9) as usize;
+            (0..len).map(|_| b'a' + rng.below(26) as u8).collect()
+        })
+        .collect();
+    let want = mb << 20;
+    let mut text = Vec::with_capacity(want + 16);
+    while text.len() < want {
+        text.extend_from_slice(&vocab[rng.below(vocab.len() as u64) as usize]);
+        text.push(if rng.below(10) == 0 { b'\n' } else { b' ' });
+    }
+    text.truncate(want);
+    std::fs::write(path, &text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// What one run's output is compared by.
+fn key(same: Same, d: &Digest) -> Option<(u64, u64, String)> {
+    match same {
+        Same::Bytes => Some((d.len, d.hash, String::new())),
+        Same::Line(prefix) => d.line(prefix).map(|l| (0, 0, l.to_string())),
+    }
+}
+
+/// A temporary directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The replacement locks to run: `--locks` (those replace mode accepts),
+/// else [`QUICK_LOCKS`] or every accepted algorithm.
+fn locks(ctx: &Ctx) -> Vec<String> {
+    let accepted = |n: &str| symmetry_interpose::replace::algorithm(n).is_some();
+    match &ctx.locks {
+        Some(l) => l.iter().filter(|n| accepted(n)).cloned().collect(),
+        None if ctx.quick => QUICK_LOCKS.iter().map(|s| s.to_string()).collect(),
+        None => symmetry_interpose::replace::algorithms()
+            .map(|a| a.name.to_string())
+            .collect(),
+    }
+}
+
+fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
+    let lib = interpose::library(None)?;
+    let env = klmo91::calibration_env(&klmo91::ensure(ctx.quick));
+    let dir = std::env::temp_dir().join(format!("symmetry-interpose-apps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let scratch = Scratch(dir);
+    let input = scratch.0.join("input.txt");
+    let mb = input_mb(ctx);
+    write_input(&input, mb)?;
+    let threads = ctx.threads.clone().unwrap_or_else(|| vec![ctx.cores]);
+    let base_locks = locks(ctx);
+    let per_app = (base_locks.len() + 3) * rounds(ctx) + 2;
+    let bar = ctx.bar(EXPERIMENT.id, APPS.len() * threads.len() * per_app);
+    let mut rows = Vec::new();
+    for app in APPS {
+        for &t in &threads {
+            bar.set_message(format!("{} x{t}", app.name));
+            let one = AppRun {
+                app,
+                t,
+                mb,
+                ctx,
+                lib: &lib,
+                env: &env,
+                input: &input,
+                scratch: &scratch.0,
+                bar: &bar,
+            };
+            rows.extend(one.rows(&base_locks));
+        }
+    }
+    bar.finish_and_clear();
+    Ok(rows)
+}
+
+/// One program at one thread count.
+struct AppRun<'a> {
+    app: &'a App,
+    t: usize,
+    mb: usize,
+    ctx: &'a Ctx,
+    lib: &'a Path,
+    env: &'a [(String, String)],
+    input: &'a Path,
+    scratch: &'a Path,
+    bar: &'a indicatif::ProgressBar,
+}
+
+/// The runs of one series.
+#[derive(Default)]
+struct Runs {
+    ms: Vec<f64>,
+    failure: Option<String>,
+    differed: usize,
+}
+
+impl AppRun<'_> {
+    fn row(&self, series: &str, metric: &str, v: f64, unit: &str) -> Row {
+        let r = Row::new(
+            EXPERIMENT.id,
+            series,
+            self.t as u32,
+            self.ctx.over(self.t),
+            metric,
+            v,
+            unit,
+        )
+        .param("program", self.app.name);
+        if self.app.reads_input {
+            r.param("input_mb", self.mb)
+        } else {
+            r.param("input_mb", "-")
+        }
+    }
+
+    fn rows(&self, base_locks: &[String]) -> Vec<Row> {
+        let Ok(program) = interpose::resolve(OsStr::new(self.app.program)) else {
+            return vec![
+                self.row(GLIBC, "completed", 0.0, "bool")
+                    .param("status", "not installed"),
+            ];
+        };
+        let args = (self.app.args)(self.t, self.input, self.ctx.quick);
+        let launch = |mode, timeout| Launch {
+            program: &program,
+            args: &args,
+            lib: self.lib,
+            mode,
+            env: self.env,
+            timeout,
+        };
+        let long = Duration::from_secs(600);
+        let failed = |series: &str, why: String| {
+            vec![
+                self.row(series, "completed", 0.0, "bool")
+                    .param("status", why),
+            ]
+        };
+        // The profile and its recommendation.
+        let profile_path = self.scratch.join(format!("{}.profile.csv", self.app.name));
+        let _ = std::fs::remove_file(&profile_path);
+        let analysis_run = interpose::run(&launch(Mode::Profile(&profile_path), long));
+        self.bar.inc(1);
+        match analysis_run.as_ref().map(Ran::failure) {
+            Ok(None) => {}
+            Ok(Some(why)) => return failed(PROFILE, format!("profile run: {why}")),
+            Err(e) => return failed(PROFILE, e.clone()),
+        }
+        let profile = match interpose::read_profile(&profile_path) {
+            Ok(p) => p,
+            Err(e) => return failed(PROFILE, e),
+        };
+        let mut rows = Vec::new();
+        let analysis = profile
+            .as_ref()
+            .map(|p| competitive::analyze(p, None, klmo91::SEED));
+        let rec = analysis.as_ref().and_then(interpose::recommend);
+        let recommended = rec.map(|(s, _)| s);
+        {
+            let waits = analysis.as_ref().map_or(0, |a| a.waits());
+            let with_waits = analysis
+                .as_ref()
+                .map_or(0, |a| a.locks.iter().filter(|l| l.waits > 0).count());
+            let policy = rec.map_or("none".to_string(), |(s, _)| s.name().to_string());
+            let c = profile.as_ref().map_or(String::new(), klmo91::c_label);
+            rows.push(
+                self.row(PROFILE, "waits", waits as f64, "waits")
+                    .param("recommended", &policy)
+                    .param("c_spins", &c),
+            );
+            rows.push(
+                self.row(PROFILE, "locks", with_waits as f64, "locks")
+                    .param("recommended", &policy),
+            );
+            if let Some((_, r)) = rec {
+                rows.push(
+                    self.row(PROFILE, "recommended_vs_offline", r, "ratio")
+                        .param("recommended", &policy),
+                );
+            }
+            if let (Some(p), Some(out)) = (&profile, &self.ctx.out) {
+                let file = out.join(format!("{}-{}.profile.csv", EXPERIMENT.id, self.app.name));
+                let _ = std::fs::write(file, p.to_csv());
+            }
+        }
+        // The reference output.
+        let reference = interpose::run(&launch(Mode::Glibc, long));
+        self.bar.inc(1);
+        let reference = match reference {
+            Ok(r) if r.ok() => r,
+            Ok(r) => {
+                rows.extend(failed(
+                    GLIBC,
+                    r.failure().unwrap_or_else(|| "failed".into()),
+                ));
+                return rows;
+            }
+            Err(e) => {
+                rows.extend(failed(GLIBC, e));
+                return rows;
+            }
+        };
+        let want = key(self.app.same, &reference.out);
+        let timeout = (reference.elapsed * 30).max(Duration::from_secs(10));
+        // The series, round-robin.
+        let mut series: Vec<String> = vec![GLIBC.into(), PROFILE.into()];
+        series.extend(base_locks.iter().cloned());
+        if let Some(s) = recommended {
+            let name = interpose::spin_then_block_name(s);
+            if !series.contains(&name) {
+                series.push(name);
+            }
+        }
+        let mut runs: Vec<Runs> = series.iter().map(|_| Runs::default()).collect();
+        for _ in 0..rounds(self.ctx) {
+            for (name, r) in series.iter().zip(runs.iter_mut()) {
+                self.bar.inc(1);
+                if r.failure.is_some() {
+                    continue;
+                }
+                let mode = match name.as_str() {
+                    GLIBC => Mode::Glibc,
+                    PROFILE => {
+                        let _ = std::fs::remove_file(&profile_path);
+                        Mode::Profile(&profile_path)
+                    }
+                    lock => Mode::Replace(lock),
+                };
+                match interpose::run(&launch(mode, timeout)) {
+                    Ok(ran) => match ran.failure() {
+                        None => {
+                            r.ms.push(ran.elapsed.as_secs_f64() * 1e3);
+                            if key(self.app.same, &ran.out) != want || want.is_none() {
+                                r.differed += 1;
+                            }
+                        }
+                        Some(why) => r.failure = Some(why),
+                    },
+                    Err(e) => r.failure = Some(e),
+                }
+            }
+        }
+        for (name, r) in series.iter().zip(&runs) {
+            let completed = r.failure.is_none() && !r.ms.is_empty();
+            let mut c = self.row(name, "completed", f64::from(u8::from(completed)), "bool");
+            if let Some(why) = &r.failure {
+                c = c.param("status", why);
+            }
+            rows.push(c);
+            if !r.ms.is_empty() {
+                rows.push(self.row(
+                    name,
+                    "identical",
+                    f64::from(u8::from(r.differed == 0)),
+                    "bool",
+                ));
+            }
+            if completed && let Some(s) = Spread::of(&r.ms) {
+                rows.push(self.row(name, "ms", s.median, "ms").with_spread(&s));
+            }
+        }
+        rows
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Assessment.
+
+/// The (program, threads) pairs in the data, in [`APPS`] order.
+fn cases(d: &Data<'_>) -> Vec<(&'static str, u32)> {
+    let mut out = Vec::new();
+    for app in APPS {
+        let params = [("program", app.name)];
+        for (t, _) in d.threads(Sel::metric("completed").params(&params)) {
+            out.push((app.name, t));
+        }
+    }
+    out
+}
+
+/// One case's numbers.
+struct Case<'a> {
+    program: &'static str,
+    t: u32,
+    d: &'a Data<'a>,
+}
+
+impl Case<'_> {
+    fn pick(&self, metric: &str, series: &str) -> Option<Estimate> {
+        let params = [("program", self.program)];
+        self.d.estimate(
+            Sel::metric(metric)
+                .series(series)
+                .threads(self.t)
+                .params(&params),
+        )
+    }
+
+    fn status(&self, series: &str) -> Option<&str> {
+        self.d
+            .rows()
+            .iter()
+            .find(|r| {
+                r.series == series
+                    && r.threads == self.t
+                    && r.get_param("program") == Some(self.program)
+                    && r.metric == "completed"
+            })
+            .and_then(|r| r.get_param("status"))
+    }
+
+    fn recommended(&self) -> Option<String> {
+        let params = [("program", self.program)];
+        let r = self.d.row(
+            Sel::metric("waits")
+                .series(PROFILE)
+                .threads(self.t)
+                .params(&params),
+        )?;
+        r.get_param("recommended")
+            .filter(|p| *p != "none")
+            .map(|p| format!("{STB}{p}"))
+    }
+
+    /// Every series of this case with an `ms` row.
+    fn timed(&self) -> Vec<(String, Estimate)> {
+        let params = [("program", self.program)];
+        self.d
+            .series(Sel::metric("ms").threads(self.t).params(&params))
+            .into_iter()
+            .filter_map(|s| Some((s.clone(), self.pick("ms", &s)?)))
+            .collect()
+    }
+}
+
+fn assess(rows: &[Row], _m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let cases: Vec<Case<'_>> = cases(&d)
+        .into_iter()
+        .map(|(program, t)| Case { program, t, d: &d })
+        .collect();
+    if cases.is_empty() {
+        return Assessment {
+            measured: "No program run in the data.".into(),
+            ..Assessment::default()
+        };
+    }
+    // identical
+    let mut differed = Vec::new();
+    let mut compared = 0;
+    for r in rows.iter().filter(|r| r.metric == "identical") {
+        compared += 1;
+        if r.value < 1.0 {
+            differed.push(format!(
+                "`{}` on `{}`",
+                r.get_param("program").unwrap_or("?"),
+                r.series
+            ));
+        }
+    }
+    let identical = if compared == 0 {
+        Finding::missing("a completed program run")
+    } else if differed.is_empty() {
+        Finding::new(
+            Outcome::Holds,
+            format!("{compared} series, every run's output the same as under glibc"),
+        )
+    } else {
+        Finding::new(
+            Outcome::Fails,
+            format!("output differed: {}", differed.join(", ")),
+        )
+    };
+    // profiler-overhead
+    let mut outcomes = Vec::new();
+    let mut ev = Vec::new();
+    for c in &cases {
+        if let (Some(p), Some(g)) = (c.pick("ms", PROFILE), c.pick("ms", GLIBC)) {
+            let r = p.ratio(g);
+            outcomes.push(rule::at_most(r, 1.05));
+            ev.push(format!("{} {}", c.program, r.show(3)));
+        }
+    }
+    let overhead = if outcomes.is_empty() {
+        Finding::missing("a program timed under glibc and in profile mode")
+    } else {
+        Finding::new(
+            Outcome::all(outcomes),
+            format!("profile / glibc: {}", ev.join("; ")),
+        )
+    };
+    // recommended
+    let mut outcomes = Vec::new();
+    let mut ev = Vec::new();
+    for c in &cases {
+        let Some(rec) = c.recommended() else {
+            if c.pick("waits", PROFILE).is_some() {
+                ev.push(format!(
+                    "{}: no contended wait, nothing to recommend",
+                    c.program
+                ));
+            }
+            continue;
+        };
+        let stb: Vec<(String, Estimate)> = c
+            .timed()
+            .into_iter()
+            .filter(|(s, _)| s.starts_with(STB))
+            .collect();
+        let Some(r) = stb.iter().find(|(s, _)| *s == rec).map(|x| x.1) else {
+            ev.push(format!("{}: `{rec}` did not complete", c.program));
+            outcomes.push(Outcome::Fails);
+            continue;
+        };
+        let Some((fs, f)) = stb
+            .iter()
+            .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
+            .cloned()
+        else {
+            continue;
+        };
+        let short = |s: &str| s.trim_start_matches(STB).to_string();
+        if fs == rec {
+            outcomes.push(Outcome::Holds);
+            ev.push(format!(
+                "{}: `{}` is the fastest of {} policies ({} ms)",
+                c.program,
+                short(&rec),
+                stb.len(),
+                r.show(1)
+            ));
+        } else {
+            let q = r.ratio(f);
+            outcomes.push(rule::at_most(q, 1.0));
+            ev.push(format!(
+                "{}: `{}` / fastest `{}` = {}",
+                c.program,
+                short(&rec),
+                short(&fs),
+                q.show(2)
+            ));
+        }
+    }
+    let recommended = if outcomes.is_empty() {
+        Finding::not_measurable(if ev.is_empty() {
+            "no program recorded a contended wait".to_string()
+        } else {
+            ev.join("; ")
+        })
+    } else {
+        Finding::new(Outcome::all(outcomes), ev.join("; "))
+    };
+    // The table and the words.
+    let mut table = Table::new(&[
+        "program",
+        "threads",
+        "waits",
+        "recommended (cost / off-line)",
+        "glibc ms",
+        "profile / glibc",
+        "recommended / glibc",
+        "fastest lock / glibc",
+        "slowest lock / glibc",
+        "did not complete",
+    ]);
+    let mut missing = Vec::new();
+    for c in &cases {
+        if let Some(st) = c.status(GLIBC) {
+            missing.push(format!("`{}`: {st}", c.program));
+            continue;
+        }
+        let g = c.pick("ms", GLIBC);
+        let vs = |e: Option<Estimate>| match (e, g) {
+            (Some(e), Some(g)) => format!("{:.2}", e.value / g.value),
+            _ => "n/a".into(),
+        };
+        let locks: Vec<(String, Estimate)> = c
+            .timed()
+            .into_iter()
+            .filter(|(s, _)| s != GLIBC && s != PROFILE)
+            .collect();
+        let fastest = locks.iter().min_by(|a, b| a.1.value.total_cmp(&b.1.value));
+        let slowest = locks.iter().max_by(|a, b| a.1.value.total_cmp(&b.1.value));
+        let named = |x: Option<&(String, Estimate)>| match (x, g) {
+            (Some((s, e)), Some(g)) => format!("`{s}` {:.2}", e.value / g.value),
+            _ => "n/a".into(),
+        };
+        let rec = c.recommended();
+        let params = [("program", c.program)];
+        let c_spins = d
+            .row(
+                Sel::metric("waits")
+                    .series(PROFILE)
+                    .threads(c.t)
+                    .params(&params),
+            )
+            .and_then(|r| r.get_param("c_spins"))
+            .filter(|s| !s.is_empty())
+            .map_or(String::new(), |s| format!(", C = {s} spins"));
+        let rec_ratio = c
+            .pick("recommended_vs_offline", PROFILE)
+            .map_or(String::new(), |e| format!(" ({:.2}{c_spins})", e.value));
+        let dnf: Vec<String> = d
+            .rows()
+            .iter()
+            .filter(|r| {
+                r.metric == "completed"
+                    && r.value < 1.0
+                    && r.threads == c.t
+                    && r.get_param("program") == Some(c.program)
+            })
+            .map(|r| format!("`{}`", r.series))
+            .collect();
+        table.rows.push(vec![
+            c.program.to_string(),
+            c.t.to_string(),
+            c.pick("waits", PROFILE)
+                .map_or("n/a".into(), |w| format!("{:.0}", w.value)),
+            rec.as_deref()
+                .map_or("none".into(), |r| r.trim_start_matches(STB).to_string())
+                + &rec_ratio,
+            g.map_or("n/a".into(), |g| g.show(1)),
+            vs(c.pick("ms", PROFILE)),
+            vs(rec.as_deref().and_then(|r| c.pick("ms", r))),
+            named(fastest),
+            named(slowest),
+            if dnf.is_empty() {
+                "-".into()
+            } else {
+                dnf.join(", ")
+            },
+        ]);
+    }
+    let waits: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            let w = c.pick("waits", PROFILE)?;
+            Some(format!("{} {:.0}", c.program, w.value))
+        })
+        .collect();
+    let measured = format!(
+        "{} program(s) run; contended waits the profiler recorded per run: {}.{}",
+        table.rows.len(),
+        if waits.is_empty() {
+            "none".into()
+        } else {
+            waits.join(", ")
+        },
+        if missing.is_empty() {
+            String::new()
+        } else {
+            format!(" Not run: {}.", missing.join("; "))
+        }
+    );
+    Assessment {
+        findings: vec![identical, overhead, recommended],
+        measured,
+        notes: "Replace mode runs `opt-known` without per-lock thresholds (its locks have no names to \
+                look them up by), so the recommendation is chosen among the other policies. A series \
+                whose run outlived 30x the glibc run was killed: the FIFO locks hand the lock to a \
+                waiter that may not be running, and a program with more threads than cores can stall \
+                on them (SMARTQ's problem)."
+            .into(),
+        table: Some(table),
+    }
+}
+
+fn draw(rows: &[Row], m: &Machine) -> Figure {
+    let d = Data::new(rows);
+    let panels = cases(&d)
+        .into_iter()
+        .map(|(program, t)| {
+            let c = Case { program, t, d: &d };
+            let g = c.pick("ms", GLIBC).map(|e| e.value);
+            let bars = c
+                .timed()
+                .into_iter()
+                .map(|(s, e)| {
+                    let group = if s == GLIBC || s == PROFILE {
+                        s.clone()
+                    } else if s.starts_with(STB) {
+                        "spin-then-block".to_string()
+                    } else {
+                        "replacement lock".to_string()
+                    };
+                    let label = s.trim_start_matches(STB).to_string();
+                    Bar::new(&label, g.map_or(f64::NAN, |g| e.value / g), &group)
+                })
+                .collect();
+            Panel::Bar(BarPanel {
+                title: format!("{program}, {t} threads"),
+                y_label: "run time / glibc's (log)".into(),
+                y_scale: Scale::Log,
+                bars,
+                reference_lines: vec![("glibc".into(), 1.0)],
+            })
+        })
+        .collect();
+    figure(
+        "interpose-apps: Debian programs on each lock, relative to glibc's mutex",
+        m,
+        panels,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    /// Rows for two programs: glibc at 100 ms, profile at `profile_ms`,
+    /// `mcs` at 90, two spin-then-block policies at 80 and `other_ms`, the
+    /// recommended one being `fixed-spin-c2` (80 ms).
+    fn rows(m: &Machine, profile_ms: f64, other_ms: f64, identical: bool) -> Vec<Row> {
+        let t = m.cores() as u32;
+        let mut out = Vec::new();
+        for program in ["pigz", "sysbench-mutex"] {
+            let r = |series: &str, metric: &str, v: f64, rel: f64| {
+                testing::row(
+                    EXPERIMENT.id,
+                    series,
+                    t,
+                    m,
+                    metric,
+                    v,
+                    rel,
+                    &[("program", program), ("input_mb", "16")],
+                )
+            };
+            for (s, ms) in [
+                (GLIBC, 100.0),
+                (PROFILE, profile_ms),
+                ("mcs", 90.0),
+                ("spin-then-block:fixed-spin-c2", 80.0),
+                ("spin-then-block:always-block", other_ms),
+            ] {
+                out.push(r(s, "completed", 1.0, 0.0));
+                out.push(r(s, "identical", if identical { 1.0 } else { 0.0 }, 0.0));
+                out.push(r(s, "ms", ms, 0.01));
+            }
+            out.push(r("ticket", "completed", 0.0, 0.0).param("status", "killed (timed out)"));
+            out.push(r(PROFILE, "waits", 1000.0, 0.0).param("recommended", "fixed-spin-c2"));
+            out.push(r(PROFILE, "locks", 2.0, 0.0).param("recommended", "fixed-spin-c2"));
+        }
+        out
+    }
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        for m in [small_vm(), big_metal()] {
+            let s = EXPERIMENT.section(&rows(&m, 101.0, 120.0, true), &m);
+            assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
+            let s = EXPERIMENT.section(&rows(&m, 150.0, 60.0, false), &m);
+            assert_eq!(s.verdict, Verdict::Differs, "{}", s.measured);
+            let s = EXPERIMENT.section(&rows(&m, 150.0, 120.0, true), &m);
+            assert_eq!(s.verdict, Verdict::Partial, "{}", s.measured);
+            // The recommended policy within the spread of the fastest: a tie.
+            let s = EXPERIMENT.section(&rows(&m, 101.0, 79.9, true), &m);
+            assert_ne!(s.verdict, Verdict::Differs, "{}", s.measured);
+            assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+        }
+    }
+
+    #[test]
+    fn a_missing_program_is_named_not_judged() {
+        let m = small_vm();
+        let mut r = rows(&m, 101.0, 120.0, true);
+        r.push(
+            Row::new(EXPERIMENT.id, GLIBC, 2, false, "completed", 0.0, "bool")
+                .param("program", "xz")
+                .param("input_mb", "16")
+                .param("status", "not installed"),
+        );
+        let a = assess(&r, &m);
+        assert!(a.measured.contains("`xz`: not installed"), "{}", a.measured);
+        assert_eq!(a.findings[0].outcome, Outcome::Holds);
+        let table = a.table.unwrap();
+        assert!(table.rows.iter().any(|row| row[9].contains("`ticket`")));
+    }
+
+    #[test]
+    fn machine_neutral() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), 101.0, 120.0, true),
+            &rows(&big_metal(), 101.0, 120.0, true),
+        );
+    }
+
+    #[test]
+    fn the_input_is_text_of_the_asked_size() {
+        let dir = std::env::temp_dir().join(format!("symmetry-ia-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("in.txt");
+        write_input(&p, 1).unwrap();
+        let b = std::fs::read(&p).unwrap();
+        assert_eq!(b.len(), 1 << 20);
+        assert!(
+            b.iter()
+                .all(|&c| c.is_ascii_lowercase() || c == b' ' || c == b'\n')
+        );
+        write_input(&p, 1).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b, "the same every time");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn quick_locks_are_replace_mode_algorithms() {
+        for l in QUICK_LOCKS {
+            assert!(symmetry_interpose::replace::algorithm(l).is_some(), "{l}");
+        }
+    }
+}
