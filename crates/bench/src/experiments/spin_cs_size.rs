@@ -71,7 +71,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let locks = locks_table::select(ctx.locks.as_deref())?;
     let sizes = cs_sizes(ctx);
     let ps = ps(ctx);
-    let budget = ctx.budget(150, 1000);
+    let budget = ctx.budget(100, 1000);
     let target = 1_000_000;
     let bar = ctx.bar(EXPERIMENT.id, locks.len() * sizes.len() * (ps.len() + 1));
     let mut rows = Vec::new();
