@@ -41,6 +41,22 @@ fn compile(name: &str, dir: &Path) -> PathBuf {
     out
 }
 
+/// Compiles `tests/c/NAME.c` into the shared object `dir/NAME.so`.
+fn compile_shared(name: &str, dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(format!("{name}.c"));
+    let out = dir.join(format!("{name}.so"));
+    let st = Command::new("cc")
+        .args(["-O2", "-g", "-pthread", "-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("the C compiler `cc` runs");
+    assert!(st.success(), "cc -shared {} failed", src.display());
+    out
+}
+
 /// Runs `program` under the library in replace mode with `lock`, killing
 /// it after `secs` (a lost wake-up hangs; that must fail, not stall CI).
 fn run_replaced(program: &Path, args: &[&str], lock: &str, secs: u64) -> Output {
@@ -214,5 +230,49 @@ fn an_unknown_lock_name_stops_the_program_with_the_accepted_names() {
         err.contains("no-such-lock") && err.contains("accepted: glibc") && err.contains("mcs"),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fork_shared_memory_signal_handlers_and_dlclose_behave_as_under_glibc() {
+    let dir = scratch("safety");
+    let prog = compile("safety", &dir);
+    let plugin = compile_shared("plugin", &dir);
+    let plugin = plugin.to_str().expect("a UTF-8 scratch path");
+    let cases: [&[&str]; 4] = [&["fork"], &["pshared"], &["signal"], &["dlclose", plugin]];
+    let want = [
+        "parent before fork: 200000\nround 0: parent 100000, child exit 0\n\
+         round 1: parent 100000, child exit 0\nround 2: parent 100000, child exit 0\n",
+        "two processes on one shared mutex: 400000, child exit 0\n",
+        "counter right: 1\nhandler ran and took its mutex each time: 1\n",
+        "40 loads of a plugin with a static mutex: 400000\n",
+    ];
+    for (args, want) in cases.iter().zip(want) {
+        let plain = run(&prog, args, None);
+        assert_eq!(
+            String::from_utf8_lossy(&plain.stdout),
+            want,
+            "{args:?} under glibc"
+        );
+        let traced = run(&prog, args, Some(&dir.join("profile.csv")));
+        assert_eq!(
+            String::from_utf8_lossy(&traced.stdout),
+            want,
+            "{args:?} in profile mode"
+        );
+        for lock in symmetry_interpose::replace::algorithms().map(|a| a.name) {
+            let out = run_replaced(&prog, args, lock, 60);
+            assert!(
+                out.status.success(),
+                "{args:?} under {lock}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                want,
+                "{args:?} under {lock}"
+            );
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
