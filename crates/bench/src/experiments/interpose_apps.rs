@@ -92,8 +92,9 @@ const CLAIMS: &[Claim] = &[
         key: "recommended",
         paper: "KLMO91 §4-5: a lock's waiting-time distribution decides which spin policy is cheapest, \
                 and pricing the recorded waits against the optimal off-line finds it.",
-        rule: "per program that waited, the policy the analysis prices cheapest runs it no slower than the \
-               fastest spin-then-block policy run",
+        rule: "per program with at least 100 contended waits (fewer are no distribution to price), the \
+               policy the analysis prices cheapest runs it no slower than the fastest spin-then-block policy \
+               run",
         needs: Needs::NONE,
     },
 ];
@@ -102,6 +103,8 @@ const CLAIMS: &[Claim] = &[
 pub const GLIBC: &str = "glibc";
 /// Profile mode.
 pub const PROFILE: &str = "profile";
+/// Fewest contended waits whose profile the `recommended` rule judges.
+const MIN_WAITS: f64 = 100.0;
 /// Series prefix of KLMO91's lock in replace mode.
 const STB: &str = "spin-then-block:";
 
@@ -637,6 +640,14 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
             }
             continue;
         };
+        let waits = c.pick("waits", PROFILE).map_or(0.0, |w| w.value);
+        if waits < MIN_WAITS {
+            ev.push(format!(
+                "{}: {waits:.0} contended waits, too few to price (not judged)",
+                c.program
+            ));
+            continue;
+        }
         let stb: Vec<(String, Estimate)> = c
             .timed()
             .into_iter()
@@ -912,6 +923,22 @@ mod tests {
         assert_eq!(a.findings[0].outcome, Outcome::Holds);
         let table = a.table.unwrap();
         assert!(table.rows.iter().any(|row| row[9].contains("`ticket`")));
+    }
+
+    #[test]
+    fn too_few_waits_are_not_judged() {
+        let m = small_vm();
+        let mut r = rows(&m, 101.0, 60.0, true);
+        for row in r.iter_mut().filter(|r| r.metric == "waits") {
+            row.value = 12.0;
+        }
+        let a = assess(&r, &m);
+        assert!(
+            matches!(a.findings[2].outcome, Outcome::NotMeasurable(_)),
+            "{:?}",
+            a.findings[2]
+        );
+        assert!(a.findings[2].evidence.contains("too few"));
     }
 
     #[test]
