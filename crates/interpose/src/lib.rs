@@ -278,9 +278,12 @@ fn record(m: usize, site: usize, ns: u64) {
         if b.replace(true) {
             return;
         }
-        // Relaxed: pairs with nothing; a thread that misses a concurrent
-        // forget records one wait under the old name, as it would had the
-        // wait ended just before the destroy.
+        // Relaxed suffices: a thread waiting on a mutex made again at a
+        // destroyed one's address learned of it through the program's own
+        // synchronization after the destroy, so the increment in `forget`
+        // happens before this load and is seen (read-write coherence). Only
+        // a program racing a destroy against a wait on the same mutex could
+        // record one wait under the old name.
         let era = FORGOTTEN.load(Ordering::Relaxed);
         let entry = match LAST.get() {
             // SAFETY: entries are leaked (`&'static`), never freed.
