@@ -265,6 +265,11 @@ fn entry_of(m: usize, site: usize) -> &'static LockProfile {
     if k > 1 {
         name.push_str(&format!(" #{k}"));
     }
+    // A process-shared mutex's waits are those of this process only: the
+    // name says so (replace mode leaves such a mutex to glibc).
+    if replace::glibc_kind(m as *mut libc::pthread_mutex_t) & replace::PSHARED_BIT != 0 {
+        name.push_str(" [process-shared]");
+    }
     let name: &'static str = Box::leak(name.into_boxed_str());
     let e = profiler::entry(&LockName::Named(name), BLOCKER, calibration::c_spins_os);
     map.insert(m, e);

@@ -321,10 +321,13 @@ pub(crate) fn mode() -> Option<&'static Mode> {
 
 /// glibc's `kind` field of a mutex (x86-64 and aarch64 layout: the fifth
 /// int), 0 for a normal mutex.
-fn glibc_kind(m: *mut libc::pthread_mutex_t) -> c_int {
+pub(crate) fn glibc_kind(m: *mut libc::pthread_mutex_t) -> c_int {
     // SAFETY: a pthread_mutex_t is 40 (or more) bytes; offset 16 is inside.
     unsafe { m.cast::<u8>().add(16).cast::<c_int>().read_volatile() }
 }
+
+/// glibc's bit of `kind` for a `PTHREAD_PROCESS_SHARED` mutex.
+pub(crate) const PSHARED_BIT: c_int = 128;
 
 fn fresh(mode: &Mode) -> *mut Replaced {
     let r = Box::new(Replaced {

@@ -254,12 +254,21 @@ fn fork_shared_memory_signal_handlers_and_dlclose_behave_as_under_glibc() {
             want,
             "{args:?} under glibc"
         );
-        let traced = run(&prog, args, Some(&dir.join("profile.csv")));
+        let profile = dir.join("profile.csv");
+        let _ = std::fs::remove_file(&profile);
+        let traced = run(&prog, args, Some(&profile));
         assert_eq!(
             String::from_utf8_lossy(&traced.stdout),
             want,
             "{args:?} in profile mode"
         );
+        if args[0] == "pshared" && profile.exists() {
+            // The parent's waits (the child ends with _exit, unrecorded).
+            let p = Profile::read(&profile).expect("the profile parses");
+            for l in &p.locks {
+                assert!(l.name.ends_with("[process-shared]"), "{}", l.name);
+            }
+        }
         for lock in symmetry_interpose::replace::algorithms().map(|a| a.name) {
             let out = run_replaced(&prog, args, lock, 60);
             assert!(
