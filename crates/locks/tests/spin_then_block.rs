@@ -344,3 +344,50 @@ fn calibration_install_and_conversions() {
     assert_eq!(calibration::c_spins_os(), 321);
     calibration::install(before);
 }
+
+#[test]
+fn shards_add_to_their_lock_and_are_reused() {
+    let _s = serial();
+    let entry = profiler::entry(&LockName::Named("test.sharded"), "os", || 100);
+    let find = |p: &profiler::Profile| p.locks.iter().find(|l| l.name == "test.sharded").cloned();
+    entry.record(5, false);
+    // Four threads, each with its own shard, record 1,000 waits apiece
+    // into the bucket of a 20-spin wait (bucket 1).
+    let shards: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(move || {
+                    let sh = profiler::take_shard(entry);
+                    assert!(std::ptr::eq(sh.lock(), entry));
+                    for _ in 0..1_000 {
+                        sh.record(20, false);
+                    }
+                    sh.record(5_000, true);
+                    sh as *const profiler::Shard as usize
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let distinct: std::collections::HashSet<_> = shards.iter().collect();
+    assert_eq!(distinct.len(), 4, "a shard is one thread's only");
+    let rec = find(&profiler::snapshot()).expect("recorded");
+    assert_eq!(rec.counts[0], 1);
+    assert_eq!(rec.counts[1], 4_000);
+    assert_eq!(rec.sums[1], 80_000);
+    assert_eq!(rec.blocked[profiler::BUCKETS - 1], 4);
+    assert_eq!(rec.contended(), 4_005);
+    // A released shard keeps its counts and is handed to the next taker.
+    let sh = profiler::take_shard(entry);
+    profiler::release_shard(sh);
+    let again = profiler::take_shard(entry);
+    assert!(std::ptr::eq(sh, again));
+    profiler::release_shard(again);
+    assert_eq!(
+        find(&profiler::snapshot()).expect("kept").contended(),
+        4_005
+    );
+    // Reset clears shards too.
+    profiler::reset();
+    assert!(find(&profiler::snapshot()).is_none());
+}

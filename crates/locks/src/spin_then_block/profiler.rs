@@ -16,7 +16,10 @@
 //! never reaches this module). A contended acquisition, which has already
 //! waited, adds a pointer load and two or three relaxed `fetch_add`s; its
 //! first one registers the lock (a mutex and a hash-map lookup, once per
-//! lock). Profiling is on by default; [`set_enabled`] turns it off.
+//! lock). A recorder that waits often on a lock other threads also wait on
+//! (the interposition library) can keep a per-thread [`Shard`] instead, so
+//! the counters' lines do not move between cores. Profiling is on by
+//! default; [`set_enabled`] turns it off.
 //!
 //! Names. Locks sharing a name share an entry: all locks created at one
 //! source line (`SpinThenBlock::new`), all locks given one name
@@ -130,10 +133,75 @@ impl LockProfile {
     }
 
     fn reset(&self) {
-        for a in [&self.counts, &self.sums, &self.blocked] {
-            for x in a {
-                x.store(0, Ordering::Relaxed);
-            }
+        zero(&self.counts, &self.sums, &self.blocked);
+    }
+}
+
+fn zero(
+    counts: &[AtomicU64; BUCKETS],
+    sums: &[AtomicU64; BUCKETS],
+    blocked: &[AtomicU64; BUCKETS],
+) {
+    for a in [counts, sums, blocked] {
+        for x in a {
+            x.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One thread's private part of a lock's histogram, from [`take_shard`].
+///
+/// A lock waited on by several threads at once has its histogram's cache
+/// lines written by all of them: each recorded wait then costs two or
+/// three cache-line transfers on top of the wait. A shard is written by
+/// one thread only, so recording is a load and a store to lines that stay
+/// in that thread's cache, and [`snapshot`] adds every shard to its lock.
+///
+/// The single writer is a contract, not a check: two threads recording
+/// into one shard can lose counts (never memory safety; the words are
+/// atomics). [`release_shard`] hands a shard back for reuse by the next
+/// thread that takes one of the same lock; its counts stay in the profile.
+#[derive(Debug)]
+pub struct Shard {
+    of: &'static LockProfile,
+    counts: [AtomicU64; BUCKETS],
+    sums: [AtomicU64; BUCKETS],
+    blocked: [AtomicU64; BUCKETS],
+}
+
+impl Shard {
+    /// The lock whose histogram this shard is part of.
+    pub fn lock(&self) -> &'static LockProfile {
+        self.of
+    }
+
+    /// Records one contended wait (only from the thread that took the
+    /// shard).
+    #[inline]
+    pub fn record(&self, waited: u64, blocked: bool) {
+        // Relaxed load and store, no read-modify-write: the taking thread
+        // is the only writer, so it always reads its own last store
+        // (coherence), and readers (snapshots) need no order with anything
+        // else, only whole words.
+        let bump = |a: &AtomicU64, by: u64| {
+            a.store(
+                a.load(Ordering::Relaxed).wrapping_add(by),
+                Ordering::Relaxed,
+            );
+        };
+        let j = bucket_of(waited);
+        bump(&self.counts[j], 1);
+        bump(&self.sums[j], waited);
+        if blocked {
+            bump(&self.blocked[j], 1);
+        }
+    }
+
+    fn add_to(&self, r: &mut LockRecord) {
+        for j in 0..BUCKETS {
+            r.counts[j] += self.counts[j].load(Ordering::Relaxed);
+            r.sums[j] += self.sums[j].load(Ordering::Relaxed);
+            r.blocked[j] += self.blocked[j].load(Ordering::Relaxed);
         }
     }
 }
@@ -142,6 +210,38 @@ impl LockProfile {
 struct Registry {
     by_key: HashMap<(String, &'static str), &'static LockProfile>,
     order: Vec<&'static LockProfile>,
+    /// Every shard ever made (shards are leaked, like entries).
+    shards: Vec<&'static Shard>,
+    /// Released shards by their lock's address, for reuse.
+    free: HashMap<usize, Vec<&'static Shard>>,
+}
+
+/// A shard of `lock` for the calling thread to record into: one a thread
+/// released earlier if there is one, else a new one (leaked, 1.5 KiB; a
+/// lock has at most as many as threads ever held shards of it at once).
+#[cold]
+pub fn take_shard(lock: &'static LockProfile) -> &'static Shard {
+    let mut r = registry().lock().unwrap_or_else(|e| e.into_inner());
+    let key = lock as *const LockProfile as usize;
+    if let Some(s) = r.free.get_mut(&key).and_then(Vec::pop) {
+        return s;
+    }
+    let s: &'static Shard = Box::leak(Box::new(Shard {
+        of: lock,
+        counts: std::array::from_fn(|_| AtomicU64::new(0)),
+        sums: std::array::from_fn(|_| AtomicU64::new(0)),
+        blocked: std::array::from_fn(|_| AtomicU64::new(0)),
+    }));
+    r.shards.push(s);
+    s
+}
+
+/// Hands `shard` back: the caller records into it no more. Its counts stay
+/// in the profile.
+pub fn release_shard(shard: &'static Shard) {
+    let mut r = registry().lock().unwrap_or_else(|e| e.into_inner());
+    let key = shard.of as *const LockProfile as usize;
+    r.free.entry(key).or_default().push(shard);
 }
 
 fn registry() -> &'static Mutex<Registry> {
@@ -175,22 +275,34 @@ pub fn entry(name: &LockName, blocker: &'static str, c_spins: fn() -> u32) -> &'
 pub fn snapshot() -> Profile {
     let r = registry().lock().unwrap_or_else(|e| e.into_inner());
     let cal = calibration::current();
+    let mut locks: Vec<LockRecord> = r.order.iter().map(|e| e.snapshot()).collect();
+    let index: HashMap<usize, usize> = r
+        .order
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (*e as *const LockProfile as usize, i))
+        .collect();
+    for s in &r.shards {
+        if let Some(&i) = index.get(&(s.of as *const LockProfile as usize)) {
+            s.add_to(&mut locks[i]);
+        }
+    }
+    locks.retain(|l| l.contended() > 0);
     Profile {
         ns_per_spin: cal.ns_per_spin,
-        locks: r
-            .order
-            .iter()
-            .map(|e| e.snapshot())
-            .filter(|l| l.contended() > 0)
-            .collect(),
+        locks,
     }
 }
 
-/// Clears every histogram (entries stay registered).
+/// Clears every histogram and shard (entries stay registered). A wait
+/// recorded into a shard while it is cleared may survive the reset.
 pub fn reset() {
     let r = registry().lock().unwrap_or_else(|e| e.into_inner());
     for e in &r.order {
         e.reset();
+    }
+    for s in &r.shards {
+        zero(&s.counts, &s.sums, &s.blocked);
     }
 }
 
