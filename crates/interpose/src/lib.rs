@@ -36,7 +36,11 @@
 //! The wait is the time from the failed `trylock` to the return of the
 //! real lock call: the holder's remaining hold time plus glibc's wake-up
 //! path. It is recorded as not blocked (this library does not know
-//! whether glibc slept). Re-acquisitions inside `pthread_cond_wait` happen
+//! whether glibc slept). Inside the critical section the library only
+//! reads the clock; the wait goes into the histogram after the thread's
+//! next unlock, so the profile does not lengthen the critical sections it
+//! measures. A wait whose mutex is still held when the process exits is
+//! not recorded (at most one per thread). Re-acquisitions inside `pthread_cond_wait` happen
 //! inside glibc and are not seen; `trylock` and `unlock` never wait.
 //!
 //! # Environment
@@ -56,7 +60,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{CStr, c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,7 +68,7 @@ use std::sync::{OnceLock, RwLock};
 
 use symmetry_locks::spin_then_block::LockName;
 use symmetry_locks::spin_then_block::calibration;
-use symmetry_locks::spin_then_block::profiler::{self, LockProfile};
+use symmetry_locks::spin_then_block::profiler::{self, LockProfile, Shard};
 
 /// The blocker name under which glibc's mutexes appear in the profile.
 pub const BLOCKER: &str = "glibc";
@@ -77,6 +81,7 @@ pub const PROFILE_ENV: &str = "SYMMETRY_LOCK_PROFILE";
 /// profile mode).
 pub const LOCK_ENV: &str = "SYMMETRY_LOCK";
 
+pub mod clock;
 pub mod replace;
 
 type LockFn = unsafe extern "C" fn(*mut libc::pthread_mutex_t) -> c_int;
@@ -187,11 +192,108 @@ thread_local! {
     /// Set while this thread is inside the recording path, so that a mutex
     /// taken by the recording itself is passed straight through.
     static BUSY: Cell<bool> = const { Cell::new(false) };
-    /// The mutex this thread last recorded a wait on, its entry, and the
-    /// [`FORGOTTEN`] count then: a thread that keeps waiting on one mutex
-    /// (the contended case) skips the shared name table.
-    static LAST: Cell<(usize, *const LockProfile, u64)> =
-        const { Cell::new((0, std::ptr::null(), 0)) };
+    /// The mutex this thread last recorded a wait on, where that wait
+    /// went, and the [`FORGOTTEN`] count then: a thread that keeps waiting
+    /// on one mutex (the contended case) skips the shared name table.
+    static LAST: Cell<(usize, Sink, u64)> = const { Cell::new((0, Sink::None, 0)) };
+    /// This thread's shards of the histograms it recorded into (at most
+    /// [`MAX_SHARDS`]), handed back when the thread exits.
+    static SHARDS: Shards = const { Shards(RefCell::new(Vec::new())) };
+    /// A wait this thread measured but has not recorded yet: recorded
+    /// after the thread's next unlock (or before its next recorded wait or
+    /// condition wait), outside the critical section the wait ended in.
+    static PENDING: Cell<Wait> = const { Cell::new(Wait::NONE) };
+}
+
+/// One measured wait.
+#[derive(Clone, Copy)]
+struct Wait {
+    /// The mutex's address (0: none).
+    m: usize,
+    /// Its acquisition site.
+    site: usize,
+    /// How long the acquisition waited, in [`clock`] ticks.
+    ticks: u64,
+    /// Whether the mutex is process-shared (read while it was held).
+    pshared: bool,
+}
+
+impl Wait {
+    const NONE: Wait = Wait {
+        m: 0,
+        site: 0,
+        ticks: 0,
+        pshared: false,
+    };
+}
+
+/// Where a thread records the waits on one mutex.
+#[derive(Clone, Copy)]
+enum Sink {
+    /// Not looked up yet.
+    None,
+    /// The thread's own shard of the mutex's histogram.
+    Shard(&'static Shard),
+    /// The shared histogram (the thread holds [`MAX_SHARDS`] shards).
+    Shared(&'static LockProfile),
+}
+
+/// Most shards one thread keeps: a thread that waits on more distinct
+/// mutexes records the rest into their shared histograms, so the memory
+/// is bounded by 1.5 KiB x this x the threads alive at once.
+const MAX_SHARDS: usize = 32;
+
+/// A thread's shards; dropping it (thread exit) hands them back.
+struct Shards(RefCell<Vec<&'static Shard>>);
+
+impl Drop for Shards {
+    fn drop(&mut self) {
+        for s in self.0.get_mut().drain(..) {
+            profiler::release_shard(s);
+        }
+    }
+}
+
+/// Where this thread records waits on the mutex whose entry is `e`.
+#[cold]
+fn sink_of(e: &'static LockProfile) -> Sink {
+    SHARDS
+        .try_with(|v| {
+            let mut v = v.0.borrow_mut();
+            if let Some(s) = v.iter().find(|s| std::ptr::eq(s.lock(), e)) {
+                return Sink::Shard(s);
+            }
+            if v.len() >= MAX_SHARDS {
+                return Sink::Shared(e);
+            }
+            let s = profiler::take_shard(e);
+            v.push(s);
+            Sink::Shard(s)
+        })
+        .unwrap_or(Sink::Shared(e))
+}
+
+/// Keeps `w` to be recorded outside its critical section; records the
+/// wait kept before it, if any (a thread that took a second contended
+/// mutex without unlocking in between).
+#[inline]
+fn defer(w: Wait) {
+    let _ = PENDING.try_with(|p| {
+        let old = p.replace(w);
+        if old.m != 0 {
+            record(old);
+        }
+    });
+}
+
+/// Records this thread's pending wait, if any.
+#[inline]
+fn flush() {
+    let _ = PENDING.try_with(|p| {
+        if p.get().m != 0 {
+            record(p.replace(Wait::NONE));
+        }
+    });
 }
 
 /// How many names [`forget`] has removed: a thread's [`LAST`] is valid
@@ -247,7 +349,7 @@ fn describe(site: usize) -> String {
 
 /// The entry of mutex `m`, named at its first contended acquisition.
 #[cold]
-fn entry_of(m: usize, site: usize) -> &'static LockProfile {
+fn entry_of(m: usize, site: usize, pshared: bool) -> &'static LockProfile {
     if let Some(e) = names().read().unwrap_or_else(|e| e.into_inner()).get(&m) {
         return e;
     }
@@ -267,7 +369,7 @@ fn entry_of(m: usize, site: usize) -> &'static LockProfile {
     }
     // A process-shared mutex's waits are those of this process only: the
     // name says so (replace mode leaves such a mutex to glibc).
-    if replace::glibc_kind(m as *mut libc::pthread_mutex_t) & replace::PSHARED_BIT != 0 {
+    if pshared {
         name.push_str(" [process-shared]");
     }
     let name: &'static str = Box::leak(name.into_boxed_str());
@@ -276,9 +378,15 @@ fn entry_of(m: usize, site: usize) -> &'static LockProfile {
     e
 }
 
-/// Records a wait of `ns` on mutex `m` acquired at `site`.
+/// Records wait `w` in its mutex's histogram.
 #[cold]
-fn record(m: usize, site: usize, ns: u64) {
+fn record(w: Wait) {
+    let Wait {
+        m,
+        site,
+        ticks,
+        pshared,
+    } = w;
     let _ = BUSY.try_with(|b| {
         if b.replace(true) {
             return;
@@ -290,16 +398,20 @@ fn record(m: usize, site: usize, ns: u64) {
         // a program racing a destroy against a wait on the same mutex could
         // record one wait under the old name.
         let era = FORGOTTEN.load(Ordering::Relaxed);
-        let entry = match LAST.get() {
-            // SAFETY: entries are leaked (`&'static`), never freed.
-            (a, e, g) if a == m && g == era && !e.is_null() => unsafe { &*e },
+        let sink = match LAST.get() {
+            (a, sink, g) if a == m && g == era && !matches!(sink, Sink::None) => sink,
             _ => {
-                let e = entry_of(m, site);
-                LAST.set((m, e, era));
-                e
+                let sink = sink_of(entry_of(m, site, pshared));
+                LAST.set((m, sink, era));
+                sink
             }
         };
-        entry.record(calibration::ns_to_spins(ns), false);
+        let spins = calibration::ns_to_spins(clock::to_ns(ticks));
+        match sink {
+            Sink::Shard(s) => s.record(spins, false),
+            Sink::Shared(e) => e.record(spins, false),
+            Sink::None => {}
+        }
         b.set(false);
     });
 }
@@ -346,10 +458,18 @@ extern "C" fn lock_at(m: *mut libc::pthread_mutex_t, site: usize) -> c_int {
         if in_recording() {
             return (r.lock)(m);
         }
-        let t0 = calibration::now_ns();
+        let t0 = clock::ticks();
         let rc = (r.lock)(m);
         if rc == 0 {
-            record(m as usize, site, calibration::now_ns().saturating_sub(t0));
+            // Inside the critical section: one counter read and one load
+            // of the mutex (just acquired, so in this core's cache); the
+            // histogram is updated after the unlock.
+            defer(Wait {
+                m: m as usize,
+                site,
+                ticks: clock::ticks().saturating_sub(t0),
+                pshared: replace::glibc_kind(m) & replace::PSHARED_BIT != 0,
+            });
         }
         rc
     }
@@ -377,10 +497,18 @@ extern "C" fn timedlock_at(
         if in_recording() {
             return (r.timedlock)(m, abstime);
         }
-        let t0 = calibration::now_ns();
+        let t0 = clock::ticks();
         let rc = (r.timedlock)(m, abstime);
         if rc == 0 {
-            record(m as usize, site, calibration::now_ns().saturating_sub(t0));
+            // Inside the critical section: one counter read and one load
+            // of the mutex (just acquired, so in this core's cache); the
+            // histogram is updated after the unlock.
+            defer(Wait {
+                m: m as usize,
+                site,
+                ticks: clock::ticks().saturating_sub(t0),
+                pshared: replace::glibc_kind(m) & replace::PSHARED_BIT != 0,
+            });
         }
         rc
     }
@@ -495,10 +623,18 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut libc::pthread_mutex_t) -> c_int {
     let r = real();
-    match replace::mode().and_then(|mode| replace::unlock(mode, m)) {
-        Some(rc) => rc,
-        // SAFETY: the caller's argument, unchanged, to glibc.
-        None => unsafe { (r.unlock)(m) },
+    match replace::mode() {
+        Some(mode) => match replace::unlock(mode, m) {
+            Some(rc) => rc,
+            // SAFETY: the caller's argument, unchanged, to glibc.
+            None => unsafe { (r.unlock)(m) },
+        },
+        None => {
+            // SAFETY: as above.
+            let rc = unsafe { (r.unlock)(m) };
+            flush();
+            rc
+        }
     }
 }
 
@@ -515,6 +651,7 @@ pub unsafe extern "C" fn pthread_cond_wait(
     // SAFETY: the caller's arguments to glibc (the inner mutex in replace
     // mode is a valid glibc mutex the waiter holds).
     let wait = |inner| unsafe { (r.cond_wait)(c, inner) };
+    flush();
     match replace::mode().and_then(|mode| replace::cond_wait(mode, c, m, wait)) {
         Some(rc) => rc,
         // SAFETY: as above.
@@ -535,6 +672,7 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
     let r = real();
     // SAFETY: as in `pthread_cond_wait`.
     let wait = |inner| unsafe { (r.cond_timedwait)(c, inner, abstime) };
+    flush();
     match replace::mode().and_then(|mode| replace::cond_wait(mode, c, m, wait)) {
         Some(rc) => rc,
         // SAFETY: as above.
