@@ -29,6 +29,19 @@
 //! released after taking the inner mutex; so the signal's inner lock
 //! waits until the waiter is inside `pthread_cond_wait`, and no wake-up is
 //! lost.
+//!
+//! # Signal handlers
+//!
+//! POSIX does not promise that `pthread_mutex_lock` is async-signal-safe,
+//! but programs take mutexes in handlers, and glibc's mutex survives it as
+//! long as the interrupted thread does not hold the handler's mutex: its
+//! whole state is the lock word. The registry's algorithms keep that
+//! property except `parking_lot`, whose waiters queue in process-wide
+//! hash buckets behind internal locks: a handler whose mutex is contended
+//! while its thread was interrupted inside a bucket's lock (the same
+//! bucket, by hash) waits for itself forever. Do not run a program whose
+//! signal handlers take mutexes on `parking_lot`; the tests run such a
+//! program on every other algorithm.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;

@@ -57,9 +57,20 @@ fn compile_shared(name: &str, dir: &Path) -> PathBuf {
     out
 }
 
+/// Held while a test program runs: the programs run two threads on a
+/// 2-core machine, and spin locks whose waiter never yields (`tas`, the
+/// FIFO queue locks) crawl when a second program takes a core from the
+/// holder, so the tests' programs run one at a time.
+static ONE_PROGRAM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_program() -> std::sync::MutexGuard<'static, ()> {
+    ONE_PROGRAM.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Runs `program` under the library in replace mode with `lock`, killing
 /// it after `secs` (a lost wake-up hangs; that must fail, not stall CI).
 fn run_replaced(program: &Path, args: &[&str], lock: &str, secs: u64) -> Output {
+    let _one = one_program();
     let mut child = Command::new(program)
         .args(args)
         .env("LD_PRELOAD", library())
@@ -76,7 +87,7 @@ fn run_replaced(program: &Path, args: &[&str], lock: &str, secs: u64) -> Output 
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
             panic!(
-                "{} under {lock} did not finish in {secs} s",
+                "{} {args:?} under {lock} did not finish in {secs} s",
                 program.display()
             );
         }
@@ -85,6 +96,7 @@ fn run_replaced(program: &Path, args: &[&str], lock: &str, secs: u64) -> Output 
 }
 
 fn run(program: &Path, args: &[&str], profile: Option<&Path>) -> Output {
+    let _one = one_program();
     let mut c = Command::new(program);
     c.args(args).env_remove("LD_PRELOAD");
     if let Some(p) = profile {
@@ -270,6 +282,11 @@ fn fork_shared_memory_signal_handlers_and_dlclose_behave_as_under_glibc() {
             }
         }
         for lock in symmetry_interpose::replace::algorithms().map(|a| a.name) {
+            // parking_lot is not safe in a signal handler whose mutex is
+            // contended (see the `replace` module's docs): it can hang.
+            if args[0] == "signal" && lock == "parking_lot" {
+                continue;
+            }
             let out = run_replaced(&prog, args, lock, 60);
             assert!(
                 out.status.success(),
