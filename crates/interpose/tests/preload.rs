@@ -70,11 +70,21 @@ fn one_program() -> std::sync::MutexGuard<'static, ()> {
 /// Runs `program` under the library in replace mode with `lock`, killing
 /// it after `secs` (a lost wake-up hangs; that must fail, not stall CI).
 fn run_replaced(program: &Path, args: &[&str], lock: &str, secs: u64) -> Output {
-    let _one = one_program();
-    let mut child = Command::new(program)
-        .args(args)
+    let mut c = Command::new(program);
+    c.args(args)
         .env("LD_PRELOAD", library())
-        .env(symmetry_interpose::LOCK_ENV, lock)
+        .env(symmetry_interpose::LOCK_ENV, lock);
+    run_killed(
+        c,
+        &format!("{} {args:?} under {lock}", program.display()),
+        secs,
+    )
+}
+
+/// Runs command `c` (called `what` in a failure), killing it after `secs`.
+fn run_killed(mut c: Command, what: &str, secs: u64) -> Output {
+    let _one = one_program();
+    let mut child = c
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -86,10 +96,7 @@ fn run_replaced(program: &Path, args: &[&str], lock: &str, secs: u64) -> Output 
         }
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
-            panic!(
-                "{} {args:?} under {lock} did not finish in {secs} s",
-                program.display()
-            );
+            panic!("{what} did not finish in {secs} s");
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
@@ -298,6 +305,49 @@ fn fork_shared_memory_signal_handlers_and_dlclose_behave_as_under_glibc() {
                 want,
                 "{args:?} under {lock}"
             );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn threads_started_before_the_library_initializes_are_served() {
+    let dir = scratch("early");
+    let prog = compile("safety", &dir);
+    let early = compile_shared("early", &dir);
+    let lib = library();
+    let want = "threads started before main: 200000\n";
+    // Both orders of the preload list: in one of them early.so's
+    // constructor, and so its threads' first mutex calls, come before the
+    // library's constructor.
+    for (first, second) in [(&early, &lib), (&lib, &early)] {
+        let preload = format!("{}:{}", first.display(), second.display());
+        for mode in ["profile", "tas", "mcs", "spin-then-block:random-walk"] {
+            let profile = dir.join("early.csv");
+            let _ = std::fs::remove_file(&profile);
+            let mut c = Command::new(&prog);
+            c.arg("early").env("LD_PRELOAD", &preload);
+            if mode == "profile" {
+                c.env(symmetry_interpose::PROFILE_ENV, &profile);
+            } else {
+                c.env(symmetry_interpose::LOCK_ENV, mode);
+            }
+            let what = format!("early threads under {mode} (LD_PRELOAD={preload})");
+            let out = run_killed(c, &what, 60);
+            assert!(
+                out.status.success(),
+                "{what}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{what}");
+            if mode == "profile" && profile.exists() {
+                let p = Profile::read(&profile).expect("the profile parses");
+                assert!(
+                    p.locks.iter().all(|l| l.name.contains("early.so")),
+                    "{what}: {:?}",
+                    p.locks.iter().map(|l| &l.name).collect::<Vec<_>>()
+                );
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

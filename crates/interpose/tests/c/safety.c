@@ -4,7 +4,8 @@
  * (PTHREAD_PROCESS_SHARED), signal handlers that take a mutex while the
  * interrupted thread is inside another one's lock or unlock, and a shared
  * object whose static mutexes are unloaded (dlclose) and loaded again.
- * Usage: safety fork|pshared|signal|dlclose [PLUGIN.so]. Prints only
+ * Usage: safety fork|pshared|signal|early|dlclose [PLUGIN.so] (early:
+ * with early.c's object preloaded). Prints only
  * deterministic lines. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -137,11 +138,23 @@ static int do_dlclose(const char *plugin) {
   return 0;
 }
 
+/* Threads that a preloaded early.so started from its constructor. */
+static int do_early(void) {
+  long (*wait)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "early_wait");
+  if (!wait) {
+    fprintf(stderr, "early.so is not preloaded\n");
+    return 1;
+  }
+  printf("threads started before main: %ld\n", wait());
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   if (!strcmp(argv[1], "fork")) return do_fork();
   if (!strcmp(argv[1], "pshared")) return do_pshared();
   if (!strcmp(argv[1], "signal")) return do_signal();
   if (!strcmp(argv[1], "dlclose") && argc > 2) return do_dlclose(argv[2]);
+  if (!strcmp(argv[1], "early")) return do_early();
   return 2;
 }
