@@ -240,8 +240,9 @@ enum Sink {
 
 /// Most shards one thread keeps: a thread that waits on more distinct
 /// mutexes records the rest into their shared histograms, so the memory
-/// is bounded by 1.5 KiB x this x the threads alive at once.
-const MAX_SHARDS: usize = 32;
+/// is bounded by 1.5 KiB x this x the threads alive at once (12 KiB per
+/// thread). A thread hot on one mutex needs one.
+const MAX_SHARDS: usize = 8;
 
 /// A thread's shards; dropping it (thread exit) hands them back.
 struct Shards(RefCell<Vec<&'static Shard>>);

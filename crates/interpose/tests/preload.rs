@@ -352,3 +352,25 @@ fn threads_started_before_the_library_initializes_are_served() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn waves_of_threads_on_many_mutexes_are_profiled_without_loss_of_output() {
+    let dir = scratch("many");
+    let prog = compile("many", &dir);
+    let plain = run(&prog, &[], None);
+    assert_eq!(String::from_utf8_lossy(&plain.stdout), "320000\n");
+    let profile = dir.join("many.csv");
+    let traced = run(&prog, &[], Some(&profile));
+    assert_eq!(traced.stdout, plain.stdout);
+    if profile.exists() {
+        let p = Profile::read(&profile).expect("the profile parses");
+        // One entry per mutex that waited (a mutex's waits from every
+        // thread, sharded or not, under one name).
+        assert!(p.locks.len() <= 12, "{} locks", p.locks.len());
+        let mut names: Vec<_> = p.locks.iter().map(|l| &l.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), p.locks.len());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
