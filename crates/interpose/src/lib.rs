@@ -36,11 +36,12 @@
 //! The wait is the time from the failed `trylock` to the return of the
 //! real lock call: the holder's remaining hold time plus glibc's wake-up
 //! path. It is recorded as not blocked (this library does not know
-//! whether glibc slept). Inside the critical section the library only
-//! reads the clock; the wait goes into the histogram after the thread's
-//! next unlock, so the profile does not lengthen the critical sections it
-//! measures. A wait whose mutex is still held when the process exits is
-//! not recorded (at most one per thread). Re-acquisitions inside `pthread_cond_wait` happen
+//! whether glibc slept). Waits are read from [`clock`]. Inside the
+//! critical section the library only reads the clock and the mutex's
+//! kind; the wait goes into the thread's own part of the histogram
+//! ([`profiler::Shard`]) after the thread's next unlock. A wait whose
+//! mutex is still held when the process exits is not recorded (at most
+//! one per thread). Re-acquisitions inside `pthread_cond_wait` happen
 //! inside glibc and are not seen; `trylock` and `unlock` never wait.
 //!
 //! # Environment
@@ -195,7 +196,7 @@ thread_local! {
     /// The mutex this thread last recorded a wait on, where that wait
     /// went, and the [`FORGOTTEN`] count then: a thread that keeps waiting
     /// on one mutex (the contended case) skips the shared name table.
-    static LAST: Cell<(usize, Sink, u64)> = const { Cell::new((0, Sink::None, 0)) };
+    static LAST: Cell<Option<(usize, Sink, u64)>> = const { Cell::new(None) };
     /// This thread's shards of the histograms it recorded into (at most
     /// [`MAX_SHARDS`]), handed back when the thread exits.
     static SHARDS: Shards = const { Shards(RefCell::new(Vec::new())) };
@@ -230,8 +231,6 @@ impl Wait {
 /// Where a thread records the waits on one mutex.
 #[derive(Clone, Copy)]
 enum Sink {
-    /// Not looked up yet.
-    None,
     /// The thread's own shard of the mutex's histogram.
     Shard(&'static Shard),
     /// The shared histogram (the thread holds [`MAX_SHARDS`] shards).
@@ -284,6 +283,20 @@ fn defer(w: Wait) {
         if old.m != 0 {
             record(old);
         }
+    });
+}
+
+/// Keeps the wait on `m`, acquired at `site` after waiting since tick
+/// `t0`, to be recorded after the unlock. Runs inside the critical
+/// section: one counter read and one load of the mutex (just acquired, so
+/// in this core's cache).
+#[inline]
+fn acquired(m: *mut libc::pthread_mutex_t, site: usize, t0: u64) {
+    defer(Wait {
+        m: m as usize,
+        site,
+        ticks: clock::ticks().saturating_sub(t0),
+        pshared: replace::glibc_kind(m) & replace::PSHARED_BIT != 0,
     });
 }
 
@@ -400,10 +413,10 @@ fn record(w: Wait) {
         // record one wait under the old name.
         let era = FORGOTTEN.load(Ordering::Relaxed);
         let sink = match LAST.get() {
-            (a, sink, g) if a == m && g == era && !matches!(sink, Sink::None) => sink,
+            Some((a, sink, g)) if a == m && g == era => sink,
             _ => {
                 let sink = sink_of(entry_of(m, site, pshared));
-                LAST.set((m, sink, era));
+                LAST.set(Some((m, sink, era)));
                 sink
             }
         };
@@ -411,7 +424,6 @@ fn record(w: Wait) {
         match sink {
             Sink::Shard(s) => s.record(spins, false),
             Sink::Shared(e) => e.record(spins, false),
-            Sink::None => {}
         }
         b.set(false);
     });
@@ -462,15 +474,7 @@ extern "C" fn lock_at(m: *mut libc::pthread_mutex_t, site: usize) -> c_int {
         let t0 = clock::ticks();
         let rc = (r.lock)(m);
         if rc == 0 {
-            // Inside the critical section: one counter read and one load
-            // of the mutex (just acquired, so in this core's cache); the
-            // histogram is updated after the unlock.
-            defer(Wait {
-                m: m as usize,
-                site,
-                ticks: clock::ticks().saturating_sub(t0),
-                pshared: replace::glibc_kind(m) & replace::PSHARED_BIT != 0,
-            });
+            acquired(m, site, t0);
         }
         rc
     }
@@ -501,15 +505,7 @@ extern "C" fn timedlock_at(
         let t0 = clock::ticks();
         let rc = (r.timedlock)(m, abstime);
         if rc == 0 {
-            // Inside the critical section: one counter read and one load
-            // of the mutex (just acquired, so in this core's cache); the
-            // histogram is updated after the unlock.
-            defer(Wait {
-                m: m as usize,
-                site,
-                ticks: clock::ticks().saturating_sub(t0),
-                pshared: replace::glibc_kind(m) & replace::PSHARED_BIT != 0,
-            });
+            acquired(m, site, t0);
         }
         rc
     }

@@ -85,15 +85,65 @@ pub fn bucket_upper(j: usize) -> u64 {
     }
 }
 
+/// A live histogram's counters per bucket: waits, their sum and the waits
+/// that blocked.
+#[derive(Debug)]
+struct Counters {
+    counts: [AtomicU64; BUCKETS],
+    sums: [AtomicU64; BUCKETS],
+    blocked: [AtomicU64; BUCKETS],
+}
+
+impl Counters {
+    fn new() -> Self {
+        Counters {
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+            sums: std::array::from_fn(|_| AtomicU64::new(0)),
+            blocked: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    /// Adds one wait of `waited` spins with `bump`, the writers' way of
+    /// adding to a counter.
+    #[inline]
+    fn record(&self, waited: u64, blocked: bool, bump: impl Fn(&AtomicU64, u64)) {
+        let j = bucket_of(waited);
+        bump(&self.counts[j], 1);
+        bump(&self.sums[j], waited);
+        if blocked {
+            bump(&self.blocked[j], 1);
+        }
+    }
+
+    /// Adds these counters to `r` (Relaxed loads: counters, read only
+    /// whole).
+    fn add_to(&self, r: &mut LockRecord) {
+        for j in 0..BUCKETS {
+            let add = |to: &mut u64, from: &AtomicU64| {
+                *to = to.saturating_add(from.load(Ordering::Relaxed));
+            };
+            add(&mut r.counts[j], &self.counts[j]);
+            add(&mut r.sums[j], &self.sums[j]);
+            add(&mut r.blocked[j], &self.blocked[j]);
+        }
+    }
+
+    fn zero(&self) {
+        for a in [&self.counts, &self.sums, &self.blocked] {
+            for x in a {
+                x.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 /// One lock's live histogram.
 #[derive(Debug)]
 pub struct LockProfile {
     name: String,
     blocker: &'static str,
     c_spins: fn() -> u32,
-    counts: [AtomicU64; BUCKETS],
-    sums: [AtomicU64; BUCKETS],
-    blocked: [AtomicU64; BUCKETS],
+    counters: Counters,
 }
 
 impl LockProfile {
@@ -102,60 +152,33 @@ impl LockProfile {
             name,
             blocker,
             c_spins,
-            counts: std::array::from_fn(|_| AtomicU64::new(0)),
-            sums: std::array::from_fn(|_| AtomicU64::new(0)),
-            blocked: std::array::from_fn(|_| AtomicU64::new(0)),
+            counters: Counters::new(),
         }
     }
 
     /// Records one contended wait.
     #[inline]
     pub fn record(&self, waited: u64, blocked: bool) {
-        let j = bucket_of(waited);
         // Relaxed: counters, read only by snapshots.
-        self.counts[j].fetch_add(1, Ordering::Relaxed);
-        self.sums[j].fetch_add(waited, Ordering::Relaxed);
-        if blocked {
-            self.blocked[j].fetch_add(1, Ordering::Relaxed);
-        }
+        self.counters.record(waited, blocked, |a, by| {
+            a.fetch_add(by, Ordering::Relaxed);
+        });
     }
 
     fn snapshot(&self) -> LockRecord {
-        let load = |a: &[AtomicU64; BUCKETS]| std::array::from_fn(|j| a[j].load(Ordering::Relaxed));
-        LockRecord {
-            name: self.name.clone(),
-            blocker: self.blocker.to_string(),
-            c_spins: (self.c_spins)(),
-            counts: load(&self.counts),
-            sums: load(&self.sums),
-            blocked: load(&self.blocked),
-        }
-    }
-
-    fn reset(&self) {
-        zero(&self.counts, &self.sums, &self.blocked);
-    }
-}
-
-fn zero(
-    counts: &[AtomicU64; BUCKETS],
-    sums: &[AtomicU64; BUCKETS],
-    blocked: &[AtomicU64; BUCKETS],
-) {
-    for a in [counts, sums, blocked] {
-        for x in a {
-            x.store(0, Ordering::Relaxed);
-        }
+        let mut r = LockRecord::new(self.name.clone(), self.blocker, (self.c_spins)());
+        self.counters.add_to(&mut r);
+        r
     }
 }
 
 /// One thread's private part of a lock's histogram, from [`take_shard`].
 ///
 /// A lock waited on by several threads at once has its histogram's cache
-/// lines written by all of them: each recorded wait then costs two or
-/// three cache-line transfers on top of the wait. A shard is written by
-/// one thread only, so recording is a load and a store to lines that stay
-/// in that thread's cache, and [`snapshot`] adds every shard to its lock.
+/// lines written by all of them: each recorded wait then moves two or
+/// three cache lines between cores. A shard is written by one thread
+/// only, so recording is a load and a store to lines that stay in that
+/// thread's cache, and [`snapshot`] adds every shard to its lock.
 ///
 /// The single writer is a contract, not a check: two threads recording
 /// into one shard can lose counts (never memory safety; the words are
@@ -164,9 +187,7 @@ fn zero(
 #[derive(Debug)]
 pub struct Shard {
     of: &'static LockProfile,
-    counts: [AtomicU64; BUCKETS],
-    sums: [AtomicU64; BUCKETS],
-    blocked: [AtomicU64; BUCKETS],
+    counters: Counters,
 }
 
 impl Shard {
@@ -183,26 +204,12 @@ impl Shard {
         // is the only writer, so it always reads its own last store
         // (coherence), and readers (snapshots) need no order with anything
         // else, only whole words.
-        let bump = |a: &AtomicU64, by: u64| {
+        self.counters.record(waited, blocked, |a, by| {
             a.store(
                 a.load(Ordering::Relaxed).wrapping_add(by),
                 Ordering::Relaxed,
             );
-        };
-        let j = bucket_of(waited);
-        bump(&self.counts[j], 1);
-        bump(&self.sums[j], waited);
-        if blocked {
-            bump(&self.blocked[j], 1);
-        }
-    }
-
-    fn add_to(&self, r: &mut LockRecord) {
-        for j in 0..BUCKETS {
-            r.counts[j] += self.counts[j].load(Ordering::Relaxed);
-            r.sums[j] += self.sums[j].load(Ordering::Relaxed);
-            r.blocked[j] += self.blocked[j].load(Ordering::Relaxed);
-        }
+        });
     }
 }
 
@@ -228,9 +235,7 @@ pub fn take_shard(lock: &'static LockProfile) -> &'static Shard {
     }
     let s: &'static Shard = Box::leak(Box::new(Shard {
         of: lock,
-        counts: std::array::from_fn(|_| AtomicU64::new(0)),
-        sums: std::array::from_fn(|_| AtomicU64::new(0)),
-        blocked: std::array::from_fn(|_| AtomicU64::new(0)),
+        counters: Counters::new(),
     }));
     r.shards.push(s);
     s
@@ -284,7 +289,7 @@ pub fn snapshot() -> Profile {
         .collect();
     for s in &r.shards {
         if let Some(&i) = index.get(&(s.of as *const LockProfile as usize)) {
-            s.add_to(&mut locks[i]);
+            s.counters.add_to(&mut locks[i]);
         }
     }
     locks.retain(|l| l.contended() > 0);
@@ -299,10 +304,10 @@ pub fn snapshot() -> Profile {
 pub fn reset() {
     let r = registry().lock().unwrap_or_else(|e| e.into_inner());
     for e in &r.order {
-        e.reset();
+        e.counters.zero();
     }
     for s in &r.shards {
-        zero(&s.counts, &s.sums, &s.blocked);
+        s.counters.zero();
     }
 }
 
