@@ -42,6 +42,16 @@
 //! bucket, by hash) waits for itself forever. Do not run a program whose
 //! signal handlers take mutexes on `parking_lot`; the tests run such a
 //! program on every other algorithm.
+//!
+//! One narrower window remains for the queue locks (`mcs`, `clh`,
+//! `graunke-thakkar` and those built on them): they take queue nodes from
+//! a per-thread pool, and the pool grows (with `malloc` and a process-wide
+//! mutex) only when a thread holds more locks at once than ever before. A
+//! handler that interrupts its thread inside that growth, and itself needs
+//! a new node, can deadlock there, as any `malloc` in a handler can. A
+//! thread's first acquisitions are where this can happen; once a thread has
+//! held its handler's mutex while holding its deepest nest of others, its
+//! pool never grows again.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
