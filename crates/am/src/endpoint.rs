@@ -45,6 +45,14 @@
 //! writes into shared memory can make this endpoint access memory out of
 //! bounds (see [`crate::segment`]'s "Trust").
 //!
+//! # Ranks on other hosts
+//!
+//! A job whose [`Job::net`] places ranks on several hosts keeps these
+//! queues for the ranks of this endpoint's host and sends to the others
+//! over the job's [`Wire`] (see [`crate::net`] for what changes: order
+//! across transports, failures). Requests, replies, bulk data, polling,
+//! `barrier` and `allreduce` mean the same on both.
+//!
 //! Handlers are plain functions registered by id, with typed access to the
 //! endpoint's state `S` (the Split-C/AM-II style: a handler updates the
 //! program's data). Ids `0..USER_HANDLERS` are the user's; the rest are
@@ -58,6 +66,7 @@ use crate::job::Job;
 use crate::layout::{
     Body, CLAIMED, FREE, MAX_ARGS, Queue, READY_BULK, lap_of, pid_of, state_of, word,
 };
+use crate::net::{self, Kind, MAX_IN_FLIGHT, Wire};
 use crate::segment::{Config, Segment, pid_alive, segment_name};
 use crate::sync::Ordering;
 
@@ -230,6 +239,22 @@ enum Scope {
     Replies,
 }
 
+/// The wire to the ranks on other hosts.
+struct Remote {
+    wire: Box<dyn Wire>,
+    name: &'static str,
+    /// The message being delivered (reused).
+    buf: Vec<u8>,
+    /// How long closing waits for sends in flight.
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote").field("wire", &self.name).finish()
+    }
+}
+
 /// Everything of an endpoint except the user state.
 #[derive(Debug)]
 pub struct Core<C: Claim, S> {
@@ -237,14 +262,18 @@ pub struct Core<C: Claim, S> {
     size: u32,
     pid: u32,
     own: Segment,
-    /// Mappings of the other ranks' segments (`None` at our own rank).
+    /// Mappings of the other ranks' segments (`None` at our own rank and
+    /// at ranks on other hosts).
     peers: Vec<Option<Segment>>,
-    /// Views of every rank's two queues (own segment at our rank), made
-    /// once at join. They borrow the mappings in `own` and `peers`, which
-    /// live exactly as long as `self` and are never replaced, so the
-    /// `'static` is never observable outside `Core` (`queue` hands out
-    /// copies only to code that holds `&self` or `&mut self`).
-    views: Vec<[Queue<'static, C::Tail>; 2]>,
+    /// Views of the two queues of every rank on this host (own segment at
+    /// our rank; `None` for ranks on other hosts), made once at join. They
+    /// borrow the mappings in `own` and `peers`, which live exactly as
+    /// long as `self` and are never replaced, so the `'static` is never
+    /// observable outside `Core` (`queue` hands out copies only to code
+    /// that holds `&self` or `&mut self`).
+    views: Vec<Option<[Queue<'static, C::Tail>; 2]>>,
+    /// The wire to ranks on other hosts, if the job has any.
+    remote: Option<Remote>,
     handlers: Vec<Option<Handler<C, S>>>,
     stats: Stats,
     stall: [Stall; 2],
@@ -408,8 +437,31 @@ impl<C: Claim, S> Endpoint<C, S> {
                 ),
             });
         }
-        let own =
-            Segment::create::<C>(&segment_name(&job.name, job.rank), cfg, job.rank, job.size)?;
+        if let Some(net) = &job.net
+            && net.hosts().len() != job.size as usize
+        {
+            return Err(AmError::Config {
+                detail: format!(
+                    "a host map of {} ranks for a job of {}",
+                    net.hosts().len(),
+                    job.size
+                ),
+            });
+        }
+        let local = |r: u32| job.net.as_ref().is_none_or(|n| n.same_host(r, job.rank));
+        // The wire first: connecting may be collective, and every rank
+        // reaches it before anything that can time out.
+        let remote = match &job.net {
+            Some(net) if (0..job.size).any(|r| !local(r)) => Some(Remote {
+                wire: net.wiring().connect()?,
+                name: net.wiring().name(),
+                buf: Vec::new(),
+                timeout: job.timeout,
+            }),
+            _ => None,
+        };
+        let shm = job.shm_name();
+        let own = Segment::create::<C>(&segment_name(&shm, job.rank), cfg, job.rank, job.size)?;
         let mut core = Core {
             rank: job.rank,
             size: job.size,
@@ -417,6 +469,7 @@ impl<C: Claim, S> Endpoint<C, S> {
             own,
             peers: Vec::with_capacity(job.size as usize),
             views: Vec::with_capacity(job.size as usize),
+            remote,
             handlers: vec![None; HANDLERS],
             stats: Stats::default(),
             stall: [Stall::default(); 2],
@@ -430,10 +483,10 @@ impl<C: Claim, S> Endpoint<C, S> {
             unlinked: false,
         };
         for r in 0..job.size {
-            if r == job.rank {
+            if r == job.rank || !local(r) {
                 core.peers.push(None);
             } else {
-                let seg = Segment::open::<C>(&segment_name(&job.name, r), job.timeout)?;
+                let seg = Segment::open::<C>(&segment_name(&shm, r), job.timeout)?;
                 let snap = seg.snapshot();
                 if snap.rank != r || snap.size != job.size {
                     return Err(AmError::Untrusted {
@@ -457,11 +510,15 @@ impl<C: Claim, S> Endpoint<C, S> {
             }
         }
         for r in 0..job.size {
+            if !local(r) {
+                core.views.push(None);
+                continue;
+            }
             let seg = core.segment(r);
             // SAFETY: every segment was created or validated for `C`; the
             // views live in `core` with the mappings (see `views`).
             let v = unsafe { [seg.queue::<C>(REQUESTS), seg.queue::<C>(REPLIES)] };
-            core.views.push(v);
+            core.views.push(Some(v));
         }
         Ok(Self { core, state })
     }
@@ -671,7 +728,9 @@ impl<C: Claim, S> Endpoint<C, S> {
     /// and then kill the child.
     #[doc(hidden)]
     pub fn debug_abandon_claim(&mut self, dest: u32, bulk: bool) -> Result<(), AmError> {
-        let q = self.core.queue(dest, REQUESTS)?;
+        let Some(q) = self.core.queue(dest, REQUESTS)? else {
+            return Ok(());
+        };
         let me = Holder {
             pid: self.core.pid,
             rank: self.core.rank,
@@ -688,7 +747,9 @@ impl<C: Claim, S> Endpoint<C, S> {
     /// `false` for algorithms without a lock.
     #[doc(hidden)]
     pub fn debug_hold_lock(&mut self, dest: u32) -> Result<bool, AmError> {
-        let q = self.core.queue(dest, REQUESTS)?;
+        let Some(q) = self.core.queue(dest, REQUESTS)? else {
+            return Ok(false);
+        };
         let me = Holder {
             pid: self.core.pid,
             rank: self.core.rank,
@@ -707,6 +768,11 @@ impl<C: Claim, S> Endpoint<C, S> {
 
 impl<C: Claim, S> Drop for Core<C, S> {
     fn drop(&mut self) {
+        if let Some(r) = self.remote.as_mut() {
+            // Best effort: a send still in flight after the timeout means
+            // a receiver that stopped polling (the job is failing anyway).
+            let _ = r.wire.close(r.timeout);
+        }
         self.own.mark_closed();
         if !self.unlinked {
             self.unlinked = true;
@@ -717,18 +783,28 @@ impl<C: Claim, S> Drop for Core<C, S> {
 }
 
 impl<C: Claim, S> Core<C, S> {
-    /// View of queue `which` of `rank` (own segment for our rank).
+    /// View of queue `which` of `rank` (own segment for our rank), or
+    /// `None` if `rank` is on another host.
     ///
     /// The view's lifetime is unbounded: it must not outlive `self` (the
     /// mappings are only dropped with `self`).
     #[inline(always)]
-    fn queue<'x>(&self, rank: u32, which: usize) -> Result<Queue<'x, C::Tail>, AmError> {
+    fn queue<'x>(&self, rank: u32, which: usize) -> Result<Option<Queue<'x, C::Tail>>, AmError> {
         match self.views.get(rank as usize) {
-            Some(v) => Ok(v[which]),
+            Some(v) => Ok(v.map(|v| v[which])),
             None => Err(AmError::NoSuchRank {
                 rank,
                 size: self.size,
             }),
+        }
+    }
+
+    /// View of own queue `which`.
+    #[inline(always)]
+    fn own_queue<'x>(&self, which: usize) -> Queue<'x, C::Tail> {
+        match self.views[self.rank as usize] {
+            Some(v) => v[which],
+            None => unreachable!("the own rank is always on its own host"),
         }
     }
 
@@ -753,6 +829,10 @@ impl<C: Claim, S> Core<C, S> {
     /// flag, a dead owner) without remembering it.
     fn look(&self, rank: u32) -> Option<Gone> {
         if rank == self.rank {
+            return None;
+        }
+        if matches!(self.views.get(rank as usize), Some(None)) {
+            // On another host: its failures are the wire's to report.
             return None;
         }
         if let Some((g, _)) = self.gone.get(rank as usize).copied().flatten() {
@@ -803,7 +883,9 @@ impl<C: Claim, S> Core<C, S> {
         data: Option<&[u8]>,
         scope: Scope,
     ) -> Result<(), AmError> {
-        let q = core.queue(dest, which)?;
+        let Some(q) = core.queue(dest, which)? else {
+            return Core::send_wire(core, state, dest, which, handler, args, data, scope);
+        };
         if core.gone[dest as usize].is_some() || core.segment(dest).is_closed() {
             return Core::refuse(core, dest);
         }
@@ -829,6 +911,120 @@ impl<C: Claim, S> Core<C, S> {
         q.publish(&c, body, data);
         core.stats.sent += 1;
         Ok(())
+    }
+
+    /// Sends to a rank on another host: one wire message holding the
+    /// header, the words and the bulk data. Past [`MAX_IN_FLIGHT`]
+    /// unfinished sends it waits as on a full queue (polling).
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn send_wire(
+        core: &mut Self,
+        state: &mut S,
+        dest: u32,
+        which: usize,
+        handler: u16,
+        args: &[u64],
+        data: Option<&[u8]>,
+        scope: Scope,
+    ) -> Result<(), AmError> {
+        let mut waits = 0u32;
+        loop {
+            let Some(r) = core.remote.as_mut() else {
+                unreachable!("a rank without a view is on another host, so there is a wire");
+            };
+            if r.wire.in_flight() < MAX_IN_FLIGHT {
+                break;
+            }
+            Core::wait_full(core, state, dest, scope, &mut waits)?;
+        }
+        let Some(r) = core.remote.as_mut() else {
+            unreachable!("checked above");
+        };
+        let bulk = data.unwrap_or(&[]);
+        let head = net::header(handler, args.len(), bulk.len());
+        let mut w = [0u8; 8 * MAX_ARGS];
+        let n = net::words(args, &mut w);
+        let kind = if which == REQUESTS {
+            Kind::Request
+        } else {
+            Kind::Reply
+        };
+        r.wire.send(dest, kind, [&head, &w[..n], bulk])?;
+        core.stats.sent += 1;
+        Ok(())
+    }
+
+    /// Delivers what arrived over the wire (at most a ring's worth of a
+    /// shared-memory queue per call, so a flood cannot starve the caller).
+    #[inline]
+    fn poll_wire(core: &mut Self, state: &mut S, scope: Scope) -> Result<usize, AmError> {
+        let Some(r) = core.remote.as_mut() else {
+            return Ok(0);
+        };
+        let only = (scope == Scope::Replies).then_some(Kind::Reply);
+        let mut buf = std::mem::take(&mut r.buf);
+        let mut delivered = 0usize;
+        let mut result = Ok(());
+        while delivered < 256 {
+            let Some(r) = core.remote.as_mut() else { break };
+            let Some((src, kind)) = (match r.wire.recv(only, &mut buf) {
+                Ok(m) => m,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }) else {
+                break;
+            };
+            delivered += 1;
+            core.stats.delivered += 1;
+            let which = if kind == Kind::Request {
+                REQUESTS
+            } else {
+                REPLIES
+            };
+            let msg = match net::decode(&buf) {
+                Ok(m)
+                    if m.handler < USER_HANDLERS
+                        || matches!(m.handler, H_BARRIER | H_REDUCE | H_RESULT) =>
+                {
+                    m
+                }
+                Ok(m) => {
+                    core.stats.garbage += 1;
+                    result = Err(AmError::Garbage {
+                        src,
+                        detail: format!("handler id {}", m.handler),
+                    });
+                    break;
+                }
+                Err(detail) => {
+                    core.stats.garbage += 1;
+                    result = Err(AmError::Garbage { src, detail });
+                    break;
+                }
+            };
+            let args = msg.args;
+            let r = Core::dispatch(
+                core,
+                state,
+                which,
+                src,
+                msg.handler,
+                &args[..msg.nargs],
+                msg.bulk,
+            );
+            if r.is_err() {
+                result = r;
+                break;
+            }
+        }
+        if let Some(r) = core.remote.as_mut() {
+            r.buf = buf;
+        }
+        result.map(|()| delivered)
     }
 
     /// The error of a request to a peer that is gone.
@@ -892,7 +1088,7 @@ impl<C: Claim, S> Core<C, S> {
                 // queued behind a dead one's claim.
                 let before = core.stats.recovered_packets + core.stats.skipped;
                 for which in [REQUESTS, REPLIES] {
-                    let q = core.queue(core.rank, which)?;
+                    let q = core.own_queue(which);
                     let pos = core.head[which];
                     let w = q.word_at(pos);
                     core.unstick(&q, which, pos, w);
@@ -919,12 +1115,15 @@ impl<C: Claim, S> Core<C, S> {
         if scope == Scope::Both {
             n += Core::poll_queue(core, state, REQUESTS)?;
         }
+        if core.remote.is_some() {
+            n += Core::poll_wire(core, state, scope)?;
+        }
         Ok(n)
     }
 
     #[inline]
     fn poll_queue(core: &mut Self, state: &mut S, which: usize) -> Result<usize, AmError> {
-        let q = core.queue(core.rank, which)?;
+        let q = core.own_queue(which);
         let len = q.packets.len() as u64;
         let mut delivered = 0usize;
         // At most one ring's worth per call, so a flood cannot starve the
@@ -944,7 +1143,15 @@ impl<C: Claim, S> Core<C, S> {
             let (result, bulk_slot) = match core.check_body(&q, st, &body) {
                 Ok((bulk, bulk_slot)) => {
                     let nargs = body.nargs as usize;
-                    let r = Core::dispatch(core, state, which, &body, &body.args[..nargs], bulk);
+                    let r = Core::dispatch(
+                        core,
+                        state,
+                        which,
+                        body.src,
+                        body.handler,
+                        &body.args[..nargs],
+                        bulk,
+                    );
                     (r, bulk_slot)
                 }
                 Err(e) => {
@@ -1016,29 +1223,27 @@ impl<C: Claim, S> Core<C, S> {
         core: &mut Self,
         state: &mut S,
         which: usize,
-        body: &Body,
+        src: u32,
+        handler: u16,
         args: &[u64],
         bulk: &[u8],
     ) -> Result<(), AmError> {
-        if body.handler >= USER_HANDLERS {
-            return core.internal(body.handler, body.src, args);
+        if handler >= USER_HANDLERS {
+            return core.internal(handler, src, args);
         }
-        let Some(h) = core.handlers[body.handler as usize] else {
-            return Err(AmError::NoHandler {
-                id: body.handler,
-                src: body.src,
-            });
+        let Some(h) = core.handlers[handler as usize] else {
+            return Err(AmError::NoHandler { id: handler, src });
         };
         let msg = Msg {
-            src: body.src,
-            handler: body.handler,
+            src,
+            handler,
             args,
             bulk,
         };
         let mut token = Token {
             core,
             state,
-            src: body.src,
+            src,
             is_request: which == REQUESTS,
             replied: false,
         };

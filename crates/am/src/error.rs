@@ -147,6 +147,13 @@ pub enum AmError {
         /// What was seen.
         detail: String,
     },
+    /// The transport between hosts (a [`crate::net::Wire`]) failed.
+    Transport {
+        /// The transport's name.
+        wire: &'static str,
+        /// What failed.
+        detail: String,
+    },
 }
 
 /// The magic number [`AmError::BadMagic`] expects. Under loom there are no
@@ -226,6 +233,7 @@ impl fmt::Display for AmError {
             AmError::Timeout { what } => write!(f, "timed out waiting for {what}"),
             AmError::BadReply { why } => write!(f, "bad reply: {why}"),
             AmError::Config { detail } => write!(f, "{detail}"),
+            AmError::Transport { wire, detail } => write!(f, "{wire}: {detail}"),
             AmError::Untrusted { name, detail } => {
                 write!(f, "refusing segment {name}: {detail}")
             }

@@ -19,6 +19,7 @@ use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use crate::error::AmError;
+use crate::net::Net;
 use crate::segment::pid_alive;
 
 /// Environment variable holding the job name.
@@ -42,9 +43,25 @@ pub struct Job {
     pub size: u32,
     /// How long to wait for the other ranks' segments to appear.
     pub timeout: Duration,
+    /// The ranks' hosts and the transport between hosts; `None`: every
+    /// rank on this host, shared memory only (see [`crate::net`]).
+    pub net: Option<Net>,
 }
 
 impl Job {
+    /// The name of this rank's shared-memory group: the job's name, and
+    /// with ranks on several hosts, the host's number after it (emulated
+    /// hosts of one machine must not share segment names).
+    pub fn shm_name(&self) -> String {
+        match &self.net {
+            Some(net) if net.host_count() > 1 => {
+                let host = net.hosts().get(self.rank as usize).copied().unwrap_or(0);
+                format!("{}-h{host}", self.name)
+            }
+            _ => self.name.clone(),
+        }
+    }
+
     /// A fresh job name owned by this process: `<pid>-<64 random bits>`.
     /// The random part comes from the kernel (`getrandom`), so another
     /// process of the machine cannot guess the next job's segment names and
@@ -108,6 +125,7 @@ impl Job {
             rank,
             size,
             timeout: Duration::from_secs(30),
+            net: None,
         }))
     }
 }
@@ -129,6 +147,7 @@ where
                     rank,
                     size: n,
                     timeout: Duration::from_secs(30),
+                    net: None,
                 };
                 let f = &f;
                 s.spawn(move || f(job))

@@ -8,6 +8,8 @@
 //!   (`Endpoint<LockFree>`) or by name ([`for_each_claim!`](crate::for_each_claim)).
 //! * [`job`]: SPMD jobs of processes ([`job::spawn`]) or threads
 //!   ([`job::run_threads`]).
+//! * [`net`]: the same endpoints between hosts, over a [`net::Wire`]
+//!   (MPI with the `mpi` feature), keeping shared memory within a host.
 //!
 //! ```
 //! use symmetry_am::{Config, Endpoint, Job, Msg, Token, claim::Stamp, job};
@@ -46,6 +48,8 @@ pub mod layout;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod model;
+#[cfg(not(loom))]
+pub mod net;
 #[cfg(not(loom))]
 pub mod segment;
 mod sync;

@@ -244,6 +244,7 @@ fn forged_job(tag: &str) -> (Job, ShmName) {
         rank: 0,
         size: 2,
         timeout: SHORT,
+        net: None,
     };
     let peer = ShmName {
         name: segment::segment_name(&job.name, 1),
@@ -541,6 +542,7 @@ fn bad_config_is_a_config_error() {
             rank: 0,
             size: 1,
             timeout: SHORT,
+            net: None,
         };
         let e = Endpoint::<Stamp>::join(&job, &cfg, ()).unwrap_err();
         assert!(matches!(e, AmError::Config { .. }), "{cfg:?}: {e:?}");
@@ -563,6 +565,7 @@ fn bad_job_is_a_config_error() {
             rank,
             size,
             timeout: SHORT,
+            net: None,
         };
         let e = Endpoint::<Stamp>::join(&job, &CFG, ()).unwrap_err();
         assert!(matches!(e, AmError::Config { .. }), "{rank}/{size}: {e:?}");

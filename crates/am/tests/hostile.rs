@@ -102,6 +102,7 @@ fn job2(tag: &str) -> Job {
         rank: 0,
         size: 2,
         timeout: SHORT,
+        net: None,
     }
 }
 
@@ -190,6 +191,7 @@ fn header_rewritten_after_join_changes_nothing() {
                         rank,
                         size: 2,
                         timeout: Duration::from_secs(30),
+                        net: None,
                     };
                     let mut ep = Endpoint::<Stamp, u64>::join(&job, &CFG, 0).unwrap();
                     ep.register(0, add).unwrap();

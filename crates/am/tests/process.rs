@@ -367,6 +367,7 @@ fn cleanup_stale_removes_a_custom_named_jobs_dead_rank() {
         rank: 0,
         size: 2,
         timeout: GUARD,
+        net: None,
     };
     let mut dead = Kid::start(&job, 1, &["idle", "stamp"]);
     let live = Endpoint::<symmetry_am::claim::Stamp>::join(&job, &CFG, ()).expect("join");

@@ -162,6 +162,7 @@ pub(crate) fn own_job(size: u32) -> Job {
         rank: 0,
         size,
         timeout: GUARD,
+        net: None,
     }
 }
 

@@ -16,8 +16,15 @@
 //! - `symmetry am clean`: removes every segment whose creating process (or
 //!   launcher) is gone, whatever its job's name
 //!   ([`symmetry_am::job::cleanup_stale`]).
+//! - `symmetry am spawn --mpi -n N APP [--transport T] [--hosts H]` runs
+//!   the same job under `mpiexec` (built with the `mpi` feature): ranks on
+//!   one host talk through shared memory, ranks on different hosts over MPI
+//!   (`--transport hierarchical`, the default), or every pair over MPI
+//!   (`--transport mpi`); `--hosts H` splits this machine into H emulated
+//!   hosts. On a cluster, start `mpiexec -f HOSTFILE -n N symmetry am rank
+//!   APP ...` directly; every rank prints its line.
 //! - `symmetry am rank APP ...` (hidden): the body of one rank; refuses to
-//!   run outside a job started by `am spawn`.
+//!   run outside a job started by `am spawn` or an MPI launcher.
 //!
 //! Ranks hand their results to the launcher through a private directory
 //! (`--result-dir`): one small JSON file per rank (see [`encode`]). The
@@ -79,6 +86,34 @@ pub struct SpawnArgs {
     pub ranks: u32,
     #[command(flatten)]
     pub app: AppArgs,
+    /// Launch with `mpiexec` (needs a build with `--features mpi` and an
+    /// MPI installation); ranks on other hosts are reached over MPI.
+    #[arg(long)]
+    pub mpi: bool,
+    /// With --mpi: hierarchical (shared memory within a host, MPI between
+    /// hosts), mpi (MPI between every pair) or shm (shared memory only).
+    #[arg(long, default_value = "hierarchical", value_parser = parse_transport, requires = "mpi")]
+    pub transport: &'static str,
+    /// With --mpi: split this machine into this many emulated hosts.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64), requires = "mpi")]
+    pub hosts: u32,
+}
+
+/// The transports of `am spawn --mpi`.
+pub const TRANSPORTS: [&str; 3] = ["hierarchical", "mpi", "shm"];
+
+/// Parses a transport name, listing the accepted ones on error.
+pub fn parse_transport(s: &str) -> Result<&'static str, String> {
+    TRANSPORTS
+        .iter()
+        .find(|t| **t == s)
+        .copied()
+        .ok_or_else(|| {
+            format!(
+                "unknown transport {s:?} (accepted: {})",
+                TRANSPORTS.join(", ")
+            )
+        })
 }
 
 /// `symmetry am rank` (internal).
@@ -341,10 +376,10 @@ pub fn spawn_app(
     if quiet {
         args.push("--quiet".into());
     }
+    let what = format!("{} with {algo} on {}", app.name(), processes(n));
     let result = job::spawn(n, exe, &args)
         .map_err(|e| format!("cannot run the job: {e}"))
         .and_then(|outcome| {
-            let what = format!("{} with {algo} on {}", app.name(), processes(n));
             if !outcome.success() {
                 let failed = outcome.statuses.iter().filter(|s| !s.success()).count();
                 return Err(format!(
@@ -362,22 +397,126 @@ pub fn spawn_app(
                     }
                 ));
             }
-            (0..n)
-                .map(|r| {
-                    let path = result_file(&dir, r);
-                    let text = std::fs::read_to_string(&path).map_err(|e| {
-                        format!("{what}: rank {r} exited 0 but left no result ({e})")
-                    })?;
-                    let (got, out) = decode(&text).map_err(|e| format!("{what}: rank {r}: {e}"))?;
-                    if got != r {
-                        return Err(format!("{what}: file of rank {r} holds rank {got}"));
-                    }
-                    Ok(out)
-                })
-                .collect()
+            collect(&dir, n, &what)
         });
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+/// The results that ranks `0..n` left in `dir`.
+fn collect(dir: &Path, n: u32, what: &str) -> Result<Vec<AppOut>, String> {
+    (0..n)
+        .map(|r| {
+            let path = result_file(dir, r);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("{what}: rank {r} exited 0 but left no result ({e})"))?;
+            let (got, out) = decode(&text).map_err(|e| format!("{what}: rank {r}: {e}"))?;
+            if got != r {
+                return Err(format!("{what}: file of rank {r} holds rank {got}"));
+            }
+            Ok(out)
+        })
+        .collect()
+}
+
+/// The `mpiexec` that `am spawn --mpi` runs (`$MPIEXEC`, else the one on
+/// the `PATH`).
+pub fn mpiexec() -> OsString {
+    std::env::var_os("MPIEXEC").unwrap_or_else(|| "mpiexec".into())
+}
+
+/// Runs `app` with `algo` as an MPI job of `n` processes of `exe` under
+/// `mpiexec`, over `transport` with this machine split into `hosts`
+/// emulated hosts, and collects every rank's result. A rank that fails
+/// makes `mpiexec` end the job; its message (naming the rank) is in the
+/// error.
+#[allow(clippy::too_many_arguments)]
+pub fn spawn_app_mpi(
+    exe: &Path,
+    n: u32,
+    app: App,
+    algo: &str,
+    size: Size,
+    transport: &str,
+    hosts: u32,
+    timeout: Duration,
+) -> Result<Vec<AppOut>, String> {
+    let dir = scratch_dir()?;
+    let what = format!(
+        "{} with {algo} on {} under mpiexec ({transport}, {hosts} host{})",
+        app.name(),
+        processes(n),
+        if hosts == 1 { "" } else { "s" }
+    );
+    let mut cmd = std::process::Command::new(mpiexec());
+    cmd.arg("-n")
+        .arg(n.to_string())
+        .arg(exe)
+        .args([
+            "am",
+            "rank",
+            app.name(),
+            "--algo",
+            algo,
+            "--size",
+            size_name(size),
+        ])
+        .arg("--result-dir")
+        .arg(&dir)
+        .arg("--quiet")
+        .env("SYMMETRY_AM_TRANSPORT", transport)
+        .env("SYMMETRY_AM_HOSTS", hosts.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let result = run_bounded(cmd, timeout)
+        .map_err(|e| format!("{what}: {e}"))
+        .and_then(|()| collect(&dir, n, &what));
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// Runs `cmd` to its end, or kills it after `timeout`; an error holds the
+/// exit status and the end of its standard error.
+fn run_bounded(mut cmd: std::process::Command, timeout: Duration) -> Result<(), String> {
+    use std::io::Read;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+    let mut err = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(e) = err.as_mut() {
+            let _ = e.read_to_string(&mut s);
+        }
+        s
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if start.elapsed() < timeout => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let stderr = reader.join().unwrap_or_default();
+    let tail: String = {
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(12)..].join("\n")
+    };
+    match status {
+        Some(st) if st.success() => Ok(()),
+        Some(st) => Err(format!("{st}; its output ends:\n{tail}")),
+        None => Err(format!(
+            "no end after {} s, killed; its output ends:\n{tail}",
+            timeout.as_secs()
+        )),
+    }
 }
 
 /// `symmetry am ...`.
@@ -427,7 +566,29 @@ fn spawn_main(args: &SpawnArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let outs = match spawn_app(&exe, args.ranks, app, algo, size, false) {
+    let launched = if args.mpi {
+        if !cfg!(feature = "mpi") {
+            eprintln!(
+                "error: this symmetry was built without MPI; build it with \
+                 `cargo build --release -p symmetry-bench --features mpi` (needs libmpich-dev, \
+                 libclang-dev and pkg-config)"
+            );
+            return ExitCode::from(EXIT_USAGE);
+        }
+        spawn_app_mpi(
+            &exe,
+            args.ranks,
+            app,
+            algo,
+            size,
+            args.transport,
+            args.hosts,
+            Duration::from_secs(3600),
+        )
+    } else {
+        spawn_app(&exe, args.ranks, app, algo, size, false)
+    };
+    let outs = match launched {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {e}");
@@ -475,17 +636,38 @@ fn spawn_main(args: &SpawnArgs) -> ExitCode {
 }
 
 fn rank_main(args: &RankArgs) -> ExitCode {
-    let AppArgs { app, algo, size } = args.app;
+    #[cfg(feature = "mpi")]
+    if matches!(Job::from_env(), Ok(None)) && symmetry_am::net::mpi::launched() {
+        let mpi = match symmetry_am::net::mpi::Mpi::init() {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("error: cannot initialise MPI: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let code = match mpi.job_from_env() {
+            Ok(job) => rank_body(args, &job),
+            Err(e) => {
+                eprintln!("rank {}/{}: bad MPI job: {e}", mpi.rank(), mpi.size());
+                ExitCode::from(EXIT_USAGE)
+            }
+        };
+        // Every endpoint is gone: MPI_Finalize.
+        drop(mpi);
+        return code;
+    }
     let job = match Job::from_env() {
         Ok(Some(j)) => j,
         Ok(None) => {
             eprintln!(
-                "error: `symmetry am rank` is one process of a job and needs {}, {} and {} from its launcher; \
-                 start the job with `symmetry am spawn -n N {} --algo {algo}`",
+                "error: `symmetry am rank` is one process of a job and needs {}, {} and {} from its launcher \
+                 (or, built with the `mpi` feature, an MPI launcher); \
+                 start the job with `symmetry am spawn -n N {} --algo {}`",
                 job::ENV_JOB,
                 job::ENV_RANK,
                 job::ENV_SIZE,
-                app.name()
+                args.app.app.name(),
+                args.app.algo,
             );
             return ExitCode::from(EXIT_USAGE);
         }
@@ -494,7 +676,13 @@ fn rank_main(args: &RankArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let out = match run_named(algo, app, size, &job) {
+    rank_body(args, &job)
+}
+
+/// Runs one rank of `job` and reports it.
+fn rank_body(args: &RankArgs, job: &Job) -> ExitCode {
+    let AppArgs { app, algo, size } = args.app;
+    let out = match run_named(algo, app, size, job) {
         Ok(o) => o,
         Err(e) => {
             eprintln!(
@@ -603,6 +791,7 @@ mod tests {
             rank: 0,
             size: 1,
             timeout: Duration::from_millis(1),
+            net: None,
         };
         assert!(
             run_named("nope", App::Fft, Size::Quick, &job)
