@@ -147,6 +147,13 @@ impl Mpi {
         })
     }
 
+    /// Ends every process of the job (`MPI_Abort`) with exit status
+    /// `code`: what a rank that failed does, since its peers may be
+    /// waiting for its messages.
+    pub fn abort(&self, code: i32) -> ! {
+        self.world.abort(code)
+    }
+
     /// This process's rank in `MPI_COMM_WORLD`.
     pub fn rank(&self) -> u32 {
         self.world.rank() as u32

@@ -211,6 +211,26 @@ pub fn result_file(dir: &Path, rank: u32) -> PathBuf {
     dir.join(format!("rank-{rank}.json"))
 }
 
+/// The file in which an MPI rank leaves its pid in `dir`.
+pub fn pid_file(dir: &Path, rank: u32) -> PathBuf {
+    dir.join(format!("rank-{rank}.pid"))
+}
+
+/// Names the ranks of the pids that `mpiexec`'s message mentions (Hydra
+/// says "PID n RUNNING AT host"), from the pid files in `dir`.
+fn ranks_in_message(dir: &Path, n: u32, message: &str) -> Vec<(u32, u32)> {
+    (0..n)
+        .filter_map(|r| {
+            let pid: u32 = std::fs::read_to_string(pid_file(dir, r))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            message.contains(&format!("PID {pid} ")).then_some((r, pid))
+        })
+        .collect()
+}
+
 /// One rank's result as a line of JSON.
 pub fn encode(rank: u32, ranks: u32, algo: &str, app: App, out: &AppOut) -> String {
     // Pairs, not an object: the order of the parameters is kept (it is the
@@ -466,36 +486,82 @@ pub fn spawn_app_mpi(
         .arg("--quiet")
         .env("SYMMETRY_AM_TRANSPORT", transport)
         .env("SYMMETRY_AM_HOSTS", hosts.to_string())
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let result = run_bounded(cmd, timeout)
-        .map_err(|e| format!("{what}: {e}"))
+    // mpiexec names one failed process by pid, not always the first to
+    // end (once one dies, it kills the others): watch the ranks' pids and
+    // name the first to go.
+    let mut pids: Vec<Option<u32>> = vec![None; n as usize];
+    let mut first_gone: Vec<(u32, u32)> = Vec::new();
+    let mut watch = || {
+        if !first_gone.is_empty() {
+            return;
+        }
+        for (r, slot) in (0..n).zip(pids.iter_mut()) {
+            if slot.is_none() {
+                *slot = std::fs::read_to_string(pid_file(&dir, r))
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok());
+            }
+        }
+        first_gone = (0..n)
+            .zip(&pids)
+            .filter_map(|(r, p)| Some((r, (*p)?)))
+            .filter(|&(_, pid)| !symmetry_am::segment::pid_alive(pid))
+            .collect();
+    };
+    let result = run_bounded(cmd, timeout, &mut watch)
+        .map_err(|e| {
+            let named = if first_gone.is_empty() {
+                ranks_in_message(&dir, n, &e)
+            } else {
+                first_gone.clone()
+            };
+            let named: Vec<String> = named
+                .iter()
+                .map(|(r, pid)| format!("rank {r} (pid {pid})"))
+                .collect();
+            if named.is_empty() {
+                format!("{what} failed: {e}")
+            } else {
+                format!("{what} failed: {} ended first: {e}", named.join(", "))
+            }
+        })
         .and_then(|()| collect(&dir, n, &what));
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
 /// Runs `cmd` to its end, or kills it after `timeout`; an error holds the
-/// exit status and the end of its standard error.
-fn run_bounded(mut cmd: std::process::Command, timeout: Duration) -> Result<(), String> {
+/// exit status and the end of its output (`mpiexec` reports a failed
+/// process on its standard output).
+fn run_bounded(
+    mut cmd: std::process::Command,
+    timeout: Duration,
+    watch: &mut dyn FnMut(),
+) -> Result<(), String> {
     use std::io::Read;
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
-    let mut err = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(e) = err.as_mut() {
-            let _ = e.read_to_string(&mut s);
-        }
-        s
-    });
+    fn drain(mut from: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(f) = from.as_mut() {
+                let _ = f.read_to_string(&mut s);
+            }
+            s
+        })
+    }
+    let out = drain(child.stdout.take());
+    let err = drain(child.stderr.take());
     let start = std::time::Instant::now();
     let status = loop {
         match child.try_wait() {
             Ok(Some(st)) => break Some(st),
             Ok(None) if start.elapsed() < timeout => {
-                std::thread::sleep(Duration::from_millis(20));
+                watch();
+                std::thread::sleep(Duration::from_millis(2));
             }
             _ => {
                 let _ = child.kill();
@@ -504,7 +570,7 @@ fn run_bounded(mut cmd: std::process::Command, timeout: Duration) -> Result<(), 
             }
         }
     };
-    let stderr = reader.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default() + &out.join().unwrap_or_default();
     let tail: String = {
         let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
         lines[lines.len().saturating_sub(12)..].join("\n")
@@ -638,6 +704,16 @@ fn spawn_main(args: &SpawnArgs) -> ExitCode {
 fn rank_main(args: &RankArgs) -> ExitCode {
     #[cfg(feature = "mpi")]
     if matches!(Job::from_env(), Ok(None)) && symmetry_am::net::mpi::launched() {
+        // The launcher names a failed rank by its pid (written before MPI
+        // starts, from the launcher's environment, so a rank that dies in
+        // MPI_Init is named too).
+        let pid = std::process::id();
+        let early = ["PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok()?.parse::<u32>().ok());
+        if let (Some(dir), Some(r)) = (&args.result_dir, early) {
+            let _ = std::fs::write(pid_file(dir, r), pid.to_string());
+        }
         let mpi = match symmetry_am::net::mpi::Mpi::init() {
             Ok(m) => m,
             Err(e) => {
@@ -645,6 +721,14 @@ fn rank_main(args: &RankArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        match &args.result_dir {
+            Some(dir) if early != Some(mpi.rank()) => {
+                let _ = std::fs::write(pid_file(dir, mpi.rank()), pid.to_string());
+            }
+            // mpiexec names a failed process by pid: say which rank it is.
+            None if !args.quiet => eprintln!("rank {}/{}: pid {pid}", mpi.rank(), mpi.size()),
+            _ => {}
+        }
         let code = match mpi.job_from_env() {
             Ok(job) => rank_body(args, &job),
             Err(e) => {
@@ -652,6 +736,10 @@ fn rank_main(args: &RankArgs) -> ExitCode {
                 ExitCode::from(EXIT_USAGE)
             }
         };
+        if code != ExitCode::SUCCESS {
+            // The other ranks may wait for this one forever: end the job.
+            mpi.abort(1);
+        }
         // Every endpoint is gone: MPI_Finalize.
         drop(mpi);
         return code;
