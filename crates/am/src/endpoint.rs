@@ -87,6 +87,8 @@ const STALL_CHECK: u32 = 1 << 12;
 /// How long a handed-out `lock-free` head position may stay FREE before
 /// the receiver skips it (see the module docs).
 pub const SKIP_AFTER: Duration = Duration::from_millis(20);
+/// Polls of the shared-memory queues per poll of the wire to other hosts.
+const WIRE_EVERY: u32 = 8;
 /// Full-queue waits between checks of the receiver's liveness.
 const PEER_CHECK: u32 = 1 << 8;
 
@@ -247,6 +249,10 @@ struct Remote {
     buf: Vec<u8>,
     /// How long closing waits for sends in flight.
     timeout: Duration,
+    /// Calls of `poll_queues` (the wire is polled on every `every`-th).
+    tick: u32,
+    /// [`WIRE_EVERY`] with peers on this host, else 1.
+    every: u32,
 }
 
 impl std::fmt::Debug for Remote {
@@ -457,6 +463,12 @@ impl<C: Claim, S> Endpoint<C, S> {
                 name: net.wiring().name(),
                 buf: Vec::new(),
                 timeout: job.timeout,
+                tick: 0,
+                every: if (0..job.size).any(|r| r != job.rank && local(r)) {
+                    WIRE_EVERY
+                } else {
+                    1
+                },
             }),
             _ => None,
         };
@@ -1115,8 +1127,14 @@ impl<C: Claim, S> Core<C, S> {
         if scope == Scope::Both {
             n += Core::poll_queue(core, state, REQUESTS)?;
         }
-        if core.remote.is_some() {
-            n += Core::poll_wire(core, state, scope)?;
+        if let Some(r) = core.remote.as_mut() {
+            // With peers on this host the wire is polled on one call in
+            // WIRE_EVERY: a probe of MPI costs several times a poll of the
+            // queues, and would slow the same-host round trip on every poll.
+            r.tick = r.tick.wrapping_add(1);
+            if r.tick.is_multiple_of(r.every) {
+                n += Core::poll_wire(core, state, scope)?;
+            }
         }
         Ok(n)
     }

@@ -39,6 +39,8 @@ use mpi::ffi;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{AsRaw, Communicator, CommunicatorCollectives, Root};
 
+pub use mpi as rsmpi;
+
 use super::{Kind, Net, Wire, Wiring};
 use crate::error::AmError;
 use crate::job::Job;
@@ -152,6 +154,12 @@ impl Mpi {
     /// waiting for its messages.
     pub fn abort(&self, code: i32) -> ! {
         self.world.abort(code)
+    }
+
+    /// `MPI_COMM_WORLD`, for MPI traffic of the program's own (the
+    /// endpoints use a private duplicate, so it never mixes with theirs).
+    pub fn world(&self) -> &SimpleCommunicator {
+        &self.world
     }
 
     /// This process's rank in `MPI_COMM_WORLD`.

@@ -62,6 +62,29 @@ pub enum AmCommand {
     /// One rank of a job started by `symmetry am spawn` (internal).
     #[command(hide = true)]
     Rank(RankArgs),
+    /// One rank of the `am-clumps` measurement under mpiexec (internal).
+    #[command(hide = true)]
+    Clumps(ClumpsArgs),
+}
+
+/// `symmetry am clumps` (internal; see `kernels::clumps`).
+#[derive(Args, Debug, Clone)]
+pub struct ClumpsArgs {
+    /// Round trips per block.
+    #[arg(long, default_value_t = 2000)]
+    pub rounds: u32,
+    /// Blocks of each measurement.
+    #[arg(long, default_value_t = 5)]
+    pub blocks: u32,
+    /// Short messages per one-way burst.
+    #[arg(long, default_value_t = 20000)]
+    pub burst: u32,
+    /// Bulk messages per bandwidth burst.
+    #[arg(long, default_value_t = 500)]
+    pub bulk: u32,
+    /// Where rank 0 writes its results (JSON lines); else standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 /// The application and how to run it (shared by `spawn` and `rank`).
@@ -610,6 +633,7 @@ pub fn main(cmd: AmCommand) -> ExitCode {
         }
         AmCommand::Spawn(args) => spawn_main(&args),
         AmCommand::Rank(args) => rank_main(&args),
+        AmCommand::Clumps(args) => clumps_main(&args),
     }
 }
 
@@ -765,6 +789,61 @@ fn rank_main(args: &RankArgs) -> ExitCode {
         }
     };
     rank_body(args, &job)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn clumps_main(_: &ClumpsArgs) -> ExitCode {
+    eprintln!("error: `symmetry am clumps` needs a build with `--features mpi`");
+    ExitCode::from(EXIT_USAGE)
+}
+
+#[cfg(feature = "mpi")]
+fn clumps_main(args: &ClumpsArgs) -> ExitCode {
+    use crate::kernels::clumps;
+    if !symmetry_am::net::mpi::launched() {
+        eprintln!("error: `symmetry am clumps` is one rank of an MPI job: run it under mpiexec");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let mpi = match symmetry_am::net::mpi::Mpi::init() {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: cannot initialise MPI: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let plan = clumps::Plan {
+        rounds: args.rounds.max(1),
+        blocks: args.blocks.max(1),
+        burst: args.burst.max(1),
+        bulk: args.bulk.max(1),
+    };
+    let result = mpi
+        .job_from_env()
+        .and_then(|job| clumps::run(&mpi, &job, plan));
+    match result {
+        Ok(lines) => {
+            let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+            let written = match &args.out {
+                Some(path) if !text.is_empty() => {
+                    std::fs::write(path, text).map_err(|e| e.to_string())
+                }
+                Some(_) => Ok(()),
+                None => {
+                    print!("{text}");
+                    Ok(())
+                }
+            };
+            if let Err(e) = written {
+                eprintln!("rank {}: cannot write the results: {e}", mpi.rank());
+                mpi.abort(1);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("rank {}/{}: am clumps failed: {e}", mpi.rank(), mpi.size());
+            mpi.abort(1);
+        }
+    }
 }
 
 /// Runs one rank of `job` and reports it.

@@ -7,6 +7,7 @@ pub use crate::harness::{Ctx, Experiment};
 
 pub mod am_apps;
 pub mod am_bulk;
+pub mod am_clumps;
 pub mod am_logp;
 pub mod am_stress;
 pub mod calibrate;
@@ -61,6 +62,7 @@ pub const ALL: &[Experiment] = &[
     pq_apps::EXPERIMENT,
     pq_oversubscribed::EXPERIMENT,
     am_apps::EXPERIMENT,
+    am_clumps::EXPERIMENT,
     am_bulk::EXPERIMENT,
     am_logp::EXPERIMENT,
     am_stress::EXPERIMENT,

@@ -1,6 +1,8 @@
 //! Measurement kernels, by subject. Experiments call them; they know
 //! nothing of rows or reports.
 
+#[cfg(feature = "mpi")]
+pub mod clumps;
 pub mod fanout;
 pub mod interpose;
 pub mod klmo91;

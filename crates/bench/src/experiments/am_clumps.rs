@@ -1,0 +1,469 @@
+//! `am-clumps` — LC98's "Clumps" (clusters of SMPs): Active Messages over
+//! shared memory within a host and over MPI between hosts, beside MPI's
+//! own `MPI_Send`/`MPI_Recv` ping-pong measured in the same run.
+//!
+//! Each repeat runs three MPI jobs of `symmetry am clumps` under `mpiexec`
+//! (see [`crate::kernels::clumps`]): two ranks over shared memory only
+//! (`shm`), two ranks over MPI only (`mpi`), and four ranks on two
+//! emulated hosts (`hierarchical`: shared memory between ranks 0 and 1,
+//! MPI between rank 0 and rank 2). Each job gives, per pair, the AM round
+//! trip, the time per message of a one-way stream, the bulk bandwidth and
+//! MPI's own ping-pong; a row is the median over the repeats of each job's
+//! median block, with the repeats' spread. The two ratios the goals judge
+//! pair each repeat with the same repeat's reference (AM over MPI against
+//! the MPI ping-pong of the same job; hierarchical same-host against the
+//! `shm` job just before it). Then the three applications run once per
+//! transport at four ranks (`hierarchical` on two emulated hosts).
+//!
+//! Needs a build with `--features mpi` and `mpiexec` on the `PATH`;
+//! otherwise the rows say why nothing was measured.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, ns,
+    rule, value,
+};
+use crate::output::data::Row;
+use crate::output::machine::Machine;
+use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::report::Table;
+
+/// Catalogue entry.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "am-clumps",
+    title: "Active Messages within and between hosts: shared memory, MPI and both, against MPI's ping-pong",
+    source: "LC98 §1 (Clumps); issue: AM over MPI",
+    uses_locks: false,
+    claims: CLAIMS,
+    run,
+    figure: draw,
+    assess,
+};
+
+const CLAIMS: &[Claim] = &[
+    Claim {
+        key: "am-over-mpi-rtt",
+        paper: "Target (this project's): a round trip of Active Messages carried over MPI costs at most 1.5x \
+                MPI's own `MPI_Send`/`MPI_Recv` ping-pong between the same ranks in the same run.",
+        rule: "the `mpi` transport's round trip over the MPI ping-pong's is at most 1.5",
+        needs: Needs::cores(2),
+    },
+    Claim {
+        key: "hierarchical-keeps-shm",
+        paper: "Target (this project's): the hierarchical transport keeps the shared-memory round trip for \
+                ranks on the same host (LC98's Clumps: shared memory inside a box).",
+        rule: "the hierarchical transport's same-host round trip over the `shm` transport's is at most 1.1",
+        needs: Needs::cores(2),
+    },
+];
+
+/// Series: the transports and pairs, and the peer.
+const SHM: &str = "shm";
+const MPI: &str = "mpi";
+const HIER_SAME: &str = "hierarchical-same-host";
+const HIER_CROSS: &str = "hierarchical-cross-host";
+const PEER: &str = "mpi-pingpong";
+const SERIES: [&str; 5] = [SHM, MPI, HIER_SAME, HIER_CROSS, PEER];
+const RTT_GOAL: f64 = 1.5;
+const SAME_HOST_GOAL: f64 = 1.1;
+/// Ranks of the application runs.
+const APP_RANKS: u32 = 4;
+
+/// A metric of a pair: its name, how to read it, its unit.
+type Metric = (&'static str, fn(&Pair) -> f64, &'static str);
+
+/// One job's medians for one pair.
+#[derive(Debug, Clone, Copy, Default)]
+struct Pair {
+    rtt: f64,
+    oneway: f64,
+    bulk: f64,
+    mpi: f64,
+}
+
+fn median(v: &serde_json::Value, key: &str) -> Option<f64> {
+    let xs: Vec<f64> = v
+        .get(key)?
+        .as_array()?
+        .iter()
+        .filter_map(|x| x.as_f64())
+        .collect();
+    Spread::of(&xs).map(|s| s.median)
+}
+
+/// Runs one `am clumps` job: `n` ranks, `transport`, `hosts` emulated
+/// hosts; its pairs in order.
+fn job(exe: &Path, n: u32, transport: &str, hosts: u32, quick: bool) -> Result<Vec<Pair>, String> {
+    let dir =
+        std::env::temp_dir().join(format!("symmetry-clumps-{}", symmetry_am::Job::new_name()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let out = dir.join("pairs.jsonl");
+    let (rounds, blocks, burst, bulk) = if quick {
+        ("2000", "5", "20000", "400")
+    } else {
+        ("10000", "7", "100000", "2000")
+    };
+    let status = std::process::Command::new(crate::cli::am::mpiexec())
+        .arg("-n")
+        .arg(n.to_string())
+        .arg(exe)
+        .args(["am", "clumps", "--rounds", rounds, "--blocks", blocks])
+        .args(["--burst", burst, "--bulk", bulk, "--out"])
+        .arg(&out)
+        .env("SYMMETRY_AM_TRANSPORT", transport)
+        .env("SYMMETRY_AM_HOSTS", hosts.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .map_err(|e| format!("cannot run mpiexec: {e}"))?;
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    if !status.status.success() {
+        let err = String::from_utf8_lossy(&status.stderr);
+        return Err(format!(
+            "{transport} job failed ({}): {}",
+            status.status,
+            err.lines().last().unwrap_or("")
+        ));
+    }
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value =
+                serde_json::from_str(l).map_err(|e| format!("bad clumps result: {e}"))?;
+            Ok(Pair {
+                rtt: median(&v, "rtt_ns").ok_or("no rtt_ns")?,
+                oneway: median(&v, "oneway_ns").ok_or("no oneway_ns")?,
+                bulk: median(&v, "bulk_mb_s").ok_or("no bulk_mb_s")?,
+                mpi: median(&v, "mpi_rtt_ns").ok_or("no mpi_rtt_ns")?,
+            })
+        })
+        .collect()
+}
+
+/// Why nothing can be measured here, if so.
+fn unavailable() -> Option<String> {
+    if !cfg!(feature = "mpi") {
+        return Some("not built with the `mpi` feature".into());
+    }
+    if crate::cli::am::symmetry_exe().is_none() {
+        return Some("needs the `symmetry` binary to run its ranks".into());
+    }
+    let ok = std::process::Command::new(crate::cli::am::mpiexec())
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    (!ok).then(|| "mpiexec not installed".into())
+}
+
+fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
+    if let Some(why) = unavailable() {
+        return Ok(SERIES
+            .iter()
+            .map(|s| {
+                Row::new(EXPERIMENT.id, s, 2, ctx.over(2), "completed", 0.0, "bool")
+                    .param("status", &why)
+            })
+            .collect());
+    }
+    let exe = crate::cli::am::symmetry_exe().ok_or("no symmetry binary")?;
+    let repeats = if ctx.quick { 3 } else { 5 };
+    let bar = ctx.bar(EXPERIMENT.id, repeats * 3 + 9);
+    // Per series, per repeat.
+    let mut got: Vec<Vec<Pair>> = vec![Vec::new(); SERIES.len()];
+    let mut same_vs_shm = Vec::new();
+    let mut mpi_vs_peer = Vec::new();
+    for _ in 0..repeats {
+        bar.set_message("shm");
+        let shm = job(&exe, 2, "shm", 1, ctx.quick)?;
+        bar.inc(1);
+        bar.set_message("mpi");
+        let mpi = job(&exe, 2, "mpi", 1, ctx.quick)?;
+        bar.inc(1);
+        bar.set_message("hierarchical");
+        let hier = job(&exe, 4, "hierarchical", 2, ctx.quick)?;
+        bar.inc(1);
+        let (Some(&s), Some(&m), [h_same, h_cross, ..]) =
+            (shm.first(), mpi.first(), hier.as_slice())
+        else {
+            return Err("am-clumps: a job returned fewer pairs than it measures".into());
+        };
+        got[0].push(s);
+        got[1].push(m);
+        got[2].push(*h_same);
+        got[3].push(*h_cross);
+        got[4].push(Pair {
+            rtt: m.mpi,
+            ..Pair::default()
+        });
+        mpi_vs_peer.push(m.rtt / m.mpi);
+        same_vs_shm.push(h_same.rtt / s.rtt);
+    }
+    let mut rows = Vec::new();
+    let threads = |s: &str| if s.starts_with("hierarchical") { 4 } else { 2 };
+    for (series, pairs) in SERIES.iter().zip(&got) {
+        let t = threads(series);
+        let metrics: &[Metric] = if *series == PEER {
+            &[("rtt_ns", |p| p.rtt, "ns")]
+        } else {
+            &[
+                ("rtt_ns", |p| p.rtt, "ns"),
+                ("oneway_ns", |p| p.oneway, "ns"),
+                ("bulk_mb_s", |p| p.bulk, "MB/s"),
+            ]
+        };
+        for (metric, f, unit) in metrics {
+            let xs: Vec<f64> = pairs.iter().map(f).collect();
+            let s = Spread::of(&xs).ok_or("am-clumps: no repeat")?;
+            rows.push(
+                Row::new(
+                    EXPERIMENT.id,
+                    series,
+                    t,
+                    ctx.over(t as usize),
+                    metric,
+                    s.median,
+                    unit,
+                )
+                .param("transport", series.split('-').next().unwrap_or(series))
+                .with_spread(&s),
+            );
+        }
+    }
+    for (series, t, metric, xs) in [
+        (MPI, 2u32, "rtt_vs_mpi_pingpong", &mpi_vs_peer),
+        (HIER_SAME, 4, "rtt_vs_shm", &same_vs_shm),
+    ] {
+        let s = Spread::of(xs).ok_or("am-clumps: no repeat")?;
+        rows.push(
+            Row::new(
+                EXPERIMENT.id,
+                series,
+                t,
+                ctx.over(t as usize),
+                metric,
+                s.median,
+                "x",
+            )
+            .with_spread(&s),
+        );
+    }
+    // The applications, once per transport.
+    use symmetry_workloads::am_apps::{App, Size};
+    for app in [App::Fft, App::ConComm, App::Sample] {
+        for (transport, hosts) in [(SHM, 1), (MPI, 1), ("hierarchical", 2)] {
+            bar.set_message(format!("{} over {transport}", app.name()));
+            let outs = crate::cli::am::spawn_app_mpi(
+                &exe,
+                APP_RANKS,
+                app,
+                "stamp",
+                Size::Quick,
+                transport,
+                hosts,
+                Duration::from_secs(600),
+            )?;
+            let s = crate::cli::am::summarize(&outs);
+            rows.push(
+                Row::new(
+                    EXPERIMENT.id,
+                    transport,
+                    APP_RANKS,
+                    ctx.over(APP_RANKS as usize),
+                    "app_ms",
+                    s.elapsed.as_secs_f64() * 1e3,
+                    "ms",
+                )
+                .param("app", app.name())
+                .param("verified", s.verified)
+                .param("checksum", format!("{:#018x}", s.checksum)),
+            );
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(rows)
+}
+
+fn draw(rows: &[Row], m: &Machine) -> Figure {
+    let bars = |metric: &str, t: fn(&str) -> u32| -> Vec<Bar> {
+        SERIES
+            .iter()
+            .filter_map(|s| value(rows, s, t(s), metric, None).map(|v| Bar::new(s, v, s)))
+            .collect()
+    };
+    let t = |s: &str| if s.starts_with("hierarchical") { 4 } else { 2 };
+    let panel = |title: &str, metric: &str, unit: &str, scale| {
+        Panel::Bar(BarPanel {
+            title: title.into(),
+            y_label: unit.into(),
+            y_scale: scale,
+            bars: bars(metric, t),
+            reference_lines: Vec::new(),
+        })
+    };
+    let mut apps: Vec<Bar> = Vec::new();
+    for r in rows.iter().filter(|r| r.metric == "app_ms") {
+        let app = r.get_param("app").unwrap_or("?");
+        apps.push(Bar::new(
+            &format!("{app} / {}", r.series),
+            r.value,
+            &r.series,
+        ));
+    }
+    figure(
+        "am-clumps: Active Messages within and between hosts",
+        m,
+        vec![
+            panel("round trip", "rtt_ns", "ns", Scale::Log),
+            panel("one-way, time per message", "oneway_ns", "ns", Scale::Log),
+            panel("bulk bandwidth", "bulk_mb_s", "MB/s", Scale::Log),
+            Panel::Bar(BarPanel {
+                title: "applications (quick inputs)".into(),
+                y_label: "ms".into(),
+                y_scale: Scale::Log,
+                bars: apps,
+                reference_lines: Vec::new(),
+            }),
+        ],
+    )
+}
+
+fn assess(rows: &[Row], _m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let est = |s: &str, t: u32, metric: &str| d.estimate(Sel::metric(metric).series(s).threads(t));
+    let why = d
+        .select(Sel::metric("completed"))
+        .find_map(|r| r.get_param("status").map(str::to_string));
+    let judge = |ratio: Option<Estimate>, goal: f64, what: &str| match ratio {
+        None => Finding::missing(what),
+        Some(r) => Finding::new(
+            rule::at_most(r, goal),
+            format!("{what}: {} (goal at most {goal})", r.show(2)),
+        ),
+    };
+    let mut findings = vec![
+        judge(
+            est(MPI, 2, "rtt_vs_mpi_pingpong"),
+            RTT_GOAL,
+            "`mpi` round trip / MPI ping-pong",
+        ),
+        judge(
+            est(HIER_SAME, 4, "rtt_vs_shm"),
+            SAME_HOST_GOAL,
+            "hierarchical same-host round trip / `shm` round trip",
+        ),
+    ];
+    if let Some(w) = &why {
+        for f in &mut findings {
+            *f = Finding::not_measurable(format!("nothing was measured: {w}"));
+        }
+    }
+    let mut table = Table::new(&["series", "round trip", "one-way per message", "bulk MB/s"]);
+    for s in SERIES {
+        let t = if s.starts_with("hierarchical") { 4 } else { 2 };
+        let cell = |metric: &str| value(rows, s, t, metric, None);
+        table.push(&[
+            format!("`{s}`"),
+            cell("rtt_ns").map_or("n/a".into(), ns),
+            cell("oneway_ns").map_or("n/a".into(), ns),
+            cell("bulk_mb_s").map_or("n/a".into(), |v| format!("{v:.0}")),
+        ]);
+    }
+    let apps: Vec<String> = rows
+        .iter()
+        .filter(|r| r.metric == "app_ms")
+        .map(|r| {
+            format!(
+                "{} over `{}` {:.1} ms{}",
+                r.get_param("app").unwrap_or("?"),
+                r.series,
+                r.value,
+                if r.get_param("verified") == Some("true") {
+                    ""
+                } else {
+                    " (NOT verified)"
+                }
+            )
+        })
+        .collect();
+    let measured = match &why {
+        Some(w) => format!("Not measured: {w}."),
+        None => format!(
+            "Two ranks per job for `shm` and `mpi`, four on two emulated hosts for the hierarchical transport \
+             (rank 0 with rank 1 on its host, and with rank 2 on the other); each value the median over the \
+             repeats of a job's median block. Applications (quick inputs, {APP_RANKS} ranks): {}.",
+            if apps.is_empty() {
+                "none".to_string()
+            } else {
+                apps.join("; ")
+            }
+        ),
+    };
+    let over = d.select(Sel::metric("rtt_ns")).any(|r| r.oversubscribed);
+    let notes = if over {
+        "Some jobs had more ranks than the run's cores (rows marked oversubscribed): the ranks that are not \
+         measuring sleep between polls, but MPI's own progress engine still takes turns with the measured pair."
+            .to_string()
+    } else {
+        String::new()
+    };
+    Assessment {
+        findings,
+        measured,
+        notes,
+        table: Some(table),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::output::report::Verdict;
+
+    fn rows(m: &Machine, over_mpi: f64, same_vs_shm: f64) -> Vec<Row> {
+        let r = |s: &str, t: u32, metric: &str, v: f64| {
+            testing::row(EXPERIMENT.id, s, t, m, metric, v, 0.02, &[])
+        };
+        vec![
+            r(SHM, 2, "rtt_ns", 500.0),
+            r(MPI, 2, "rtt_ns", 3000.0 * over_mpi),
+            r(PEER, 2, "rtt_ns", 3000.0),
+            r(HIER_SAME, 4, "rtt_ns", 500.0 * same_vs_shm),
+            r(HIER_CROSS, 4, "rtt_ns", 4000.0),
+            r(MPI, 2, "rtt_vs_mpi_pingpong", over_mpi),
+            r(HIER_SAME, 4, "rtt_vs_shm", same_vs_shm),
+        ]
+    }
+
+    #[test]
+    fn verdicts_reach_every_case() {
+        let m = big_metal();
+        let v = |rows: &[Row]| testing::render(&EXPERIMENT, rows, &m).0;
+        assert_eq!(v(&rows(&m, 1.1, 1.02)), Verdict::Holds);
+        assert_eq!(v(&rows(&m, 2.0, 1.5)), Verdict::Differs);
+        let none: Vec<Row> = SERIES
+            .iter()
+            .map(|s| {
+                Row::new(EXPERIMENT.id, s, 2, false, "completed", 0.0, "bool")
+                    .param("status", "not built with the `mpi` feature")
+            })
+            .collect();
+        let (verdict, text) = testing::render(&EXPERIMENT, &none, &m);
+        assert_eq!(verdict, Verdict::NotMeasurable);
+        assert!(text.contains("not built with the `mpi` feature"), "{text}");
+    }
+
+    #[test]
+    fn the_section_states_no_machine_fact() {
+        testing::assert_machine_neutral(
+            &EXPERIMENT,
+            &rows(&small_vm(), 1.2, 1.05),
+            &rows(&big_metal(), 1.2, 1.05),
+        );
+    }
+}

@@ -1,0 +1,228 @@
+//! The body of one rank of the `am-clumps` measurement (feature `mpi`):
+//! Active Messages over the job's transport beside MPI's own ping-pong,
+//! between pairs of ranks, run under `mpiexec` as `symmetry am clumps`.
+//!
+//! For each pair `(a, b)` in turn (every other rank sleeps, polling every
+//! 200 us, so that on a small machine it takes no processor from the pair):
+//!
+//! 1. **Round trip**: `a` requests, `b`'s handler replies, `a` spins on
+//!    `poll` until the reply runs; blocks of `rounds` round trips, the
+//!    mean of each block kept.
+//! 2. **One-way rate**: `a` sends `burst` short requests; `b` replies to
+//!    the last; time per message from the first send to that reply.
+//! 3. **Bulk bandwidth**: the same with `bulk` requests of one bulk block
+//!    (the endpoint's block size) each.
+//! 4. **MPI's own ping-pong**: `MPI_Send`/`MPI_Recv` of one 8-byte word
+//!    between `a` and `b` on `MPI_COMM_WORLD`, the same blocks.
+//!
+//! Rank `a` (always rank 0) writes one JSON object per pair.
+
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use symmetry_am::claim::Stamp;
+use symmetry_am::net::mpi::Mpi;
+use symmetry_am::net::mpi::rsmpi::traits::{Communicator, Destination, Source};
+use symmetry_am::{AmError, Config, Endpoint, Job, Msg, Token};
+
+/// What one run measures (the same on every rank).
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    /// Round trips per block.
+    pub rounds: u32,
+    /// Blocks (of round trips, and of each rate).
+    pub blocks: u32,
+    /// Short messages per one-way burst.
+    pub burst: u32,
+    /// Bulk messages per bandwidth burst.
+    pub bulk: u32,
+}
+
+#[derive(Debug, Default)]
+struct St {
+    pongs: u64,
+    got: u64,
+    bulk_got: u64,
+    bulk_bytes: u64,
+    acks: u64,
+    go: u64,
+    phase: u64,
+}
+
+const H_PING: u16 = 0;
+const H_PONG: u16 = 1;
+const H_COUNT: u16 = 2;
+const H_ACK: u16 = 3;
+const H_BULK: u16 = 4;
+const H_GO: u16 = 5;
+const H_PHASE: u16 = 6;
+
+type T<'a> = Token<'a, Stamp, St>;
+
+fn ping(t: &mut T<'_>, _: &Msg<'_>) -> Result<(), AmError> {
+    t.reply(H_PONG, &[])
+}
+fn pong(t: &mut T<'_>, _: &Msg<'_>) -> Result<(), AmError> {
+    t.state().pongs += 1;
+    Ok(())
+}
+fn count(t: &mut T<'_>, m: &Msg<'_>) -> Result<(), AmError> {
+    t.state().got += 1;
+    if t.state().got == m.args[0] {
+        t.reply(H_ACK, &[])?;
+    }
+    Ok(())
+}
+fn ack(t: &mut T<'_>, _: &Msg<'_>) -> Result<(), AmError> {
+    t.state().acks += 1;
+    Ok(())
+}
+fn bulk(t: &mut T<'_>, m: &Msg<'_>) -> Result<(), AmError> {
+    let s = t.state();
+    s.bulk_got += 1;
+    s.bulk_bytes += m.bulk.len() as u64;
+    if t.state().bulk_got == m.args[0] {
+        t.reply(H_ACK, &[])?;
+    }
+    Ok(())
+}
+fn go(t: &mut T<'_>, m: &Msg<'_>) -> Result<(), AmError> {
+    t.state().go = m.args[0];
+    Ok(())
+}
+fn phase(t: &mut T<'_>, m: &Msg<'_>) -> Result<(), AmError> {
+    t.state().phase = m.args[0];
+    Ok(())
+}
+
+/// The pairs measured: rank 0 with rank 1, and with the first rank on
+/// another host if there is one.
+pub fn pairs(job: &Job) -> Vec<(u32, u32, bool)> {
+    let same = |r: u32| job.net.as_ref().is_none_or(|n| n.same_host(0, r));
+    let mut p = Vec::new();
+    if job.size > 1 {
+        p.push((0, 1, same(1)));
+    }
+    if let Some(r) = (2..job.size).find(|&r| !same(r))
+        && same(1)
+    {
+        p.push((0, r, false));
+    }
+    p
+}
+
+/// Runs this rank's part; rank 0 returns one JSON object per pair.
+pub fn run(mpi: &Mpi, job: &Job, plan: Plan) -> Result<Vec<Value>, AmError> {
+    let mut ep = Endpoint::<Stamp, St>::join(job, &Config::default(), St::default())?;
+    for (id, h) in [
+        (H_PING, ping as symmetry_am::Handler<Stamp, St>),
+        (H_PONG, pong),
+        (H_COUNT, count),
+        (H_ACK, ack),
+        (H_BULK, bulk),
+        (H_GO, go),
+        (H_PHASE, phase),
+    ] {
+        ep.register(id, h)?;
+    }
+    let block = ep.config().bulk_bytes as usize;
+    let data = vec![0x5au8; block];
+    let mut out = Vec::new();
+    for (k, &(a, b, same_host)) in pairs(job).iter().enumerate() {
+        let k = k as u64;
+        if job.rank == a {
+            let spin = |ep: &mut Endpoint<Stamp, St>, done: &dyn Fn(&St) -> bool| {
+                while !done(ep.state()) {
+                    ep.poll()?;
+                }
+                Ok::<(), AmError>(())
+            };
+            // Round trips (one warm-up block first).
+            let mut rtt = Vec::new();
+            for blk in 0..=plan.blocks {
+                let t0 = Instant::now();
+                for _ in 0..plan.rounds {
+                    let want = ep.state().pongs + 1;
+                    ep.request(b, H_PING, &[])?;
+                    spin(&mut ep, &|s| s.pongs >= want)?;
+                }
+                if blk > 0 {
+                    rtt.push(t0.elapsed().as_nanos() as f64 / f64::from(plan.rounds));
+                }
+            }
+            // One-way bursts of short messages, then of bulk blocks.
+            let (mut oneway, mut bw) = (Vec::new(), Vec::new());
+            let (mut sent, mut bulk_sent) = (0u64, 0u64);
+            for _ in 0..plan.blocks {
+                let want = ep.state().acks + 1;
+                let t0 = Instant::now();
+                sent += u64::from(plan.burst);
+                for _ in 0..plan.burst {
+                    ep.request(b, H_COUNT, &[sent])?;
+                }
+                spin(&mut ep, &|s| s.acks >= want)?;
+                oneway.push(t0.elapsed().as_nanos() as f64 / f64::from(plan.burst));
+                let want = ep.state().acks + 1;
+                let t0 = Instant::now();
+                bulk_sent += u64::from(plan.bulk);
+                for _ in 0..plan.bulk {
+                    ep.request_bulk(b, H_BULK, &[bulk_sent], &data)?;
+                }
+                spin(&mut ep, &|s| s.acks >= want)?;
+                let secs = t0.elapsed().as_secs_f64();
+                bw.push((f64::from(plan.bulk) * block as f64) / secs / 1e6);
+            }
+            // MPI's own ping-pong, on the world communicator.
+            ep.request(b, H_GO, &[k + 1])?;
+            let peer = mpi.world().process_at_rank(b as i32);
+            let mut word = [0u64; 1];
+            let mut mpi_rtt = Vec::new();
+            for blk in 0..=plan.blocks {
+                let t0 = Instant::now();
+                for i in 0..plan.rounds {
+                    word[0] = u64::from(i);
+                    peer.send(&word[..]);
+                    peer.receive_into(&mut word[..]);
+                }
+                if blk > 0 {
+                    mpi_rtt.push(t0.elapsed().as_nanos() as f64 / f64::from(plan.rounds));
+                }
+            }
+            for r in 0..job.size {
+                if r != a {
+                    ep.request(r, H_PHASE, &[k + 1])?;
+                }
+            }
+            out.push(json!({
+                "a": a, "b": b, "same_host": same_host,
+                "rtt_ns": rtt, "oneway_ns": oneway, "bulk_mb_s": bw,
+                "mpi_rtt_ns": mpi_rtt, "block_bytes": block,
+            }));
+        } else if job.rank == b {
+            // Serve until told to do the MPI ping-pong, then wait for the
+            // next phase.
+            while ep.state().go <= k {
+                ep.poll()?;
+            }
+            let peer = mpi.world().process_at_rank(a as i32);
+            let mut word = [0u64; 1];
+            for _ in 0..=plan.blocks {
+                for _ in 0..plan.rounds {
+                    peer.receive_into(&mut word[..]);
+                    peer.send(&word[..]);
+                }
+            }
+            while ep.state().phase <= k {
+                ep.poll()?;
+            }
+        } else {
+            while ep.state().phase <= k {
+                if ep.poll()? == 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+            }
+        }
+    }
+    ep.finish()?;
+    Ok(out)
+}
