@@ -27,7 +27,7 @@
 //!   the other ranks) with a message naming the rank. A remote peer's
 //!   close is not visible; `finish` (a barrier) is how SPMD programs end.
 //!
-//! The MPI wire (feature `mpi`) is [`mpi`](crate::net::mpi) when built.
+//! The MPI wire is the module `net::mpi`, built with the feature `mpi`.
 
 use std::fmt;
 use std::sync::Arc;

@@ -3,10 +3,10 @@
 //! own `MPI_Send`/`MPI_Recv` ping-pong measured in the same run.
 //!
 //! Each repeat runs three MPI jobs of `symmetry am clumps` under `mpiexec`
-//! (see [`crate::kernels::clumps`]): two ranks over shared memory only
-//! (`shm`), two ranks over MPI only (`mpi`), and four ranks on two
-//! emulated hosts (`hierarchical`: shared memory between ranks 0 and 1,
-//! MPI between rank 0 and rank 2). Each job gives, per pair, the AM round
+//! (the `kernels::clumps` module, built with the `mpi` feature): two ranks
+//! over shared memory only (`shm`), two ranks over MPI only (`mpi`), and
+//! four ranks on two emulated hosts (`hierarchical`: shared memory
+//! between ranks 0 and 1, MPI between rank 0 and rank 2). Each job gives, per pair, the AM round
 //! trip, the time per message of a one-way stream, the bulk bandwidth and
 //! MPI's own ping-pong; a row is the median over the repeats of each job's
 //! median block, with the repeats' spread. The two ratios the goals judge
