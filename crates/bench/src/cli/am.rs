@@ -555,10 +555,11 @@ pub fn spawn_app_mpi(
     result
 }
 
-/// Runs `cmd` to its end, or kills it after `timeout`; an error holds the
+/// Runs `cmd` (stdout and stderr piped) to its end, calling `watch` every
+/// 2 ms, or kills it after `timeout`; an error holds the
 /// exit status and the end of its output (`mpiexec` reports a failed
 /// process on its standard output).
-fn run_bounded(
+pub fn run_bounded(
     mut cmd: std::process::Command,
     timeout: Duration,
     watch: &mut dyn FnMut(),

@@ -105,8 +105,8 @@ fn job(exe: &Path, n: u32, transport: &str, hosts: u32, quick: bool) -> Result<V
     } else {
         ("10000", "7", "100000", "2000")
     };
-    let status = std::process::Command::new(crate::cli::am::mpiexec())
-        .arg("-n")
+    let mut cmd = std::process::Command::new(crate::cli::am::mpiexec());
+    cmd.arg("-n")
         .arg(n.to_string())
         .arg(exe)
         .args(["am", "clumps", "--rounds", rounds, "--blocks", blocks])
@@ -114,20 +114,12 @@ fn job(exe: &Path, n: u32, transport: &str, hosts: u32, quick: bool) -> Result<V
         .arg(&out)
         .env("SYMMETRY_AM_TRANSPORT", transport)
         .env("SYMMETRY_AM_HOSTS", hosts.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .output()
-        .map_err(|e| format!("cannot run mpiexec: {e}"))?;
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let ran = crate::cli::am::run_bounded(cmd, Duration::from_secs(600), &mut || {});
     let text = std::fs::read_to_string(&out).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
-    if !status.status.success() {
-        let err = String::from_utf8_lossy(&status.stderr);
-        return Err(format!(
-            "{transport} job failed ({}): {}",
-            status.status,
-            err.lines().last().unwrap_or("")
-        ));
-    }
+    ran.map_err(|e| format!("{transport} job failed: {e}"))?;
     text.lines()
         .map(|l| {
             let v: serde_json::Value =
