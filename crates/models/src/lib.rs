@@ -15,11 +15,14 @@
 //!   spin-then-block policy on a recorded lock-waiting-time profile against
 //!   the optimal off-line algorithm (Tables 1-2).
 //!
-//! The MVA model (ALL89 §V) lands here with its issue.
+//! * [`mva`]: ALL89 §V's exact mean value analysis of closed queueing
+//!   networks, and its hierarchical model of a thread package (lock
+//!   contention over bus contention, iterated to a fixed point).
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 pub mod competitive;
+pub mod mva;
 pub mod rng;
 
 use rng::SplitMix64;
