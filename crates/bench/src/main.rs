@@ -305,10 +305,12 @@ fn report_intro(machine: &Machine, missing: &[&str]) -> String {
             code_list(missing)
         ));
     }
-    intro.push_str(&format!(
-        "Planned experiments not built yet: {}.\n",
-        code_list(experiments::PENDING)
-    ));
+    if !experiments::PENDING.is_empty() {
+        intro.push_str(&format!(
+            "Planned experiments not built yet: {}.\n",
+            code_list(experiments::PENDING)
+        ));
+    }
     intro
 }
 

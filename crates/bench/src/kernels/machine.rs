@@ -3,9 +3,12 @@
 //! cores, the futex block+wake hand-off and C (KLMO91: the cost of
 //! blocking, in spins) for OS threads and for user threads
 //! (`symmetry-threads` park/unpark, on a runtime of one processor and of
-//! two). One code path backs `symmetry calibrate`, the `calibrate`
-//! experiment and the KLMO91 calibration ([`super::klmo91::ensure`]).
+//! two), and one locked queue operation (the ready queue's critical
+//! section, an input of ALL89's model). One code path backs `symmetry
+//! calibrate`, the `calibrate` experiment, the KLMO91 calibration
+//! ([`super::klmo91::ensure`]) and `model-mva`'s calibration.
 
+use std::collections::VecDeque;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -246,8 +249,44 @@ fn single_thread_costs(iters: u64) -> (Spread, Spread, Spread) {
             let _ = w.compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Relaxed);
         })
     });
-    let spin = repeat(SINGLE_REPEATS, || per_op(iters / 4, std::hint::spin_loop));
+    let spin = spin_iter(iters / 4);
     (rmw, cas, spin)
+}
+
+/// One locked queue operation, uncontended, in ns: a thread alternates
+/// "lock, push a pointer-sized item at the tail, unlock" and "lock, pop
+/// the head, unlock" on a `Tas`-locked queue holding one item (the shape
+/// of the runtime's ready queue operations), over [`SINGLE_REPEATS`]
+/// runs; each run times `iters` pairs and reports half a pair.
+pub fn queue_op(iters: u64) -> Spread {
+    repeat(SINGLE_REPEATS, || {
+        let q: lock_api::Mutex<Tas, VecDeque<usize>> =
+            lock_api::Mutex::new(VecDeque::with_capacity(8));
+        q.lock().push_back(0);
+        let pair = per_op(iters, || {
+            let q = black_box(&q);
+            q.lock().push_back(1);
+            black_box(q.lock().pop_front());
+        });
+        pair / 2.0
+    })
+}
+
+/// The cache-line round trip between the first two allowed CPUs, over
+/// [`PAIR_REPEATS`] runs; `None` with fewer than two.
+pub fn pair_rtt(quick: bool) -> Option<Spread> {
+    let cpus = allowed_cpus();
+    let rounds = if quick { 200_000 } else { 2_000_000 };
+    match cpus[..] {
+        [a, b, ..] => Some(repeat(PAIR_REPEATS, || cacheline_rtt((a, b), rounds))),
+        _ => None,
+    }
+}
+
+/// One spin-wait iteration (`core::hint::spin_loop`), over
+/// [`SINGLE_REPEATS`] runs of `iters`.
+pub fn spin_iter(iters: u64) -> Spread {
+    repeat(SINGLE_REPEATS, || per_op(iters, std::hint::spin_loop))
 }
 
 /// Measures the constants, in display order. The pair measurements (cache
@@ -270,6 +309,12 @@ pub fn measure(quick: bool) -> Vec<Constant> {
         one("cas_ns", cas, "ns", 1),
         one("spin_iter_ns", spin, "ns", 1),
         one("work_iter_ns", Spread::single(work_ns_per_iter()), "ns", 1),
+        one(
+            "queue_op_ns",
+            on_pinned_thread(|| queue_op(iters / 4)),
+            "ns",
+            1,
+        ),
     ];
     // A round trip, its half (one block+wake) and that half in spins.
     let hand_off = |out: &mut Vec<Constant>, rtt: Spread, names: [&'static str; 3], p: u32| {
@@ -278,14 +323,9 @@ pub fn measure(quick: bool) -> Vec<Constant> {
         out.push(one(names[1], half, "ns", p));
         out.push(one(names[2], half.ratio(spin), "spins", p));
     };
-    if let [a, b, ..] = cpus[..] {
-        let rounds = if quick { 200_000 } else { 2_000_000 };
-        out.push(one(
-            "cacheline_rtt_ns",
-            repeat(PAIR_REPEATS, || cacheline_rtt((a, b), rounds)),
-            "ns",
-            2,
-        ));
+    if let (Some(rtt), [a, b, ..]) = (pair_rtt(quick), &cpus[..]) {
+        let (a, b) = (*a, *b);
+        out.push(one("cacheline_rtt_ns", rtt, "ns", 2));
         let frounds = if quick { 5_000 } else { 50_000 };
         let rtt = repeat(PAIR_REPEATS, || futex_rtt((a, b), frounds));
         hand_off(
@@ -324,6 +364,7 @@ pub fn describe(metric: &str) -> &'static str {
         "cas_ns" => "uncontended load + compare_exchange",
         "spin_iter_ns" => "one spin-wait iteration (core::hint::spin_loop)",
         "work_iter_ns" => "one step of the harness's local work loop",
+        "queue_op_ns" => "one uncontended lock + queue push or pop + unlock (Tas, one item queued)",
         "cacheline_rtt_ns" => "one cache line bounced between a pair of cores and back",
         "futex_rtt_ns" => {
             "two threads pinned to a pair of cores hand a turn back and forth through futex wait/wake"
@@ -363,6 +404,7 @@ mod tests {
             "cas_ns",
             "spin_iter_ns",
             "work_iter_ns",
+            "queue_op_ns",
             "cacheline_rtt_ns",
             "futex_rtt_ns",
             "block_wake_ns",
