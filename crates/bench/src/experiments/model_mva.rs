@@ -30,7 +30,7 @@
 //! created, a pop when a processor takes it): `local-freelist` has one
 //! central queue, `local-readyq` one per processor, a thread placed on a
 //! random one (the runtime's policy). Each visit holds the lock for one
-//! `queue_op_ns` of cache-local time and [`TRANSFERS_PER_QUEUE_OP`]
+//! `queue_op_ns` of cache-local time and `TRANSFERS_PER_QUEUE_OP`
 //! cache-line transfer (the queue's line, with its lock word, ends and
 //! length) whenever the previous visitor was another processor, with
 //! probability `(P - 1) / P`. The rest of the
