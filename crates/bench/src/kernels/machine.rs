@@ -234,7 +234,7 @@ fn user_rtt(processors: usize, rounds: u64) -> f64 {
 }
 
 /// Uncontended fetch_add, CAS and spin-iteration costs, each over
-/// [`SINGLE_REPEATS`] runs.
+/// `SINGLE_REPEATS` runs.
 fn single_thread_costs(iters: u64) -> (Spread, Spread, Spread) {
     let word = AtomicU64::new(0);
     let rmw = repeat(SINGLE_REPEATS, || {
@@ -256,7 +256,7 @@ fn single_thread_costs(iters: u64) -> (Spread, Spread, Spread) {
 /// One locked queue operation, uncontended, in ns: a thread alternates
 /// "lock, push a pointer-sized item at the tail, unlock" and "lock, pop
 /// the head, unlock" on a `Tas`-locked queue holding one item (the shape
-/// of the runtime's ready queue operations), over [`SINGLE_REPEATS`]
+/// of the runtime's ready queue operations), over `SINGLE_REPEATS`
 /// runs; each run times `iters` pairs and reports half a pair.
 pub fn queue_op(iters: u64) -> Spread {
     repeat(SINGLE_REPEATS, || {
@@ -273,7 +273,7 @@ pub fn queue_op(iters: u64) -> Spread {
 }
 
 /// The cache-line round trip between the first two allowed CPUs, over
-/// [`PAIR_REPEATS`] runs; `None` with fewer than two.
+/// `PAIR_REPEATS` runs; `None` with fewer than two.
 pub fn pair_rtt(quick: bool) -> Option<Spread> {
     let cpus = allowed_cpus();
     let rounds = if quick { 200_000 } else { 2_000_000 };
@@ -284,7 +284,7 @@ pub fn pair_rtt(quick: bool) -> Option<Spread> {
 }
 
 /// One spin-wait iteration (`core::hint::spin_loop`), over
-/// [`SINGLE_REPEATS`] runs of `iters`.
+/// `SINGLE_REPEATS` runs of `iters`.
 pub fn spin_iter(iters: u64) -> Spread {
     repeat(SINGLE_REPEATS, || per_op(iters, std::hint::spin_loop))
 }
