@@ -1361,7 +1361,7 @@ impl<C: Claim, S> Core<C, S> {
     /// finds it stamped as a consumed one.
     #[cold]
     fn skip(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) -> bool {
-        if !next_lap(q, pos, w) {
+        if !q.next_lap(pos, w) {
             return false;
         }
         self.head[which] = pos + 1;
@@ -1376,7 +1376,7 @@ impl<C: Claim, S> Core<C, S> {
         if pid == 0 || pid == self.pid & 0x00ff_ffff || pid_alive(pid) {
             return;
         }
-        if C::RECEIVER_FREES && !next_lap(q, pos, w) {
+        if C::RECEIVER_FREES && !q.next_lap(pos, w) {
             return;
         }
         // Where the receiver does not free packets, moving the head past
@@ -1436,22 +1436,6 @@ impl<C: Claim, S> Core<C, S> {
             }
         }
     }
-}
-
-/// Moves the word `w` of the packet at `pos` to FREE for its next lap, if
-/// it still is `w` (nobody else writes it: its owner is dead, or it was
-/// handed out and never claimed); whether it did. AcqRel: Acquire for what
-/// a dead owner wrote, Release for the sender that claims the next lap.
-fn next_lap<T>(q: &Queue<'_, T>, pos: u64, w: u64) -> bool {
-    q.packets[q.slot_of(pos)]
-        .state
-        .compare_exchange(
-            w,
-            word(lap_of(w).wrapping_add(1), 0, FREE),
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        )
-        .is_ok()
 }
 
 /// Adds one to a counter that only this receiver writes (a mirror of its

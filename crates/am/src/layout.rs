@@ -395,6 +395,24 @@ impl<T> Queue<'_, T> {
         self.advance(pos);
     }
 
+    /// Receiver: moves the word `w` of the packet at `pos` to FREE for its
+    /// next lap, if it still is `w` (nobody else writes it: its owner is
+    /// dead, or it was handed out and never claimed); whether it did.
+    #[inline]
+    pub(crate) fn next_lap(&self, pos: u64, w: u64) -> bool {
+        // AcqRel: Acquire for what a dead owner wrote, Release for the
+        // sender that claims the next lap.
+        self.packets[self.slot_of(pos)]
+            .state
+            .compare_exchange(
+                w,
+                word(lap_of(w).wrapping_add(1), 0, FREE),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
     /// Receiver: publishes that every position up to `pos` is consumed.
     #[inline(always)]
     pub(crate) fn advance(&self, pos: u64) {

@@ -173,6 +173,41 @@ impl<C: Claim> ModelQueue<C> {
         })
     }
 
+    /// Sends as [`ModelQueue::send`] up to the point where the claim is
+    /// owned, then stops as a killed sender would: the position (and
+    /// bulk block) is taken and never published. The caller then marks
+    /// `pid` dead ([`kill`]).
+    pub fn claim_and_die<W>(
+        &self,
+        pid: u32,
+        hint: &mut Hint,
+        bulk: bool,
+        wait: &mut W,
+    ) -> Result<Claimed, AmError>
+    where
+        W: FnMut() -> Result<(), AmError>,
+    {
+        C::claim(&self.queue(), holder(pid), hint, bulk, wait)
+    }
+
+    /// The endpoint's repair of a stuck head (`Endpoint::unstick`, for an
+    /// algorithm whose receiver does not free packets): if the head
+    /// position is handed out, unpublished, and every sender that
+    /// announced it is dead, stamp its slot for the next lap and advance
+    /// the head past it. Whether it skipped.
+    pub fn repair(&self) -> bool {
+        let q = self.queue();
+        let (pos, w) = q.head();
+        if q.ready(w, pos, C::RECEIVER_FREES).is_some() {
+            return false;
+        }
+        if C::stranded(q.tail, pos) && C::owner_dead(q.tail, pos) && q.next_lap(pos, w) {
+            q.advance(pos);
+            return true;
+        }
+        false
+    }
+
     /// Delivers the head message, if READY, to `handler` (body and bulk
     /// bytes), then frees it; `None` when the head is not READY. Panics if
     /// the bulk bytes differ from what the sender wrote.
@@ -196,6 +231,38 @@ impl<C: Claim> Drop for ModelQueue<C> {
         // SAFETY: initialized in `new`, dropped once.
         unsafe { self.tail.assume_init_drop() };
     }
+}
+
+/// The sender identity of `pid` in a model: ranks index per-sender state
+/// (`stamp`'s intents), so distinct senders need distinct ranks; the
+/// models' pids (100 + sender) give them as `pid mod MAX_RANKS`.
+fn holder(pid: u32) -> crate::claim::Holder {
+    crate::claim::Holder {
+        pid,
+        rank: pid % crate::MAX_RANKS as u32,
+    }
+}
+
+std::thread_local! {
+    /// Pids the running model has killed. Loom runs a model's threads on
+    /// the test's OS thread, one at a time, so this is the model's view of
+    /// the operating system: a death is seen by every step after it.
+    static DEAD: core::cell::RefCell<Vec<u32>> = const { core::cell::RefCell::new(Vec::new()) };
+}
+
+/// Marks `pid` dead for the rest of the model's execution.
+pub fn kill(pid: u32) {
+    DEAD.with(|d| d.borrow_mut().push(pid));
+}
+
+/// Forgets every death (call at the start of each execution).
+pub fn revive_all() {
+    DEAD.with(|d| d.borrow_mut().clear());
+}
+
+/// Whether the model killed `pid`.
+pub fn is_dead(pid: u32) -> bool {
+    DEAD.with(|d| d.borrow().contains(&pid))
 }
 
 /// FNV-1a of the bytes, with the length.
@@ -222,13 +289,7 @@ pub fn send<C: Claim, W>(
 where
     W: FnMut() -> Result<(), AmError>,
 {
-    let c = C::claim(
-        q,
-        crate::claim::Holder { pid, rank: 0 },
-        hint,
-        data.is_some(),
-        wait,
-    )?;
+    let c = C::claim(q, holder(pid), hint, data.is_some(), wait)?;
     before_publish(&c);
     q.publish(&c, body, data);
     Ok(c)

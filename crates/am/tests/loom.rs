@@ -37,6 +37,7 @@
 //! | `bulk_reuse` | 2 packets, 1 block | 3 bulk | 8 | the block freed and reused (laps 1 and 2 of its stamp) |
 //! | `wrap_around` | 2 packets | 3 short | 8 | the ring wraps: slot 0 reused for lap 1 (the lap stamp of `stamp`) |
 //! | `sender_order` | 2 packets | 2 + 1 short | 2 | `stamp` keeps each sender's messages in order; `lock-free` does not always (below) |
+//! | `dead_sender` (`stamp`) | 2 packets | 1 killed after its claim + 1 live with 2 short | 2 | the killed sender's position is skipped once it is dead, never before; the live sender's messages all arrive once, in order, and the ring wraps past the skipped slot |
 //!
 //! Models with one sender have two threads and are explored nearly
 //! exhaustively (bound 8; raising it changes nothing that shows). The
@@ -499,6 +500,88 @@ fn sender_order<C: Claim>(fifo: bool) -> bool {
     reordered.load(Ordering::Relaxed)
 }
 
+/// A sender (pid 100) takes a position and is killed before it publishes; a live sender (rank 1) sends two short
+/// messages; the receiver polls and, when its head is stuck, runs the
+/// endpoint's repair. Every execution must deliver exactly the live
+/// sender's messages, in order, skip at most the dead position, and end
+/// quiescent. A skip while the owner is alive would lose or mangle the
+/// live sender's message (a ring of 2 makes the live sender reuse the
+/// dead slot); no skip at all would leave the receiver stuck, which loom
+/// reports as a livelock.
+fn dead_sender() {
+    let outcome = std::sync::Arc::new(Outcome::default());
+    let out = outcome.clone();
+    builder(2).check(move || {
+        symmetry_am::model::revive_all();
+        let q = Arc::new(ModelQueue::<Stamp>::new(2, 0, PAYLOAD));
+        let watch = std::sync::Arc::new(Watch::new(3));
+        let dying = {
+            let (q, watch) = (q.clone(), watch.clone());
+            thread::spawn(move || {
+                let fruitless = Cell::new(0);
+                let mut wait = || {
+                    if watch.spin(0, &fruitless) {
+                        Ok(())
+                    } else {
+                        Err(AmError::Timeout {
+                            what: "a fair schedule".into(),
+                        })
+                    }
+                };
+                let mut hint = Hint::default();
+                if q.claim_and_die(100, &mut hint, false, &mut wait).is_ok() {
+                    symmetry_am::model::kill(100);
+                }
+                watch.done[0].store(true, Ordering::Relaxed);
+            })
+        };
+        let live = {
+            let (q, watch) = (q.clone(), watch.clone());
+            thread::spawn(move || send_all(&q, 1, short(2), &watch))
+        };
+        let mut got = Vec::new();
+        let mut skipped = 0;
+        let fruitless = Cell::new(0);
+        while got.len() < 2 {
+            match q.recv(|b, data| check(b, data, false)) {
+                Some(m) => {
+                    got.push(m);
+                    fruitless.set(0);
+                }
+                None if q.repair() => {
+                    skipped += 1;
+                    fruitless.set(0);
+                }
+                None if watch.spin(2, &fruitless) => {}
+                None => break,
+            }
+        }
+        watch.done[2].store(true, Ordering::Relaxed);
+        dying.join().unwrap();
+        live.join().unwrap();
+        if watch.abandoned.load(Ordering::Relaxed) {
+            out.abandoned.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        assert_eq!(got, vec![(1, 0), (1, 1)], "the live sender's messages");
+        assert!(
+            skipped <= 1,
+            "skipped {skipped} positions for one dead sender"
+        );
+        // The dead position, if the receiver has not reached it yet, is
+        // not a message either.
+        assert!(q.recv(|_, _| ()).is_none(), "a message beyond those sent");
+        assert!(q.is_quiescent(), "a packet was left claimed");
+        out.complete.fetch_add(1, Ordering::Relaxed);
+    });
+    let (complete, abandoned) = (
+        outcome.complete.load(Ordering::Relaxed),
+        outcome.abandoned.load(Ordering::Relaxed),
+    );
+    println!("{complete} executions complete, {abandoned} abandoned as unfair");
+    assert!(complete > 0, "no execution ran to the end");
+}
+
 macro_rules! models {
     ($claim:ty) => {
         #[test]
@@ -562,5 +645,12 @@ mod stamp {
     #[test]
     fn sender_order() {
         assert!(!super::sender_order::<Stamp>(true));
+    }
+
+    /// A sender killed between its claim and its publication costs its
+    /// own message only.
+    #[test]
+    fn dead_sender() {
+        super::dead_sender();
     }
 }

@@ -96,14 +96,15 @@ impl Default for StampTail {
     }
 }
 
-/// Whether `pid` is a dead process (under loom nobody dies).
+/// Whether `pid` is a dead process (under loom, one the model killed:
+/// [`crate::model::kill`]).
 #[cfg(not(loom))]
 fn dead(pid: u32) -> bool {
     crate::claim::lock::dead(pid)
 }
 #[cfg(loom)]
-fn dead(_pid: u32) -> bool {
-    false
+fn dead(pid: u32) -> bool {
+    crate::model::is_dead(pid)
 }
 
 /// Bits of a position kept in an intent (positions are compared modulo
