@@ -513,7 +513,10 @@ pub fn spawn_app_mpi(
         .stderr(std::process::Stdio::piped());
     // mpiexec names one failed process by pid, not always the first to
     // end (once one dies, it kills the others): watch the ranks' pids and
-    // name the first to go.
+    // name the first to go, with mpiexec's. A rank killed first can look
+    // alive to the watch for longer than one mpiexec killed after it (its
+    // exit and reaping are not ordered by when the signals were sent), so
+    // the watch alone can miss it.
     let mut pids: Vec<Option<u32>> = vec![None; n as usize];
     let mut first_gone: Vec<(u32, u32)> = Vec::new();
     let mut watch = || {
@@ -535,19 +538,24 @@ pub fn spawn_app_mpi(
     };
     let result = run_bounded(cmd, timeout, &mut watch)
         .map_err(|e| {
-            let named = if first_gone.is_empty() {
-                ranks_in_message(&dir, n, &e)
-            } else {
-                first_gone.clone()
-            };
+            let mut named = first_gone.clone();
+            for x in ranks_in_message(&dir, n, &e) {
+                if !named.contains(&x) {
+                    named.push(x);
+                }
+            }
+            named.sort_unstable();
             let named: Vec<String> = named
                 .iter()
                 .map(|(r, pid)| format!("rank {r} (pid {pid})"))
                 .collect();
-            if named.is_empty() {
-                format!("{what} failed: {e}")
-            } else {
-                format!("{what} failed: {} ended first: {e}", named.join(", "))
+            match named.len() {
+                0 => format!("{what} failed: {e}"),
+                1 => format!("{what} failed: {} ended first: {e}", named[0]),
+                _ => format!(
+                    "{what} failed: one of {} ended first: {e}",
+                    named.join(", ")
+                ),
             }
         })
         .and_then(|()| collect(&dir, n, &what));
