@@ -12,7 +12,7 @@
 //! clocksource, another architecture) the ticks are nanoseconds of the
 //! monotonic clock.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use symmetry_locks::spin_then_block::calibration;
 
@@ -30,20 +30,42 @@ pub enum Source {
     Monotonic,
 }
 
-/// The source this process uses (decided once).
+/// [`SOURCE`] before it is decided.
+const UNDECIDED: u8 = 0;
+const TSC: u8 = 1;
+const MONOTONIC: u8 = 2;
+
+/// The decided [`Source`]; [`UNDECIDED`] at first. Decided by the
+/// library's constructor, before the program runs; a thread that finds it
+/// undecided (one started by another library's constructor) decides it
+/// itself, without waiting for anybody: the clock is read on lock paths,
+/// and a signal handler that waited for its own thread's decision would
+/// wait forever. Every decider reads the same file and agrees.
+static SOURCE: AtomicU8 = AtomicU8::new(UNDECIDED);
+
+/// The source this process uses.
+#[inline]
 pub fn source() -> Source {
-    static SOURCE: OnceLock<Source> = OnceLock::new();
-    *SOURCE.get_or_init(|| {
-        let kernel = std::fs::read_to_string(
-            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-        )
-        .unwrap_or_default();
-        if cfg!(target_arch = "x86_64") && kernel.trim() == "tsc" {
-            Source::Tsc
-        } else {
-            Source::Monotonic
-        }
-    })
+    // Relaxed: the value is self-contained, and every decider agrees.
+    match SOURCE.load(Ordering::Relaxed) {
+        TSC => Source::Tsc,
+        MONOTONIC => Source::Monotonic,
+        _ => decide(),
+    }
+}
+
+#[cold]
+fn decide() -> Source {
+    let kernel =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .unwrap_or_default();
+    let (source, code) = if cfg!(target_arch = "x86_64") && kernel.trim() == "tsc" {
+        (Source::Tsc, TSC)
+    } else {
+        (Source::Monotonic, MONOTONIC)
+    };
+    SOURCE.store(code, Ordering::Relaxed);
+    source
 }
 
 /// Now, in ticks of [`source`].
@@ -57,11 +79,24 @@ pub fn ticks() -> u64 {
     calibration::now_ns()
 }
 
-/// Nanoseconds per tick (measured at the first call for the counter).
-#[cold]
+/// The bits of the measured nanoseconds per tick; 0 before the first
+/// measurement.
+static RATE: AtomicU64 = AtomicU64::new(0);
+
+/// Nanoseconds per tick (measured at the first call for the counter). As
+/// with [`source`], nobody waits for another's measurement: a caller that
+/// finds none measures, and the first stored measurement is kept.
 fn ns_per_tick() -> f64 {
-    static RATE: OnceLock<f64> = OnceLock::new();
-    *RATE.get_or_init(|| match source() {
+    // Relaxed: a self-contained number, kept once stored.
+    match RATE.load(Ordering::Relaxed) {
+        0 => measure_rate(),
+        bits => f64::from_bits(bits),
+    }
+}
+
+#[cold]
+fn measure_rate() -> f64 {
+    let rate = match source() {
         Source::Monotonic => 1.0,
         Source::Tsc => {
             let (t0, n0) = (ticks(), calibration::now_ns());
@@ -77,7 +112,12 @@ fn ns_per_tick() -> f64 {
                 1.0
             }
         }
-    })
+    };
+    // Only the first measurement sticks, so every conversion agrees.
+    match RATE.compare_exchange(0, rate.to_bits(), Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => rate,
+        Err(kept) => f64::from_bits(kept),
+    }
 }
 
 /// `ticks` (a difference of two [`ticks`]) in nanoseconds.

@@ -185,6 +185,8 @@ static INIT: extern "C" fn() = {
     extern "C" fn init() {
         let _ = real();
         let _ = replace::mode();
+        // Decided before any thread of the program reads the clock.
+        let _ = clock::source();
     }
     init
 };

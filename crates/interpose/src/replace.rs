@@ -43,6 +43,15 @@
 //! signal handlers take mutexes on `parking_lot`; the tests run such a
 //! program on every other algorithm.
 //!
+//! Nothing on a lock path waits for a one-time initialisation (a
+//! `OnceLock`, a `Once`) that the interrupted thread may be running: the
+//! locks read `clock_gettime` directly ([`symmetry_locks::clock`]), and the
+//! constants that are decided lazily (the profile clock's source and
+//! rate, spin-then-block's calibration) never make a handler wait for
+//! its own thread's decision. `mcs-tp` once hung here: its clock's epoch
+//! was a `OnceLock`, and a handler that took a mutex while its thread was
+//! setting the epoch waited for itself.
+//!
 //! One narrower window remains for the queue locks (`mcs`, `clh`,
 //! `graunke-thakkar` and those built on them): they take queue nodes from
 //! a per-thread pool, and the pool grows (with `malloc` and a process-wide

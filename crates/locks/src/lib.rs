@@ -100,6 +100,7 @@ pub mod atomic_int;
 pub mod backoff;
 pub mod baselines;
 pub mod clh;
+pub mod clock;
 pub mod graunke_thakkar;
 pub mod handshake;
 pub mod list_queue;

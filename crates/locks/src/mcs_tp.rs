@@ -34,6 +34,8 @@ use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
+#[cfg(not(loom))]
+use crate::clock::now_ns;
 use crate::list_queue::{self, Linked, NodeToken};
 use crate::sync::{AtomicPtr, AtomicU8, AtomicU64, Ordering, spin_hint};
 
@@ -62,18 +64,6 @@ pub const PATIENCE_NS: u64 = 10_000;
 /// re-queues when it runs again.
 pub const YIELD_AFTER_NS: u64 = 50_000;
 
-/// Nanoseconds since the first call in this process.
-#[cfg(not(loom))]
-#[inline]
-fn now_ns() -> u64 {
-    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    EPOCH
-        .get_or_init(std::time::Instant::now)
-        .elapsed()
-        .as_nanos() as u64
-        + 1
-}
-
 /// A time-published queue node, alone on its cache line.
 #[derive(Debug, Default)]
 pub struct TpNode {
@@ -81,7 +71,7 @@ pub struct TpNode {
     next: AtomicPtr<CachePadded<TpNode>>,
     /// `WAITING`, `GRANTED` or `REMOVED`, written by a releaser.
     status: AtomicU8,
-    /// When the owner last ran (see [`now_ns`]); under loom, the attempt.
+    /// When the owner last ran (see [`crate::clock::now_ns`]); under loom, the attempt.
     stamp: AtomicU64,
 }
 

@@ -84,9 +84,22 @@ fn env_f64(name: &str) -> Option<f64> {
     std::env::var(name).ok()?.trim().parse::<f64>().ok()
 }
 
+thread_local! {
+    /// Set while this thread reads the environment in [`read_env`].
+    static READING_ENV: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Reads the environment's constants once per process. A signal handler
+/// that takes a lock while its thread is inside this very call does not
+/// wait for it (it would wait for itself forever): it goes on with the
+/// constants in force; any other thread waits for the one reading.
 #[cold]
 fn read_env() {
+    if ENV.is_completed() || READING_ENV.with(core::cell::Cell::get) {
+        return;
+    }
     ENV.call_once(|| {
+        READING_ENV.with(|r| r.set(true));
         if let Some(ns) = env_f64("SYMMETRY_NS_PER_SPIN") {
             set_ns_per_spin(ns);
         }
@@ -95,6 +108,7 @@ fn read_env() {
                 slot.store(c.min(f64::from(u32::MAX)) as u32, Ordering::Relaxed);
             }
         }
+        READING_ENV.with(|r| r.set(false));
     });
 }
 
@@ -176,11 +190,9 @@ pub fn c_spins_user() -> u32 {
     c_from(&C_USER, DEFAULT_BLOCK_WAKE_USER_NS)
 }
 
-/// Nanoseconds since a process-wide epoch: the clock of release times.
+/// Nanoseconds of the monotonic clock: the clock of release times. It is
+/// [`crate::clock::now_ns`], async-signal-safe.
 #[inline]
 pub fn now_ns() -> u64 {
-    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    let epoch = *EPOCH.get_or_init(Instant::now);
-    // Saturates after 584 years.
-    epoch.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64
+    crate::clock::now_ns()
 }
