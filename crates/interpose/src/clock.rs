@@ -14,7 +14,7 @@
 
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
-use symmetry_locks::spin_then_block::calibration;
+use symmetry_locks::clock;
 
 /// How long the counter's rate is measured against the monotonic clock.
 /// The clock reads at the two ends are a few tens of nanoseconds each, so
@@ -76,7 +76,7 @@ pub fn ticks() -> u64 {
         // SAFETY: rdtsc has no preconditions; x86-64 always has it.
         return unsafe { core::arch::x86_64::_rdtsc() };
     }
-    calibration::now_ns()
+    clock::now_ns()
 }
 
 /// The bits of the measured nanoseconds per tick; 0 before the first
@@ -99,11 +99,11 @@ fn measure_rate() -> f64 {
     let rate = match source() {
         Source::Monotonic => 1.0,
         Source::Tsc => {
-            let (t0, n0) = (ticks(), calibration::now_ns());
+            let (t0, n0) = (ticks(), clock::now_ns());
             let mut n1 = n0;
             while n1 - n0 < RATE_WINDOW_NS {
                 std::hint::spin_loop();
-                n1 = calibration::now_ns();
+                n1 = clock::now_ns();
             }
             let t1 = ticks();
             if t1 > t0 {
@@ -134,9 +134,9 @@ mod tests {
 
     #[test]
     fn ticks_convert_to_the_monotonic_clock_within_a_percent() {
-        let (t0, n0) = (ticks(), calibration::now_ns());
+        let (t0, n0) = (ticks(), clock::now_ns());
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let (t1, n1) = (ticks(), calibration::now_ns());
+        let (t1, n1) = (ticks(), clock::now_ns());
         let measured = to_ns(t1 - t0) as f64;
         let real = (n1 - n0) as f64;
         assert!(

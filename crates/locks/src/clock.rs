@@ -10,7 +10,7 @@
 //! async-signal-safe (POSIX.1-2008) and, through the vDSO, costs what
 //! `Instant::now()` costs.
 
-/// Nanoseconds of the monotonic clock (since boot on Linux), at least 1.
+/// Nanoseconds of the monotonic clock (since boot on Linux).
 ///
 /// Async-signal-safe: one `clock_gettime(CLOCK_MONOTONIC)`, no state.
 /// Saturates after 584 years of uptime.
@@ -21,13 +21,11 @@ pub fn now_ns() -> u64 {
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC exists
-    // on every platform this crate builds for, so the call cannot fail
-    // (and on failure `ts` stays zero, which the `max` below covers).
+    // on every platform this crate builds for, so the call cannot fail.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    let ns = (ts.tv_sec as u64)
+    (ts.tv_sec as u64)
         .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64);
-    ns.max(1)
+        .saturating_add(ts.tv_nsec as u64)
 }
 
 #[cfg(all(test, not(loom)))]

@@ -166,13 +166,14 @@ impl McsTp {
             spins = spins.wrapping_add(1);
             #[cfg(not(loom))]
             if spins.is_multiple_of(PUBLISH_SPINS) {
-                let now = now_ns();
+                let mut now = now_ns();
                 if now >= yield_at {
                     std::thread::yield_now();
-                    yield_at = now_ns() + YIELD_AFTER_NS;
+                    now = now_ns();
+                    yield_at = now + YIELD_AFTER_NS;
                 }
                 // Relaxed: a heartbeat; its age is all that matters.
-                me.stamp.store(now_ns(), Ordering::Relaxed);
+                me.stamp.store(now, Ordering::Relaxed);
             }
             spin_hint();
         }

@@ -92,14 +92,16 @@ thread_local! {
 /// Reads the environment's constants once per process. A signal handler
 /// that takes a lock while its thread is inside this very call does not
 /// wait for it (it would wait for itself forever): it goes on with the
-/// constants in force; any other thread waits for the one reading.
+/// constants in force; any other thread waits for the one reading. The
+/// flag is set before `call_once` is entered, so there is no moment when
+/// this thread runs the `Once` without the flag saying so.
 #[cold]
 fn read_env() {
     if ENV.is_completed() || READING_ENV.with(core::cell::Cell::get) {
         return;
     }
+    READING_ENV.with(|r| r.set(true));
     ENV.call_once(|| {
-        READING_ENV.with(|r| r.set(true));
         if let Some(ns) = env_f64("SYMMETRY_NS_PER_SPIN") {
             set_ns_per_spin(ns);
         }
@@ -108,8 +110,8 @@ fn read_env() {
                 slot.store(c.min(f64::from(u32::MAX)) as u32, Ordering::Relaxed);
             }
         }
-        READING_ENV.with(|r| r.set(false));
     });
+    READING_ENV.with(|r| r.set(false));
 }
 
 /// Times `iters` polling iterations of the lock's loop shape (a load and a
@@ -188,11 +190,4 @@ pub fn c_spins_os() -> u32 {
 #[inline]
 pub fn c_spins_user() -> u32 {
     c_from(&C_USER, DEFAULT_BLOCK_WAKE_USER_NS)
-}
-
-/// Nanoseconds of the monotonic clock: the clock of release times. It is
-/// [`crate::clock::now_ns`], async-signal-safe.
-#[inline]
-pub fn now_ns() -> u64 {
-    crate::clock::now_ns()
 }

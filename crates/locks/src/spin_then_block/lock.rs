@@ -42,9 +42,10 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicPtr, AtomicU64};
 
 use super::blocker::Blocker;
-use super::calibration::{now_ns, ns_to_spins};
+use super::calibration::ns_to_spins;
 use super::policy::SpinPolicy;
 use super::profiler::{self, LockProfile};
+use crate::clock::now_ns;
 use crate::sync::{AtomicU32, Ordering, spin_hint};
 
 const UNLOCKED: u32 = 0;
