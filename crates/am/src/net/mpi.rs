@@ -15,12 +15,18 @@
 //!   (`mpi`), or shared memory only (`shm`, one host).
 //! * **Messages.** One MPI message per Active Message on a private
 //!   duplicate of `MPI_COMM_WORLD`, tag 1 for requests and 2 for replies,
-//!   bytes laid out as in [`crate::net`]; bulk data travels in the same
-//!   message (one matched receive delivers header, words and data, so a
-//!   handler's bulk slice is the receive buffer). Sends are `MPI_Isend`
-//!   from a buffer the wire owns until `MPI_Test` reports it finished;
-//!   receives are `MPI_Improbe` + `MPI_Mrecv` from any source, so per
-//!   sender the order is MPI's non-overtaking order.
+//!   bytes laid out as in [`crate::net`]; bulk data up to 16 KiB in all
+//!   travels in the same message (one receive delivers header, words and
+//!   data, so a handler's bulk slice is the receive buffer). Sends are
+//!   `MPI_Isend` from a buffer the wire owns until `MPI_Test` reports it
+//!   finished. Receives are kept posted (4, for any source and tag, in a
+//!   ring): a poll is one `MPI_Test` of the oldest, which MPI matches to
+//!   the oldest arriving message, so per sender the order is MPI's
+//!   non-overtaking order, and a message lands in its buffer without a
+//!   probe and a copy. A longer message is announced on that communicator
+//!   (tags 3 and 4, its length) and sent whole on a second duplicate; the
+//!   receiver takes it from there when it meets the announcement, so it
+//!   keeps its place in the sender's order.
 //! * **Threads.** MPI is initialised with `MPI_THREAD_SERIALIZED`: one
 //!   endpoint per process, used by one thread at a time (an `Endpoint` is
 //!   `&mut` for every call, which guarantees it).
@@ -54,8 +60,22 @@ pub const ENV_TRANSPORT: &str = "SYMMETRY_AM_TRANSPORT";
 
 /// Sends in flight before `in_flight` tests them for completion.
 const RETIRE_AT: usize = 32;
+/// Bytes of each posted receive: a message up to this long (header, words
+/// and bulk data) travels as one MPI message; a longer one is announced
+/// and its bytes follow on the second communicator.
+const INLINE: usize = 16 * 1024;
+/// Receives kept posted (each holds [`INLINE`] bytes). A few absorb a
+/// short burst; more would lengthen the list of wildcard receives that
+/// MPI searches for every arriving message, this process's own MPI
+/// traffic included (a message that finds none waits in MPI's unexpected
+/// queue and is matched by the next receive posted).
+const POSTED: usize = 4;
 const TAG_REQUEST: c_int = 1;
 const TAG_REPLY: c_int = 2;
+const TAG_REQUEST_LARGE: c_int = 3;
+const TAG_REPLY_LARGE: c_int = 4;
+/// Tag of payloads on the second communicator.
+const TAG_PAYLOAD: c_int = 0;
 const NAME: &str = "MPI";
 
 /// How the ranks of an MPI job reach one another.
@@ -286,34 +306,70 @@ impl Wiring for MpiWiring {
                 "one endpoint per MPI process: this job's wire is already connected",
             ));
         }
-        let mut comm: ffi::MPI_Comm = self.comm;
-        // SAFETY: `self.comm` is MPI_COMM_WORLD of an initialised MPI;
-        // `comm` is written by the call.
-        let rc = unsafe { ffi::MPI_Comm_dup(self.comm, &mut comm) };
-        if rc != 0 {
-            return Err(failed("MPI_Comm_dup", rc));
-        }
-        Ok(Box::new(MpiWire {
+        let dup = |what: &str| -> Result<ffi::MPI_Comm, AmError> {
+            let mut comm: ffi::MPI_Comm = self.comm;
+            // SAFETY: `self.comm` is MPI_COMM_WORLD of an initialised MPI;
+            // `comm` is written by the call. Collective: every rank
+            // connects, in the same order.
+            let rc = unsafe { ffi::MPI_Comm_dup(self.comm, &mut comm) };
+            if rc != 0 {
+                return Err(failed(what, rc));
+            }
+            Ok(comm)
+        };
+        let comm = dup("MPI_Comm_dup (messages)")?;
+        let large = dup("MPI_Comm_dup (large payloads)")?;
+        let mut wire = MpiWire {
             comm,
+            large,
             sends: VecDeque::new(),
             spare: Vec::new(),
-        }))
+            posted: VecDeque::with_capacity(POSTED),
+            stash: VecDeque::new(),
+        };
+        for _ in 0..POSTED {
+            wire.post(Vec::new())?;
+        }
+        Ok(Box::new(wire))
     }
 }
 
-/// One rank's MPI wire: a private communicator and its sends in flight.
+/// A receive kept posted on the message communicator.
+struct Posted {
+    req: ffi::MPI_Request,
+    /// Empty, with capacity for [`INLINE`] bytes, which MPI writes the
+    /// matched message into.
+    buf: Vec<u8>,
+}
+
+/// One rank's MPI wire: two private communicators, its sends in flight
+/// and its posted receives.
+///
+/// Invariants: `posted` holds [`POSTED`] active receives, in the order
+/// they were posted (so MPI matches arriving messages to them front
+/// first); the buffers of `sends` and `posted` are owned here and neither
+/// read nor written by Rust while their requests are active.
 struct MpiWire {
+    /// Messages (tags [`TAG_REQUEST`], [`TAG_REPLY`]) and announcements
+    /// of large ones ([`TAG_REQUEST_LARGE`], [`TAG_REPLY_LARGE`]).
     comm: ffi::MPI_Comm,
+    /// The payloads of announced messages, in the order announced.
+    large: ffi::MPI_Comm,
     /// Sends in flight, oldest first, with the buffers MPI reads.
     sends: VecDeque<(ffi::MPI_Request, Vec<u8>)>,
     /// Buffers of finished sends, for reuse.
     spare: Vec<Vec<u8>>,
+    /// Receives posted for any source and tag, oldest first.
+    posted: VecDeque<Posted>,
+    /// Messages received while the caller wanted only the other kind,
+    /// oldest first: `(source, kind, bytes)`.
+    stash: VecDeque<(u32, Kind, Vec<u8>)>,
 }
 
 // SAFETY: the handles are plain values; the wire is used through `&mut`
 // by one thread at a time (MPI_THREAD_SERIALIZED), and the buffers of
-// sends in flight are owned here, so moving the wire moves nothing MPI
-// points into (a `Vec`'s heap buffer does not move with it).
+// sends and receives in flight are owned here, so moving the wire moves
+// nothing MPI points into (a `Vec`'s heap buffer does not move with it).
 unsafe impl Send for MpiWire {}
 
 impl MpiWire {
@@ -335,32 +391,30 @@ impl MpiWire {
         }
         self.sends.len()
     }
-}
 
-impl Wire for MpiWire {
-    fn send(&mut self, dest: u32, kind: Kind, parts: [&[u8]; 3]) -> Result<(), AmError> {
-        let mut buf = self.spare.pop().unwrap_or_default();
-        buf.clear();
-        for p in parts {
-            buf.extend_from_slice(p);
-        }
-        let tag = match kind {
-            Kind::Request => TAG_REQUEST,
-            Kind::Reply => TAG_REPLY,
-        };
+    /// `MPI_Isend` of `buf` (which the wire keeps until the send is done).
+    fn isend(
+        &mut self,
+        buf: Vec<u8>,
+        dest: u32,
+        tag: c_int,
+        comm: ffi::MPI_Comm,
+    ) -> Result<(), AmError> {
+        let count = c_int::try_from(buf.len())
+            .map_err(|_| config(format!("a {}-byte message is too long for MPI", buf.len())))?;
         // SAFETY: RSMPI_REQUEST_NULL is a constant handle.
         let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
         // SAFETY: `buf` stays alive and unmodified in `self.sends` until
-        // MPI_Test reports the send finished (or, at close, is leaked);
-        // the datatype and count describe exactly its bytes.
+        // MPI_Test reports the send finished (or, at close or drop, is
+        // leaked); the datatype and count describe exactly its bytes.
         let rc = unsafe {
             ffi::MPI_Isend(
                 buf.as_ptr().cast(),
-                buf.len() as c_int,
+                count,
                 ffi::RSMPI_UINT8_T,
                 dest as c_int,
                 tag,
-                self.comm,
+                comm,
                 &mut req,
             )
         };
@@ -371,43 +425,130 @@ impl Wire for MpiWire {
         Ok(())
     }
 
-    fn recv(
-        &mut self,
-        only: Option<Kind>,
-        buf: &mut Vec<u8>,
-    ) -> Result<Option<(u32, Kind)>, AmError> {
-        let tag = match only {
-            // SAFETY: a constant of the MPI library.
-            None => unsafe { ffi::RSMPI_ANY_TAG },
-            Some(Kind::Request) => TAG_REQUEST,
-            Some(Kind::Reply) => TAG_REPLY,
+    /// Posts one more receive (any source, any tag) into `buf`'s spare
+    /// capacity (at least [`INLINE`] bytes; never zeroed: MPI writes the
+    /// bytes it delivers, and only those become the vector's contents),
+    /// at the back of `posted`.
+    fn post(&mut self, mut buf: Vec<u8>) -> Result<(), AmError> {
+        buf.clear();
+        buf.reserve(INLINE);
+        // SAFETY: constant handle.
+        let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
+        // SAFETY: `buf` has capacity for INLINE bytes from its (empty)
+        // start, and stays, with length 0 and unread, in `self.posted`
+        // while the receive is active (taken out only after MPI_Test
+        // reports it complete, or after it is cancelled and waited for at
+        // close; leaked by drop otherwise).
+        let rc = unsafe {
+            ffi::MPI_Irecv(
+                buf.as_mut_ptr().cast(),
+                INLINE as c_int,
+                ffi::RSMPI_UINT8_T,
+                ffi::RSMPI_ANY_SOURCE,
+                ffi::RSMPI_ANY_TAG,
+                self.comm,
+                &mut req,
+            )
         };
-        let mut flag: c_int = 0;
+        if rc != 0 {
+            return Err(failed("MPI_Irecv", rc));
+        }
+        self.posted.push_back(Posted { req, buf });
+        Ok(())
+    }
+
+    /// The oldest message that has arrived, into `buf`: its source and
+    /// kind, or `None`. Tests only the oldest posted receive: MPI matches
+    /// each arriving message to the oldest posted receive, so that one
+    /// holds the oldest message.
+    fn next(&mut self, buf: &mut Vec<u8>) -> Result<Option<(u32, Kind)>, AmError> {
+        let Some(head) = self.posted.front_mut() else {
+            return Ok(None);
+        };
+        let mut done: c_int = 0;
+        let mut status = std::mem::MaybeUninit::<ffi::MPI_Status>::zeroed();
+        // SAFETY: `head.req` is an active receive of ours; MPI_Test frees
+        // it and fills `status` when it is complete.
+        let rc = unsafe { ffi::MPI_Test(&mut head.req, &mut done, status.as_mut_ptr()) };
+        if rc != 0 {
+            return Err(failed("MPI_Test", rc));
+        }
+        if done == 0 {
+            return Ok(None);
+        }
+        // SAFETY: the receive completed, so MPI wrote the status.
+        let status = unsafe { status.assume_init() };
+        let Some(Posted { buf: mut got, .. }) = self.posted.pop_front() else {
+            unreachable!("the front was tested above");
+        };
+        let mut count: c_int = 0;
+        // SAFETY: the status of a completed receive.
+        let rc = unsafe { ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut count) };
+        if rc != 0 || !(0..=INLINE as c_int).contains(&count) {
+            // The buffer may hold part of a message: never read, never
+            // reused.
+            std::mem::forget(got);
+            return Err(failed("MPI_Get_count", rc));
+        }
+        // SAFETY: the receive completed, so MPI wrote `count` (at most
+        // INLINE, the capacity it was given) bytes from the start of the
+        // buffer, and no longer touches it.
+        unsafe { got.set_len(count as usize) };
+        let src = status.MPI_SOURCE as u32;
+        let (kind, large) = match status.MPI_TAG {
+            TAG_REQUEST => (Kind::Request, false),
+            TAG_REPLY => (Kind::Reply, false),
+            TAG_REQUEST_LARGE => (Kind::Request, true),
+            TAG_REPLY_LARGE => (Kind::Reply, true),
+            tag => {
+                self.post(got)?;
+                return Err(AmError::Garbage {
+                    src,
+                    detail: format!("MPI tag {tag}"),
+                });
+            }
+        };
+        // The caller's old buffer becomes the next posted receive.
+        let old = std::mem::replace(buf, got);
+        self.post(old)?;
+        if large {
+            let announced: [u8; 8] = buf[..].try_into().map_err(|_| AmError::Garbage {
+                src,
+                detail: format!("a {count}-byte announcement of a large message (8 bytes)"),
+            })?;
+            self.recv_large(src, u64::from_le_bytes(announced), buf)?;
+        }
+        Ok(Some((src, kind)))
+    }
+
+    /// Receives the payload of a large message that `src` announced with
+    /// length `len` (it sent the payload right after the announcement, so
+    /// it has been sent or is in flight: the wait is for the transfer).
+    #[cold]
+    fn recv_large(&mut self, src: u32, len: u64, buf: &mut Vec<u8>) -> Result<(), AmError> {
         // SAFETY: constant handle.
         let mut msg = unsafe { ffi::RSMPI_MESSAGE_NULL };
         let mut status = std::mem::MaybeUninit::<ffi::MPI_Status>::zeroed();
-        // SAFETY: out-pointers to locals; `self.comm` is our live
+        // The size comes from MPI's own status, not from the
+        // announcement: a buffer is never sized by what a peer claims.
+        // SAFETY: out-pointers to locals; `self.large` is our live
         // communicator.
         let rc = unsafe {
-            ffi::MPI_Improbe(
-                ffi::RSMPI_ANY_SOURCE,
-                tag,
-                self.comm,
-                &mut flag,
+            ffi::MPI_Mprobe(
+                src as c_int,
+                TAG_PAYLOAD,
+                self.large,
                 &mut msg,
                 status.as_mut_ptr(),
             )
         };
         if rc != 0 {
-            return Err(failed("MPI_Improbe", rc));
+            return Err(failed("MPI_Mprobe", rc));
         }
-        if flag == 0 {
-            return Ok(None);
-        }
-        // SAFETY: MPI_Improbe set the status (flag is true).
+        // SAFETY: MPI_Mprobe returned with a matched message.
         let mut status = unsafe { status.assume_init() };
         let mut count: c_int = 0;
-        // SAFETY: a status from MPI_Improbe; `count` is written.
+        // SAFETY: a status from MPI_Mprobe.
         let rc = unsafe { ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut count) };
         if rc != 0 || count < 0 {
             return Err(failed("MPI_Get_count", rc));
@@ -427,12 +568,70 @@ impl Wire for MpiWire {
         if rc != 0 {
             return Err(failed("MPI_Mrecv", rc));
         }
-        let kind = if status.MPI_TAG == TAG_REPLY {
-            Kind::Reply
-        } else {
-            Kind::Request
+        if count as u64 != len {
+            return Err(AmError::Garbage {
+                src,
+                detail: format!("a large message announced as {len} bytes came with {count}"),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Wire for MpiWire {
+    fn send(&mut self, dest: u32, kind: Kind, parts: [&[u8]; 3]) -> Result<(), AmError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.clear();
+        if len <= INLINE {
+            for p in parts {
+                buf.extend_from_slice(p);
+            }
+            let tag = match kind {
+                Kind::Request => TAG_REQUEST,
+                Kind::Reply => TAG_REPLY,
+            };
+            return self.isend(buf, dest, tag, self.comm);
+        }
+        // Too long for a posted receive: announce it (the receiver then
+        // takes the payload from the second communicator, where MPI keeps
+        // this sender's payloads in the order of their announcements).
+        buf.extend_from_slice(&(len as u64).to_le_bytes());
+        let tag = match kind {
+            Kind::Request => TAG_REQUEST_LARGE,
+            Kind::Reply => TAG_REPLY_LARGE,
         };
-        Ok(Some((status.MPI_SOURCE as u32, kind)))
+        self.isend(buf, dest, tag, self.comm)?;
+        let mut payload = Vec::with_capacity(len);
+        for p in parts {
+            payload.extend_from_slice(p);
+        }
+        self.isend(payload, dest, TAG_PAYLOAD, self.large)
+    }
+
+    fn recv(
+        &mut self,
+        only: Option<Kind>,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<(u32, Kind)>, AmError> {
+        let wanted = |k: Kind| only.is_none_or(|o| o == k);
+        if let Some(i) = self.stash.iter().position(|&(_, k, _)| wanted(k))
+            && let Some((src, kind, bytes)) = self.stash.remove(i)
+        {
+            *buf = bytes;
+            return Ok(Some((src, kind)));
+        }
+        loop {
+            match self.next(buf)? {
+                None => return Ok(None),
+                Some((src, kind)) if wanted(kind) => return Ok(Some((src, kind))),
+                Some((src, kind)) => {
+                    // Kept for a later call that wants this kind, in
+                    // arrival order.
+                    self.stash.push_back((src, kind, std::mem::take(buf)));
+                }
+            }
+        }
     }
 
     fn in_flight(&mut self) -> usize {
@@ -460,10 +659,32 @@ impl Wire for MpiWire {
             }
             std::thread::yield_now();
         }
-        // SAFETY: our duplicate, with no send in flight.
-        let rc = unsafe { ffi::MPI_Comm_free(&mut self.comm) };
-        if rc != 0 {
-            return Err(failed("MPI_Comm_free", rc));
+        // The posted receives: cancelled (a message already matched to
+        // one completes it instead, and is dropped with the wire, as
+        // every message that arrives after close is).
+        while let Some(mut p) = self.posted.pop_front() {
+            // SAFETY: an active receive of ours; after MPI_Cancel,
+            // MPI_Wait returns once it is cancelled or complete, and MPI
+            // no longer writes `p.buf`.
+            let rc = unsafe {
+                let rc = ffi::MPI_Cancel(&mut p.req);
+                if rc == 0 {
+                    ffi::MPI_Wait(&mut p.req, ffi::RSMPI_STATUS_IGNORE)
+                } else {
+                    rc
+                }
+            };
+            if rc != 0 {
+                std::mem::forget(p.buf);
+                return Err(failed("MPI_Cancel", rc));
+            }
+        }
+        for comm in [&mut self.comm, &mut self.large] {
+            // SAFETY: our duplicates, with no send or receive active.
+            let rc = unsafe { ffi::MPI_Comm_free(comm) };
+            if rc != 0 {
+                return Err(failed("MPI_Comm_free", rc));
+            }
         }
         Ok(())
     }
@@ -471,10 +692,13 @@ impl Wire for MpiWire {
 
 impl Drop for MpiWire {
     fn drop(&mut self) {
-        // Sends still in flight (close was not called, or timed out):
-        // MPI may read their buffers until MPI_Finalize.
+        // Sends and receives still active (close was not called, or
+        // failed): MPI may use their buffers until MPI_Finalize.
         for (_, buf) in self.sends.drain(..) {
             std::mem::forget(buf);
+        }
+        for p in self.posted.drain(..) {
+            std::mem::forget(p.buf);
         }
     }
 }

@@ -82,6 +82,10 @@ pub struct ClumpsArgs {
     /// Bulk messages per bandwidth burst.
     #[arg(long, default_value_t = 500)]
     pub bulk: u32,
+    /// The endpoints' bulk block size in bytes (a multiple of 128): every
+    /// bulk message is one block.
+    #[arg(long, default_value_t = symmetry_am::Config::default().bulk_bytes)]
+    pub bulk_bytes: u32,
     /// Where rank 0 writes its results (JSON lines); else standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -825,6 +829,7 @@ fn clumps_main(args: &ClumpsArgs) -> ExitCode {
         blocks: args.blocks.max(1),
         burst: args.burst.max(1),
         bulk: args.bulk.max(1),
+        bulk_bytes: args.bulk_bytes,
     };
     let result = mpi
         .job_from_env()

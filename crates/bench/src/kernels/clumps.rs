@@ -36,7 +36,13 @@ pub struct Plan {
     pub burst: u32,
     /// Bulk messages per bandwidth burst.
     pub bulk: u32,
+    /// The endpoint's bulk block size (bytes): the size of each bulk
+    /// message, and the largest of the order check's.
+    pub bulk_bytes: u32,
 }
+
+/// Messages of the order check that opens each pair.
+const CHECKS: u64 = 64;
 
 #[derive(Debug, Default)]
 struct St {
@@ -47,6 +53,7 @@ struct St {
     acks: u64,
     go: u64,
     phase: u64,
+    checked: u64,
 }
 
 const H_PING: u16 = 0;
@@ -56,6 +63,7 @@ const H_ACK: u16 = 3;
 const H_BULK: u16 = 4;
 const H_GO: u16 = 5;
 const H_PHASE: u16 = 6;
+const H_CHECK: u16 = 7;
 
 type T<'a> = Token<'a, Stamp, St>;
 
@@ -82,6 +90,40 @@ fn bulk(t: &mut T<'_>, m: &Msg<'_>) -> Result<(), AmError> {
     s.bulk_got += 1;
     s.bulk_bytes += m.bulk.len() as u64;
     if t.state().bulk_got == m.args[0] {
+        t.reply(H_ACK, &[])?;
+    }
+    Ok(())
+}
+/// The `i`-th message of the order check: its bulk length (whole blocks,
+/// empty, odd sizes, one byte short of a block, so that over a wire both
+/// short and long messages of one sender interleave) and its bytes.
+fn check_message(i: u64, block: usize) -> Vec<u8> {
+    let len = match i % 4 {
+        0 => block,
+        1 => 0,
+        2 => (i as usize * 977) % block,
+        _ => block - 1,
+    };
+    (0..len).map(|j| (i as usize + j * 31) as u8).collect()
+}
+
+/// Checks that the order check's messages arrive in order and whole; the
+/// last is acknowledged.
+fn check(t: &mut T<'_>, m: &Msg<'_>) -> Result<(), AmError> {
+    let (seq, block) = (m.args[0], m.args[1] as usize);
+    let want = t.state().checked;
+    if seq % CHECKS != want % CHECKS || m.bulk != check_message(seq, block) {
+        return Err(AmError::Config {
+            detail: format!(
+                "order check: message {seq} ({} bytes) arrived where message {} was due, or \
+                 its bytes differ",
+                m.bulk.len(),
+                want % CHECKS
+            ),
+        });
+    }
+    t.state().checked += 1;
+    if seq % CHECKS == CHECKS - 1 {
         t.reply(H_ACK, &[])?;
     }
     Ok(())
@@ -123,7 +165,11 @@ fn spin(ep: &mut Endpoint<Stamp, St>, done: impl Fn(&St) -> bool) -> Result<(), 
 
 /// Runs this rank's part; rank 0 returns one JSON object per pair.
 pub fn run(mpi: &Mpi, job: &Job, plan: Plan) -> Result<Vec<Value>, AmError> {
-    let mut ep = Endpoint::<Stamp, St>::join(job, &Config::default(), St::default())?;
+    let config = Config {
+        bulk_bytes: plan.bulk_bytes,
+        ..Config::default()
+    };
+    let mut ep = Endpoint::<Stamp, St>::join(job, &config, St::default())?;
     for (id, h) in [
         (H_PING, ping as symmetry_am::Handler<Stamp, St>),
         (H_PONG, pong),
@@ -132,6 +178,7 @@ pub fn run(mpi: &Mpi, job: &Job, plan: Plan) -> Result<Vec<Value>, AmError> {
         (H_BULK, bulk),
         (H_GO, go),
         (H_PHASE, phase),
+        (H_CHECK, check),
     ] {
         ep.register(id, h)?;
     }
@@ -141,6 +188,15 @@ pub fn run(mpi: &Mpi, job: &Job, plan: Plan) -> Result<Vec<Value>, AmError> {
     for (k, &(a, b, same_host)) in pairs(job).iter().enumerate() {
         let k = k as u64;
         if job.rank == a {
+            // The order check: one sender's messages of every size arrive
+            // in order and whole over this pair's transport.
+            let want = ep.state().acks + 1;
+            for i in 0..CHECKS {
+                let seq = k * CHECKS + i;
+                let msg = check_message(seq, block);
+                ep.request_bulk(b, H_CHECK, &[seq, block as u64], &msg)?;
+            }
+            spin(&mut ep, |s| s.acks >= want)?;
             // Round trips (one warm-up block first).
             let mut rtt = Vec::new();
             for blk in 0..=plan.blocks {
