@@ -334,6 +334,19 @@ impl Wiring for MpiWiring {
     }
 }
 
+/// The bytes of the message a completed receive or probe `status`
+/// describes.
+fn byte_count(status: &ffi::MPI_Status) -> Result<c_int, AmError> {
+    let mut count: c_int = 0;
+    // SAFETY: `status` was filled by MPI for a matched message; `count` is
+    // written by the call.
+    let rc = unsafe { ffi::MPI_Get_count(status, ffi::RSMPI_UINT8_T, &mut count) };
+    if rc != 0 || count < 0 {
+        return Err(failed("MPI_Get_count", rc));
+    }
+    Ok(count)
+}
+
 /// A receive kept posted on the message communicator.
 struct Posted {
     req: ffi::MPI_Request,
@@ -481,15 +494,25 @@ impl MpiWire {
         let Some(Posted { buf: mut got, .. }) = self.posted.pop_front() else {
             unreachable!("the front was tested above");
         };
-        let mut count: c_int = 0;
-        // SAFETY: the status of a completed receive.
-        let rc = unsafe { ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut count) };
-        if rc != 0 || !(0..=INLINE as c_int).contains(&count) {
-            // The buffer may hold part of a message: never read, never
-            // reused.
-            std::mem::forget(got);
-            return Err(failed("MPI_Get_count", rc));
-        }
+        let count = byte_count(&status).and_then(|n| {
+            if n <= INLINE as c_int {
+                Ok(n)
+            } else {
+                Err(AmError::Transport {
+                    wire: NAME,
+                    detail: format!("MPI reported {n} bytes in a {INLINE}-byte receive"),
+                })
+            }
+        });
+        let count = match count {
+            Ok(n) => n,
+            Err(e) => {
+                // The buffer may hold part of a message: never read, never
+                // reused.
+                std::mem::forget(got);
+                return Err(e);
+            }
+        };
         // SAFETY: the receive completed, so MPI wrote `count` (at most
         // INLINE, the capacity it was given) bytes from the start of the
         // buffer, and no longer touches it.
@@ -547,12 +570,7 @@ impl MpiWire {
         }
         // SAFETY: MPI_Mprobe returned with a matched message.
         let mut status = unsafe { status.assume_init() };
-        let mut count: c_int = 0;
-        // SAFETY: a status from MPI_Mprobe.
-        let rc = unsafe { ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut count) };
-        if rc != 0 || count < 0 {
-            return Err(failed("MPI_Get_count", rc));
-        }
+        let count = byte_count(&status)?;
         buf.clear();
         buf.resize(count as usize, 0);
         // SAFETY: `buf` holds `count` bytes, the matched message's size.
