@@ -17,9 +17,12 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use symmetry_locks::clock;
 
 /// How long the counter's rate is measured against the monotonic clock.
-/// The clock reads at the two ends are a few tens of nanoseconds each, so
-/// the rate is good to about 0.05%.
-pub const RATE_WINDOW_NS: u64 = 200_000;
+/// Each end is a paired reading (the counter read between two monotonic
+/// reads, the tightest of a few tries), whose error is half its bracket:
+/// tens of nanoseconds unless every try was interrupted, so the rate is
+/// good to about 0.01%. The measurement runs
+/// once per process, at the first conversion.
+pub const RATE_WINDOW_NS: u64 = 1_000_000;
 
 /// Where ticks come from.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -94,19 +97,41 @@ fn ns_per_tick() -> f64 {
     }
 }
 
+/// One reading of both clocks at (nearly) the same instant: the counter
+/// read between two monotonic reads, in the tightest of a few tries, so a
+/// preemption or an interrupt between two reads (on a virtual machine,
+/// microseconds) does not skew the pair. Returns the counter and the
+/// midpoint of the monotonic reads.
+fn paired_reading() -> (u64, u64) {
+    let mut best = (0, 0, u64::MAX);
+    for _ in 0..PAIR_TRIES {
+        let before = clock::now_ns();
+        let t = ticks();
+        let after = clock::now_ns();
+        let width = after - before;
+        if width < best.2 {
+            best = (t, before + width / 2, width);
+        }
+    }
+    (best.0, best.1)
+}
+
+/// How many tries [`paired_reading`] takes the tightest of.
+const PAIR_TRIES: usize = 16;
+
 #[cold]
 fn measure_rate() -> f64 {
     let rate = match source() {
         Source::Monotonic => 1.0,
         Source::Tsc => {
-            let (t0, n0) = (ticks(), clock::now_ns());
+            let (t0, n0) = paired_reading();
             let mut n1 = n0;
             while n1 - n0 < RATE_WINDOW_NS {
                 std::hint::spin_loop();
                 n1 = clock::now_ns();
             }
-            let t1 = ticks();
-            if t1 > t0 {
+            let (t1, n1) = paired_reading();
+            if t1 > t0 && n1 > n0 {
                 (n1 - n0) as f64 / (t1 - t0) as f64
             } else {
                 1.0
@@ -134,15 +159,22 @@ mod tests {
 
     #[test]
     fn ticks_convert_to_the_monotonic_clock_within_a_percent() {
-        let (t0, n0) = (ticks(), clock::now_ns());
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let (t1, n1) = (ticks(), clock::now_ns());
-        let measured = to_ns(t1 - t0) as f64;
-        let real = (n1 - n0) as f64;
-        assert!(
-            (measured / real - 1.0).abs() < 0.01,
-            "{measured} ns by {:?} against {real} ns",
-            source()
-        );
+        // The interval's ends are paired readings too, and the check is
+        // the best of three: a vCPU descheduled for longer than every
+        // bracket is the machine's noise, not the conversion's error.
+        let mut errors = Vec::new();
+        for _ in 0..3 {
+            let (t0, n0) = paired_reading();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let (t1, n1) = paired_reading();
+            let measured = to_ns(t1 - t0) as f64;
+            let real = (n1 - n0) as f64;
+            let error = (measured / real - 1.0).abs();
+            if error < 0.01 {
+                return;
+            }
+            errors.push(format!("{measured} ns by {:?} against {real} ns", source()));
+        }
+        panic!("off by over 1% three times: {errors:?}");
     }
 }
