@@ -17,7 +17,12 @@
 //!   duplicate of `MPI_COMM_WORLD`, tag 1 for requests and 2 for replies,
 //!   bytes laid out as in [`crate::net`]; bulk data up to 16 KiB in all
 //!   travels in the same message (one receive delivers header, words and
-//!   data, so a handler's bulk slice is the receive buffer). Sends are
+//!   data, so a handler's bulk slice is the receive buffer). A message
+//!   up to 256 bytes (every request and reply without bulk data) is sent
+//!   with a blocking `MPI_Send` from the stack, which returns once MPI has
+//!   copied it (eager: it never waits for the receiver to post a receive;
+//!   if MPI's buffers towards that rank are full it waits inside MPI,
+//!   which meanwhile keeps taking in what arrives); a longer one is
 //!   `MPI_Isend` from a buffer the wire owns until `MPI_Test` reports it
 //!   finished. Receives are kept posted (4, for any source and tag, in a
 //!   ring): a poll is one `MPI_Test` of the oldest, which MPI matches to
@@ -58,6 +63,13 @@ pub const ENV_HOSTS: &str = "SYMMETRY_AM_HOSTS";
 /// or `shm`.
 pub const ENV_TRANSPORT: &str = "SYMMETRY_AM_TRANSPORT";
 
+/// Messages up to this long (header, words and bulk data) are sent with
+/// a blocking `MPI_Send` from a buffer on the stack: far below every MPI
+/// library's eager limit, so the call returns once MPI has copied the
+/// bytes (it never waits for the receiver to post a receive), and it
+/// leaves no request to allocate, test and free. A request with all its
+/// words is 72 bytes.
+const SHORT: usize = 256;
 /// Sends in flight before `in_flight` tests them for completion.
 const RETIRE_AT: usize = 32;
 /// Bytes of each posted receive: a message up to this long (header, words
@@ -599,16 +611,41 @@ impl MpiWire {
 impl Wire for MpiWire {
     fn send(&mut self, dest: u32, kind: Kind, parts: [&[u8]; 3]) -> Result<(), AmError> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
+        let tag = match kind {
+            Kind::Request => TAG_REQUEST,
+            Kind::Reply => TAG_REPLY,
+        };
+        if len <= SHORT {
+            let mut bytes = [0u8; SHORT];
+            let mut at = 0;
+            for p in parts {
+                bytes[at..at + p.len()].copy_from_slice(p);
+                at += p.len();
+            }
+            // SAFETY: `bytes[..len]` is initialised and outlives the call;
+            // a blocking send is done with the buffer when it returns.
+            let rc = unsafe {
+                ffi::MPI_Send(
+                    bytes.as_ptr().cast(),
+                    len as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    dest as c_int,
+                    tag,
+                    self.comm,
+                )
+            };
+            return if rc == 0 {
+                Ok(())
+            } else {
+                Err(failed("MPI_Send", rc))
+            };
+        }
         let mut buf = self.spare.pop().unwrap_or_default();
         buf.clear();
         if len <= INLINE {
             for p in parts {
                 buf.extend_from_slice(p);
             }
-            let tag = match kind {
-                Kind::Request => TAG_REQUEST,
-                Kind::Reply => TAG_REPLY,
-            };
             return self.isend(buf, dest, tag, self.comm);
         }
         // Too long for a posted receive: announce it (the receiver then
