@@ -20,8 +20,8 @@ use symmetry_locks::clock;
 /// Each end is a paired reading (the counter read between two monotonic
 /// reads, the tightest of a few tries), whose error is half its bracket:
 /// tens of nanoseconds unless every try was interrupted, so the rate is
-/// good to about 0.01%. The measurement runs
-/// once per process, at the first conversion.
+/// good to about 0.01%. The measurement runs once per process, at the
+/// first conversion.
 pub const RATE_WINDOW_NS: u64 = 1_000_000;
 
 /// Where ticks come from.
