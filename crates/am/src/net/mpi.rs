@@ -19,10 +19,10 @@
 //!   travels in the same message (one receive delivers header, words and
 //!   data, so a handler's bulk slice is the receive buffer). A message
 //!   up to 256 bytes (every request and reply without bulk data) is sent
-//!   with a blocking `MPI_Send` from the stack, which returns once MPI has
-//!   copied it (eager: it never waits for the receiver to post a receive;
-//!   if MPI's buffers towards that rank are full it waits inside MPI,
-//!   which meanwhile keeps taking in what arrives); a longer one is
+//!   with a blocking `MPI_Send` from a reused buffer, which returns once
+//!   MPI has copied it (eager: it never waits for the receiver to post a
+//!   receive; if MPI's buffers towards that rank are full it waits inside
+//!   MPI, which meanwhile keeps taking in what arrives); a longer one is
 //!   `MPI_Isend` from a buffer the wire owns until `MPI_Test` reports it
 //!   finished. Receives are kept posted (4, for any source and tag, in a
 //!   ring): a poll is one `MPI_Test` of the oldest, which MPI matches to
@@ -64,7 +64,7 @@ pub const ENV_HOSTS: &str = "SYMMETRY_AM_HOSTS";
 pub const ENV_TRANSPORT: &str = "SYMMETRY_AM_TRANSPORT";
 
 /// Messages up to this long (header, words and bulk data) are sent with
-/// a blocking `MPI_Send` from a buffer on the stack: far below every MPI
+/// a blocking `MPI_Send` from a reused buffer: far below every MPI
 /// library's eager limit, so the call returns once MPI has copied the
 /// bytes (it never waits for the receiver to post a receive), and it
 /// leaves no request to allocate, test and free. A request with all its
@@ -336,6 +336,7 @@ impl Wiring for MpiWiring {
             large,
             sends: VecDeque::new(),
             spare: Vec::new(),
+            short: Vec::with_capacity(SHORT),
             posted: VecDeque::with_capacity(POSTED),
             stash: VecDeque::new(),
         };
@@ -384,6 +385,9 @@ struct MpiWire {
     sends: VecDeque<(ffi::MPI_Request, Vec<u8>)>,
     /// Buffers of finished sends, for reuse.
     spare: Vec<Vec<u8>>,
+    /// Where a short message is assembled for `MPI_Send` (reused; never
+    /// zeroed or reallocated on the send path).
+    short: Vec<u8>,
     /// Receives posted for any source and tag, oldest first.
     posted: VecDeque<Posted>,
     /// Messages received while the caller wanted only the other kind,
@@ -616,17 +620,16 @@ impl Wire for MpiWire {
             Kind::Reply => TAG_REPLY,
         };
         if len <= SHORT {
-            let mut bytes = [0u8; SHORT];
-            let mut at = 0;
+            self.short.clear();
             for p in parts {
-                bytes[at..at + p.len()].copy_from_slice(p);
-                at += p.len();
+                self.short.extend_from_slice(p);
             }
-            // SAFETY: `bytes[..len]` is initialised and outlives the call;
-            // a blocking send is done with the buffer when it returns.
+            // SAFETY: `self.short` holds the message's `len` bytes and is
+            // not touched during the call; a blocking send is done with
+            // the buffer when it returns.
             let rc = unsafe {
                 ffi::MPI_Send(
-                    bytes.as_ptr().cast(),
+                    self.short.as_ptr().cast(),
                     len as c_int,
                     ffi::RSMPI_UINT8_T,
                     dest as c_int,
