@@ -627,7 +627,11 @@ impl<C: Claim, S> Endpoint<C, S> {
         )
     }
 
-    /// Delivers the messages waiting in both queues; returns how many.
+    /// Delivers the messages waiting in both queues, and the one message
+    /// a look at the wire finds (if the job has ranks on other hosts; with
+    /// peers on this host too, the wire is looked at on every eighth poll
+    /// while it is idle, and on every poll while messages come); returns
+    /// how many.
     #[inline]
     pub fn poll(&mut self) -> Result<usize, AmError> {
         Core::poll_queues(&mut self.core, &mut self.state, Scope::Both)
@@ -983,8 +987,8 @@ impl<C: Claim, S> Core<C, S> {
         Ok(())
     }
 
-    /// Delivers what arrived over the wire (at most a ring's worth of a
-    /// shared-memory queue per call, so a flood cannot starve the caller).
+    /// Delivers the message one look at the wire finds, if any (one per
+    /// call: see [`Wire::recv`]); returns how many (0 or 1).
     #[inline]
     fn poll_wire(core: &mut Self, state: &mut S, scope: Scope) -> Result<usize, AmError> {
         let Some(r) = core.remote.as_mut() else {
@@ -992,66 +996,64 @@ impl<C: Claim, S> Core<C, S> {
         };
         let only = (scope == Scope::Replies).then_some(Kind::Reply);
         let mut buf = std::mem::take(&mut r.buf);
-        let mut delivered = 0usize;
-        let mut result = Ok(());
-        while delivered < 256 {
-            let Some(r) = core.remote.as_mut() else { break };
-            let Some((src, kind)) = (match r.wire.recv(only, &mut buf) {
-                Ok(m) => m,
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }) else {
-                break;
-            };
-            delivered += 1;
-            core.stats.delivered += 1;
-            let which = if kind == Kind::Request {
-                REQUESTS
-            } else {
-                REPLIES
-            };
-            let msg = match net::decode(&buf) {
-                Ok(m)
-                    if m.handler < USER_HANDLERS
-                        || matches!(m.handler, H_BARRIER | H_REDUCE | H_RESULT) =>
-                {
-                    m
-                }
-                Ok(m) => {
-                    core.stats.garbage += 1;
-                    result = Err(AmError::Garbage {
-                        src,
-                        detail: format!("handler id {}", m.handler),
-                    });
-                    break;
-                }
-                Err(detail) => {
-                    core.stats.garbage += 1;
-                    result = Err(AmError::Garbage { src, detail });
-                    break;
-                }
-            };
-            let args = msg.args;
-            let r = Core::dispatch(
-                core,
-                state,
-                which,
-                src,
-                msg.handler,
-                &args[..msg.nargs],
-                msg.bulk,
-            );
-            if r.is_err() {
-                result = r;
-                break;
-            }
-        }
+        let result = Core::deliver_wire(core, state, only, &mut buf);
         if let Some(r) = core.remote.as_mut() {
             r.buf = buf;
         }
-        result.map(|()| delivered)
+        result
+    }
+
+    /// `poll_wire`'s look and delivery, with the message buffer taken out
+    /// of `core.remote` (so a handler can send while it is borrowed).
+    #[inline]
+    fn deliver_wire(
+        core: &mut Self,
+        state: &mut S,
+        only: Option<Kind>,
+        buf: &mut Vec<u8>,
+    ) -> Result<usize, AmError> {
+        let Some(r) = core.remote.as_mut() else {
+            return Ok(0);
+        };
+        let Some((src, kind)) = r.wire.recv(only, buf)? else {
+            return Ok(0);
+        };
+        core.stats.delivered += 1;
+        let which = if kind == Kind::Request {
+            REQUESTS
+        } else {
+            REPLIES
+        };
+        let msg = match net::decode(buf) {
+            Ok(m)
+                if m.handler < USER_HANDLERS
+                    || matches!(m.handler, H_BARRIER | H_REDUCE | H_RESULT) =>
+            {
+                m
+            }
+            Ok(m) => {
+                core.stats.garbage += 1;
+                return Err(AmError::Garbage {
+                    src,
+                    detail: format!("handler id {}", m.handler),
+                });
+            }
+            Err(detail) => {
+                core.stats.garbage += 1;
+                return Err(AmError::Garbage { src, detail });
+            }
+        };
+        let args = msg.args;
+        Core::dispatch(
+            core,
+            state,
+            which,
+            src,
+            msg.handler,
+            &args[..msg.nargs],
+            msg.bulk,
+        )?;
+        Ok(1)
     }
 
     /// The error of a request to a peer that is gone.
@@ -1154,7 +1156,15 @@ impl<C: Claim, S> Core<C, S> {
             r.tick += 1;
             if r.tick >= r.every {
                 r.tick = 0;
-                n += Core::poll_wire(core, state, scope)?;
+                let got = Core::poll_wire(core, state, scope)?;
+                if got > 0
+                    && let Some(r) = core.remote.as_mut()
+                {
+                    // A look delivers one message: while they come, the
+                    // wire is looked at on every poll.
+                    r.tick = r.every;
+                }
+                n += got;
             }
         }
         Ok(n)

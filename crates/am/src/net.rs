@@ -58,9 +58,13 @@ pub trait Wire: Send {
     /// Sends the concatenation of `parts` to `dest` as one message.
     fn send(&mut self, dest: u32, kind: Kind, parts: [&[u8]; 3]) -> Result<(), AmError>;
 
-    /// Moves the oldest message that has arrived (of `only` kind, or of
-    /// either) into `buf`, replacing its contents: `Some((source, kind))`,
-    /// or `None` if nothing has arrived.
+    /// Looks at the transport once and moves the oldest message that has
+    /// arrived (of `only` kind, or of either) into `buf`, replacing its
+    /// contents: `Some((source, kind))`, or `None` if this look found
+    /// none. One call is one look, however many messages are waiting (a
+    /// look can cost a pass of the transport's progress engine, which a
+    /// caller that just got its message should not pay again); call again
+    /// for the next.
     fn recv(
         &mut self,
         only: Option<Kind>,

@@ -25,13 +25,20 @@
 //!   MPI, which meanwhile keeps taking in what arrives); a longer one is
 //!   `MPI_Isend` from a buffer the wire owns until `MPI_Test` reports it
 //!   finished. Receives are kept posted (4, for any source and tag, in a
-//!   ring): a poll is one `MPI_Test` of the oldest, which MPI matches to
-//!   the oldest arriving message, so per sender the order is MPI's
-//!   non-overtaking order, and a message lands in its buffer without a
-//!   probe and a copy. A longer message is announced on that communicator
-//!   (tags 3 and 4, its length) and sent whole on a second duplicate; the
-//!   receiver takes it from there when it meets the announcement, so it
-//!   keeps its place in the sender's order.
+//!   ring): a look at the wire is one `MPI_Test` of the oldest, which MPI
+//!   matches to the oldest arriving message, so per sender the order is
+//!   MPI's non-overtaking order, and a message lands in its buffer
+//!   without a probe and a copy. The receive a message completed is
+//!   posted again at the start of the next look, not at once: after the
+//!   handler has run and sent its reply, so the repost is not on the
+//!   round trip's critical path (three stay posted meanwhile). A look
+//!   delivers at most one message: a second `MPI_Test` after a delivery
+//!   would, almost always, find nothing and cost a pass of MPI's progress
+//!   engine before the caller sees its reply. A longer message is
+//!   announced on that communicator (tags 3 and 4, its length) and sent
+//!   whole on a second duplicate; the receiver takes it from there when
+//!   it meets the announcement, so it keeps its place in the sender's
+//!   order.
 //! * **Threads.** MPI is initialised with `MPI_THREAD_SERIALIZED`: one
 //!   endpoint per process, used by one thread at a time (an `Endpoint` is
 //!   `&mut` for every call, which guarantees it).
@@ -337,12 +344,15 @@ impl Wiring for MpiWiring {
             sends: VecDeque::new(),
             spare: Vec::new(),
             short: Vec::with_capacity(SHORT),
-            posted: VecDeque::with_capacity(POSTED),
+            // SAFETY: constant handle.
+            reqs: [unsafe { ffi::RSMPI_REQUEST_NULL }; POSTED],
+            bufs: Default::default(),
+            head: 0,
+            // Every slot, posted in ring order just below.
+            idle: POSTED,
             stash: VecDeque::new(),
         };
-        for _ in 0..POSTED {
-            wire.post(Vec::new())?;
-        }
+        wire.repost()?;
         Ok(Box::new(wire))
     }
 }
@@ -360,21 +370,17 @@ fn byte_count(status: &ffi::MPI_Status) -> Result<c_int, AmError> {
     Ok(count)
 }
 
-/// A receive kept posted on the message communicator.
-struct Posted {
-    req: ffi::MPI_Request,
-    /// Empty, with capacity for [`INLINE`] bytes, which MPI writes the
-    /// matched message into.
-    buf: Vec<u8>,
-}
-
 /// One rank's MPI wire: two private communicators, its sends in flight
 /// and its posted receives.
 ///
-/// Invariants: `posted` holds [`POSTED`] active receives, in the order
-/// they were posted (so MPI matches arriving messages to them front
-/// first); the buffers of `sends` and `posted` are owned here and neither
-/// read nor written by Rust while their requests are active.
+/// Invariants: the receive slots form a ring. Slots `head`, `head + 1`,
+/// ... (mod [`POSTED`]) hold active receives, in the order they were
+/// posted (so MPI matches arriving messages to them `head` first), except
+/// the last `idle` of that order (the slots just before `head`), whose
+/// messages were delivered and which are posted again, oldest first, at
+/// the next look. The buffers of `sends` and of active receive slots are
+/// owned here and neither read nor written by Rust while their requests
+/// are active.
 struct MpiWire {
     /// Messages (tags [`TAG_REQUEST`], [`TAG_REPLY`]) and announcements
     /// of large ones ([`TAG_REQUEST_LARGE`], [`TAG_REPLY_LARGE`]).
@@ -388,8 +394,16 @@ struct MpiWire {
     /// Where a short message is assembled for `MPI_Send` (reused; never
     /// zeroed or reallocated on the send path).
     short: Vec<u8>,
-    /// Receives posted for any source and tag, oldest first.
-    posted: VecDeque<Posted>,
+    /// The receive slots' requests (for any source and tag).
+    reqs: [ffi::MPI_Request; POSTED],
+    /// The receive slots' buffers: while active, empty with capacity for
+    /// [`INLINE`] bytes, which MPI writes the matched message into.
+    bufs: [Vec<u8>; POSTED],
+    /// The slot of the oldest active receive.
+    head: usize,
+    /// Slots delivered and not yet posted again (those just before
+    /// `head`).
+    idle: usize,
     /// Messages received while the caller wanted only the other kind,
     /// oldest first: `(source, kind, bytes)`.
     stash: VecDeque<(u32, Kind, Vec<u8>)>,
@@ -454,20 +468,19 @@ impl MpiWire {
         Ok(())
     }
 
-    /// Posts one more receive (any source, any tag) into `buf`'s spare
-    /// capacity (at least [`INLINE`] bytes; never zeroed: MPI writes the
-    /// bytes it delivers, and only those become the vector's contents),
-    /// at the back of `posted`.
-    fn post(&mut self, mut buf: Vec<u8>) -> Result<(), AmError> {
+    /// Posts the receive of slot `i` (any source, any tag) into its
+    /// buffer's spare capacity (at least [`INLINE`] bytes; never zeroed:
+    /// MPI writes the bytes it delivers, and only those become the
+    /// vector's contents).
+    fn post(&mut self, i: usize) -> Result<(), AmError> {
+        let buf = &mut self.bufs[i];
         buf.clear();
         buf.reserve(INLINE);
-        // SAFETY: constant handle.
-        let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
         // SAFETY: `buf` has capacity for INLINE bytes from its (empty)
-        // start, and stays, with length 0 and unread, in `self.posted`
+        // start, and stays, with length 0 and unread, in `self.bufs[i]`
         // while the receive is active (taken out only after MPI_Test
         // reports it complete, or after it is cancelled and waited for at
-        // close; leaked by drop otherwise).
+        // close; leaked by drop otherwise). `self.reqs[i]` is inactive.
         let rc = unsafe {
             ffi::MPI_Irecv(
                 buf.as_mut_ptr().cast(),
@@ -476,29 +489,40 @@ impl MpiWire {
                 ffi::RSMPI_ANY_SOURCE,
                 ffi::RSMPI_ANY_TAG,
                 self.comm,
-                &mut req,
+                &mut self.reqs[i],
             )
         };
         if rc != 0 {
             return Err(failed("MPI_Irecv", rc));
         }
-        self.posted.push_back(Posted { req, buf });
         Ok(())
     }
 
-    /// The oldest message that has arrived, into `buf`: its source and
-    /// kind, or `None`. Tests only the oldest posted receive: MPI matches
-    /// each arriving message to the oldest posted receive, so that one
-    /// holds the oldest message.
+    /// Posts the idle slots again, oldest first, so that the order of
+    /// posting stays the ring's order from `head`.
+    #[inline]
+    fn repost(&mut self) -> Result<(), AmError> {
+        while self.idle > 0 {
+            let i = (self.head + POSTED - self.idle) % POSTED;
+            self.post(i)?;
+            self.idle -= 1;
+        }
+        Ok(())
+    }
+
+    /// One look at the wire: the oldest message that has arrived, into
+    /// `buf`, with its source and kind, or `None`. Tests only the oldest
+    /// posted receive: MPI matches each arriving message to the oldest
+    /// posted receive, so that one holds the oldest message.
     fn next(&mut self, buf: &mut Vec<u8>) -> Result<Option<(u32, Kind)>, AmError> {
-        let Some(head) = self.posted.front_mut() else {
-            return Ok(None);
-        };
+        self.repost()?;
+        let i = self.head;
         let mut done: c_int = 0;
         let mut status = std::mem::MaybeUninit::<ffi::MPI_Status>::zeroed();
-        // SAFETY: `head.req` is an active receive of ours; MPI_Test frees
-        // it and fills `status` when it is complete.
-        let rc = unsafe { ffi::MPI_Test(&mut head.req, &mut done, status.as_mut_ptr()) };
+        // SAFETY: slot `head` holds an active receive of ours (the ring
+        // has no idle slot after `repost`); MPI_Test frees it and fills
+        // `status` when it is complete.
+        let rc = unsafe { ffi::MPI_Test(&mut self.reqs[i], &mut done, status.as_mut_ptr()) };
         if rc != 0 {
             return Err(failed("MPI_Test", rc));
         }
@@ -507,9 +531,11 @@ impl MpiWire {
         }
         // SAFETY: the receive completed, so MPI wrote the status.
         let status = unsafe { status.assume_init() };
-        let Some(Posted { buf: mut got, .. }) = self.posted.pop_front() else {
-            unreachable!("the front was tested above");
-        };
+        // The slot is done with: it is posted again (with the caller's
+        // old buffer, or this one) at the start of the next look.
+        self.head = (i + 1) % POSTED;
+        self.idle += 1;
+        let mut got = std::mem::take(&mut self.bufs[i]);
         let count = byte_count(&status).and_then(|n| {
             if n <= INLINE as c_int {
                 Ok(n)
@@ -524,7 +550,7 @@ impl MpiWire {
             Ok(n) => n,
             Err(e) => {
                 // The buffer may hold part of a message: never read, never
-                // reused.
+                // reused (the slot gets a new one when it is posted).
                 std::mem::forget(got);
                 return Err(e);
             }
@@ -540,16 +566,15 @@ impl MpiWire {
             TAG_REQUEST_LARGE => (Kind::Request, true),
             TAG_REPLY_LARGE => (Kind::Reply, true),
             tag => {
-                self.post(got)?;
+                self.bufs[i] = got;
                 return Err(AmError::Garbage {
                     src,
                     detail: format!("MPI tag {tag}"),
                 });
             }
         };
-        // The caller's old buffer becomes the next posted receive.
-        let old = std::mem::replace(buf, got);
-        self.post(old)?;
+        // The caller's old buffer becomes the slot's next receive.
+        self.bufs[i] = std::mem::replace(buf, got);
         if large {
             let announced: [u8; 8] = buf[..].try_into().map_err(|_| AmError::Garbage {
                 src,
@@ -679,15 +704,14 @@ impl Wire for MpiWire {
             *buf = bytes;
             return Ok(Some((src, kind)));
         }
-        loop {
-            match self.next(buf)? {
-                None => return Ok(None),
-                Some((src, kind)) if wanted(kind) => return Ok(Some((src, kind))),
-                Some((src, kind)) => {
-                    // Kept for a later call that wants this kind, in
-                    // arrival order.
-                    self.stash.push_back((src, kind, std::mem::take(buf)));
-                }
+        match self.next(buf)? {
+            None => Ok(None),
+            Some((src, kind)) if wanted(kind) => Ok(Some((src, kind))),
+            Some((src, kind)) => {
+                // Kept for a later call that wants this kind, in arrival
+                // order; this call has had its look.
+                self.stash.push_back((src, kind, std::mem::take(buf)));
+                Ok(None)
             }
         }
     }
@@ -720,22 +744,25 @@ impl Wire for MpiWire {
         // The posted receives: cancelled (a message already matched to
         // one completes it instead, and is dropped with the wire, as
         // every message that arrives after close is).
-        while let Some(mut p) = self.posted.pop_front() {
-            // SAFETY: an active receive of ours; after MPI_Cancel,
-            // MPI_Wait returns once it is cancelled or complete, and MPI
-            // no longer writes `p.buf`.
+        while self.idle < POSTED {
+            let i = self.head;
+            // SAFETY: slot `head` is active while `idle < POSTED`; after
+            // MPI_Cancel, MPI_Wait returns once it is cancelled or
+            // complete, and MPI no longer writes its buffer.
             let rc = unsafe {
-                let rc = ffi::MPI_Cancel(&mut p.req);
+                let rc = ffi::MPI_Cancel(&mut self.reqs[i]);
                 if rc == 0 {
-                    ffi::MPI_Wait(&mut p.req, ffi::RSMPI_STATUS_IGNORE)
+                    ffi::MPI_Wait(&mut self.reqs[i], ffi::RSMPI_STATUS_IGNORE)
                 } else {
                     rc
                 }
             };
             if rc != 0 {
-                std::mem::forget(p.buf);
+                // Drop must not free the buffer MPI may still write.
                 return Err(failed("MPI_Cancel", rc));
             }
+            self.head = (i + 1) % POSTED;
+            self.idle += 1;
         }
         for comm in [&mut self.comm, &mut self.large] {
             // SAFETY: our duplicates, with no send or receive active.
@@ -755,8 +782,8 @@ impl Drop for MpiWire {
         for (_, buf) in self.sends.drain(..) {
             std::mem::forget(buf);
         }
-        for p in self.posted.drain(..) {
-            std::mem::forget(p.buf);
+        for k in 0..POSTED - self.idle {
+            std::mem::forget(std::mem::take(&mut self.bufs[(self.head + k) % POSTED]));
         }
     }
 }
