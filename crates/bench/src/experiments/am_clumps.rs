@@ -15,8 +15,9 @@
 //! MPI's own ping-pong; a row is the median over the repeats of each job's
 //! median block, with the repeats' spread. The two ratios the goals judge
 //! pair each repeat with the same repeat's reference (AM over MPI against
-//! the MPI ping-pong of the same job; hierarchical same-host against the
-//! `shm` job just before it). Then the three applications run once per
+//! the MPI ping-pong of the same job, block by block: the job alternates
+//! a block of each, and the repeat's ratio is the median of the blocks'
+//! ratios; hierarchical same-host against the `shm` job just before it). Then the three applications run once per
 //! transport at four ranks (`hierarchical` on two emulated hosts).
 //!
 //! Needs a build with `--features mpi` and `mpiexec` on the `PATH`;
@@ -96,6 +97,26 @@ struct Pair {
     oneway: f64,
     bulk: f64,
     mpi: f64,
+    /// The median over blocks of the round trip over MPI's ping-pong
+    /// measured right after it (the kernel alternates the two).
+    rtt_vs_mpi: f64,
+}
+
+/// The median of `v[num][i] / v[den][i]` over the blocks `i`.
+fn block_ratio(v: &serde_json::Value, num: &str, den: &str) -> Option<f64> {
+    let col = |key: &str| -> Option<Vec<f64>> {
+        v.get(key)?
+            .as_array()?
+            .iter()
+            .map(serde_json::Value::as_f64)
+            .collect()
+    };
+    let (n, d) = (col(num)?, col(den)?);
+    if n.len() != d.len() {
+        return None;
+    }
+    let xs: Vec<f64> = n.iter().zip(&d).map(|(n, d)| n / d).collect();
+    Spread::of(&xs).map(|s| s.median)
 }
 
 fn median(v: &serde_json::Value, key: &str) -> Option<f64> {
@@ -144,6 +165,8 @@ fn job(exe: &Path, n: u32, transport: &str, hosts: u32, quick: bool) -> Result<V
                 oneway: median(&v, "oneway_ns").ok_or("no oneway_ns")?,
                 bulk: median(&v, "bulk_mb_s").ok_or("no bulk_mb_s")?,
                 mpi: median(&v, "mpi_rtt_ns").ok_or("no mpi_rtt_ns")?,
+                rtt_vs_mpi: block_ratio(&v, "rtt_ns", "mpi_rtt_ns")
+                    .ok_or("rtt_ns and mpi_rtt_ns do not pair up")?,
             })
         })
         .collect()
@@ -206,7 +229,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             rtt: m.mpi,
             ..Pair::default()
         });
-        mpi_vs_peer.push(m.rtt / m.mpi);
+        mpi_vs_peer.push(m.rtt_vs_mpi);
         same_vs_shm.push(h_same.rtt / s.rtt);
     }
     let mut rows = Vec::new();
@@ -400,7 +423,8 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
             "Two ranks for `mpi` and its MPI ping-pong; four for `shm` (rank 0 with rank 1) and for the \
              hierarchical transport on two emulated hosts (rank 0 with rank 1 on its host, and with rank 2 on \
              the other); each value the median over the \
-             repeats of a job's median block. Applications (quick inputs, {APP_RANKS} ranks): {}.",
+             repeats of a job's median block. The `mpi` job alternates blocks of its round trip and of MPI's \
+             ping-pong, and its ratio is the median of the blocks' ratios. Applications (quick inputs, {APP_RANKS} ranks): {}.",
             if apps.is_empty() {
                 "none".to_string()
             } else {

@@ -8,12 +8,17 @@
 //! 1. **Round trip**: `a` requests, `b`'s handler replies, `a` spins on
 //!    `poll` until the reply runs; blocks of `rounds` round trips, the
 //!    mean of each block kept.
-//! 2. **One-way rate**: `a` sends `burst` short requests; `b` replies to
+//! 2. **MPI's own ping-pong**: `MPI_Send`/`MPI_Recv` of one 8-byte word
+//!    between `a` and `b` on `MPI_COMM_WORLD`, the same blocks, each run
+//!    right after the round-trip block of the same index (1 and 2
+//!    alternate), so that block `i` of each was measured in the same
+//!    state of the machine: a virtual machine's vCPU placement can move
+//!    between two phases of a run and change both by a factor of three,
+//!    and the ratio of the two is taken block by block.
+//! 3. **One-way rate**: `a` sends `burst` short requests; `b` replies to
 //!    the last; time per message from the first send to that reply.
-//! 3. **Bulk bandwidth**: the same with `bulk` requests of one bulk block
+//! 4. **Bulk bandwidth**: the same with `bulk` requests of one bulk block
 //!    (the endpoint's block size) each.
-//! 4. **MPI's own ping-pong**: `MPI_Send`/`MPI_Recv` of one 8-byte word
-//!    between `a` and `b` on `MPI_COMM_WORLD`, the same blocks.
 //!
 //! Rank `a` (always rank 0) writes one JSON object per pair.
 
@@ -153,6 +158,12 @@ pub fn pairs(job: &Job) -> Vec<(u32, u32, bool)> {
     p
 }
 
+/// The `go` word that starts MPI block `blk` of pair `k` (increasing over
+/// the whole run).
+fn go_value(k: u64, blk: u32, plan: Plan) -> u64 {
+    k * (u64::from(plan.blocks) + 1) + u64::from(blk) + 1
+}
+
 /// Polls until `done` holds (generic, so the timed loops pay no call
 /// through a pointer).
 #[inline]
@@ -197,8 +208,12 @@ pub fn run(mpi: &Mpi, job: &Job, plan: Plan) -> Result<Vec<Value>, AmError> {
                 ep.request_bulk(b, H_CHECK, &[seq, block as u64], &msg)?;
             }
             spin(&mut ep, |s| s.acks >= want)?;
-            // Round trips (one warm-up block first).
-            let mut rtt = Vec::new();
+            // Round trips and MPI's ping-pong, block by block (one
+            // warm-up block of each first). Before each MPI block, `b` is
+            // told to leave its polling loop for MPI's receive.
+            let peer = mpi.world().process_at_rank(b as i32);
+            let mut word = [0u64; 1];
+            let (mut rtt, mut mpi_rtt) = (Vec::new(), Vec::new());
             for blk in 0..=plan.blocks {
                 let t0 = Instant::now();
                 for _ in 0..plan.rounds {
@@ -206,8 +221,17 @@ pub fn run(mpi: &Mpi, job: &Job, plan: Plan) -> Result<Vec<Value>, AmError> {
                     ep.request(b, H_PING, &[])?;
                     spin(&mut ep, |s| s.pongs >= want)?;
                 }
+                let am = t0.elapsed();
+                ep.request(b, H_GO, &[go_value(k, blk, plan)])?;
+                let t0 = Instant::now();
+                for i in 0..plan.rounds {
+                    word[0] = u64::from(i);
+                    peer.send(&word[..]);
+                    peer.receive_into(&mut word[..]);
+                }
                 if blk > 0 {
-                    rtt.push(t0.elapsed().as_nanos() as f64 / f64::from(plan.rounds));
+                    rtt.push(am.as_nanos() as f64 / f64::from(plan.rounds));
+                    mpi_rtt.push(t0.elapsed().as_nanos() as f64 / f64::from(plan.rounds));
                 }
             }
             // One-way bursts of short messages, then of bulk blocks.
@@ -232,22 +256,6 @@ pub fn run(mpi: &Mpi, job: &Job, plan: Plan) -> Result<Vec<Value>, AmError> {
                 let secs = t0.elapsed().as_secs_f64();
                 bw.push((f64::from(plan.bulk) * block as f64) / secs / 1e6);
             }
-            // MPI's own ping-pong, on the world communicator.
-            ep.request(b, H_GO, &[k + 1])?;
-            let peer = mpi.world().process_at_rank(b as i32);
-            let mut word = [0u64; 1];
-            let mut mpi_rtt = Vec::new();
-            for blk in 0..=plan.blocks {
-                let t0 = Instant::now();
-                for i in 0..plan.rounds {
-                    word[0] = u64::from(i);
-                    peer.send(&word[..]);
-                    peer.receive_into(&mut word[..]);
-                }
-                if blk > 0 {
-                    mpi_rtt.push(t0.elapsed().as_nanos() as f64 / f64::from(plan.rounds));
-                }
-            }
             for r in 0..job.size {
                 if r != a {
                     ep.request(r, H_PHASE, &[k + 1])?;
@@ -259,14 +267,15 @@ pub fn run(mpi: &Mpi, job: &Job, plan: Plan) -> Result<Vec<Value>, AmError> {
                 "mpi_rtt_ns": mpi_rtt, "block_bytes": block,
             }));
         } else if job.rank == b {
-            // Serve until told to do the MPI ping-pong, then wait for the
-            // next phase.
-            while ep.state().go <= k {
-                ep.poll()?;
-            }
+            // Serve until told to do a block of MPI's ping-pong, that
+            // block, and so on; then serve the rates until the next phase.
             let peer = mpi.world().process_at_rank(a as i32);
             let mut word = [0u64; 1];
-            for _ in 0..=plan.blocks {
+            for blk in 0..=plan.blocks {
+                let go = go_value(k, blk, plan);
+                while ep.state().go < go {
+                    ep.poll()?;
+                }
                 for _ in 0..plan.rounds {
                     peer.receive_into(&mut word[..]);
                     peer.send(&word[..]);
