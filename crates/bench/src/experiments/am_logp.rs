@@ -10,13 +10,17 @@
 //! [`crate::kernels::messages::pingpong_rtt_ns`] the cache-line round trip
 //! (both report the median block of 1,000 messages of each phase). Each
 //! value is the median of the repeats, taken interleaved across the series
-//! (ping-pong, then every algorithm, per repeat) so that drift hits every
-//! series alike; L is computed from the medians (`RTT/2 - o_s - o_r`), and
-//! `rtt_vs_pingpong` = an algorithm's RTT / the ping-pong RTT. Rows carry
-//! the spread of the repeats (`lo`, `hi`, `repeats`; also as `min`, `max`
-//! for the measured metrics; for `rtt_vs_pingpong`, the spread of the
-//! per-repeat ratios, each repeat's RTT over the same repeat's ping-pong),
-//! which the verdict rules judge differences against.
+//! (every algorithm, each right after a ping-pong of its own, per repeat)
+//! so that drift hits every series alike; L is computed from the medians
+//! (`RTT/2 - o_s - o_r`). `rtt_vs_pingpong` is the median over the repeats
+//! of an algorithm's RTT over the ping-pong measured just before it: this
+//! virtual machine's two vCPUs can move between SMT siblings, two cores
+//! and two distant cores within one run (the ping-pong takes tens to
+//! hundreds of ns), and a ratio of two medians taken from different
+//! repeats could pair one placement with another. Rows carry the spread
+//! of the repeats (`lo`, `hi`, `repeats`; also as `min`, `max` for the
+//! measured metrics; for `rtt_vs_pingpong`, the spread of the paired
+//! ratios), which the verdict rules judge differences against.
 
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, names,
@@ -118,16 +122,19 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     } else {
         (100_000, 7)
     };
-    let pp_rounds = rounds * 10;
-    let bar = ctx.bar(EXPERIMENT.id, repeats * (names.len() + 1));
+    // Each algorithm's measurement is preceded by a ping-pong of its own
+    // (its ratio's denominator); the ping-pong row is the median of all.
+    let pp_rounds = rounds * 2;
+    let bar = ctx.bar(EXPERIMENT.id, repeats * names.len());
     let mut pingpong: Vec<f64> = Vec::new();
     let mut samples: Vec<Vec<LogP>> = vec![Vec::new(); names.len()];
+    let mut before: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     for _ in 0..repeats {
-        bar.set_message(PINGPONG);
-        pingpong.push(am_kernels::pingpong_rtt_ns(pp_rounds));
-        bar.inc(1);
         for (i, alg) in names.iter().enumerate() {
             bar.set_message(*alg);
+            let pp = am_kernels::pingpong_rtt_ns(pp_rounds);
+            pingpong.push(pp);
+            before[i].push(pp);
             samples[i].push(am_kernels::logp(alg, rounds)?);
             bar.inc(1);
         }
@@ -147,7 +154,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     };
     let pp = spread_of(PINGPONG, &pingpong)?;
     let mut rows = vec![row(PINGPONG, "rtt_ns", pp.median, "ns", pp_rounds, &pp)];
-    for (alg, s) in names.iter().zip(&samples) {
+    for ((alg, s), pps) in names.iter().zip(&samples).zip(&before) {
         let get = |f: fn(&LogP) -> f64| -> Result<Spread, String> {
             spread_of(alg, &s.iter().map(f).collect::<Vec<f64>>())
         };
@@ -165,10 +172,10 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         ] {
             rows.push(row(alg, metric, v, "ns", rounds, &spread));
         }
-        // The ratio's spread pairs each repeat with the ping-pong of the
-        // same repeat (they ran back to back), so drift that slows a whole
-        // repeat cancels instead of widening the interval.
-        let per_repeat: Vec<f64> = s.iter().zip(&pingpong).map(|(p, l)| p.rtt_ns / l).collect();
+        // Each repeat's RTT over the ping-pong measured just before it
+        // (back to back, so in the same placement of the two vCPUs); the
+        // row is the median of these paired ratios.
+        let per_repeat: Vec<f64> = s.iter().zip(pps).map(|(p, l)| p.rtt_ns / l).collect();
         let paired = spread_of(alg, &per_repeat)?;
         rows.push(
             Row::new(
@@ -177,7 +184,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 2,
                 over,
                 "rtt_vs_pingpong",
-                rtt.median / pp.median,
+                paired.median,
                 "x",
             )
             .param("rounds", rounds)
@@ -480,10 +487,15 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 format!(
                     "Two ranks, {} round trips (and as many stream messages) per measurement, each phase the \
                      median block of up to 1,000 messages, each value the median of {} repeats interleaved \
-                     across the series; the cache-line ping-pong round trip in the same run: {}.",
+                     across the series, each algorithm's right after a cache-line ping-pong of its own; the \
+                     ping-pong's round trip in the same run: {}{}. RTT / ping-pong is the median of each \
+                     repeat's RTT over the ping-pong just before it.",
                     r.get_param("rounds").unwrap_or("?"),
                     r.get_param("repeats").unwrap_or("?"),
-                    cell(PINGPONG, "rtt_ns")
+                    cell(PINGPONG, "rtt_ns"),
+                    d.row(Sel::metric("rtt_ns").series(PINGPONG))
+                        .and_then(|p| Some((p.get_param("min")?.parse::<f64>().ok()?, p.get_param("max")?.parse::<f64>().ok()?)))
+                        .map_or(String::new(), |(lo, hi)| format!(" (from {} to {})", ns(lo), ns(hi)))
                 )
             },
         );
