@@ -22,8 +22,10 @@
 //! Parameters: `total` (threads asked for), `threads_run`, `completed`,
 //! `pinned`, `parks` (idle processors that parked in the kernel),
 //! `budget_ms` and the repeat spread (`lo`, `hi`, `repeats`: of ns per
-//! thread over [`Ctx::repeats`] runs; `elapsed_s` carries it scaled to the
-//! threads that ran, `speedup` the quotient of its two points' spreads).
+//! thread over [`Ctx::repeats`] runs, taken repeat-major across all the
+//! points (the first run of every point, then the second, ...: see
+//! [`chain_points`]); `elapsed_s` carries it scaled to the threads that
+//! ran, `speedup` the quotient of its two points' spreads).
 //! Processors are pinned one per CPU where every processor has a core;
 //! oversubscribed points are left to the OS scheduler (pinning several
 //! spinning processors to one CPU would measure the pinning).
@@ -33,7 +35,7 @@ use crate::harness::{
     rule, threads_panel, value,
 };
 use crate::kernels::threads::{
-    ChainCfg, SPEEDUP_BASE, chain_point, null_chain, pin, processors, processors_axis,
+    ChainCfg, SPEEDUP_BASE, chain_points, null_chain, pin, processors, processors_axis,
     speedup_rows, thousands,
 };
 use crate::output::data::Row;
@@ -145,56 +147,65 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     } else {
         TOTAL
     };
-    let bar = ctx.bar(EXPERIMENT.id, NAMES.len() * sweep.len());
+    // Every point's runs, repeat-major (see `chain_points`).
+    let points: Vec<(&str, usize, ChainCfg)> = NAMES
+        .iter()
+        .flat_map(|&name| {
+            sweep.iter().map(move |&p| {
+                let cfg = ChainCfg {
+                    processors: p,
+                    total,
+                    work_iters: 0,
+                    budget,
+                    pin: pin(ctx, p),
+                };
+                (name, ctx.repeats(p), cfg)
+            })
+        })
+        .collect();
+    let bar = ctx.bar(EXPERIMENT.id, points.iter().map(|p| p.1).sum());
+    let measured = chain_points(&points, |i| {
+        bar.set_message(format!("{} x{}", points[i].0, points[i].2.processors));
+        bar.inc(1);
+    })?;
     let mut rows = Vec::new();
-    for name in NAMES {
-        for &p in &sweep {
-            bar.set_message(format!("{name} x{p}"));
-            let cfg = ChainCfg {
-                processors: p,
-                total,
-                work_iters: 0,
-                budget,
-                pin: pin(ctx, p),
-            };
-            let (out, spread) = chain_point(name, ctx.repeats(p), &cfg)?;
-            let s = out.report.stats;
-            let base = Row::new(
-                EXPERIMENT.id,
-                name,
-                p as u32,
-                ctx.over(p),
-                NS,
-                out.ns_per_thread(),
-                "ns",
-            )
-            .param("total", total)
-            .param("threads_run", out.threads)
-            .param("completed", out.completed)
-            .param("pinned", cfg.pin)
-            .param("parks", s.parks)
-            .param("budget_ms", budget.as_millis());
-            if out.completed {
-                let threads = out.threads as f64;
-                rows.push(
-                    Row {
-                        metric: "elapsed_s".into(),
-                        value: out.elapsed.as_secs_f64(),
-                        unit: "s".into(),
-                        ..base.clone()
-                    }
-                    .with_spread(&spread.map(|ns| ns * threads * 1e-9)),
-                );
-            }
-            rows.push(Row {
-                metric: EXAMINED.into(),
-                value: s.queues_examined as f64 / s.dequeues.max(1) as f64,
-                unit: "queues".into(),
-                ..base.clone()
-            });
-            rows.push(base.with_spread(&spread));
-            bar.inc(1);
+    for (&(name, _, cfg), (out, spread)) in points.iter().zip(measured) {
+        let p = cfg.processors;
+        let s = out.report.stats;
+        let base = Row::new(
+            EXPERIMENT.id,
+            name,
+            p as u32,
+            ctx.over(p),
+            NS,
+            out.ns_per_thread(),
+            "ns",
+        )
+        .param("total", total)
+        .param("threads_run", out.threads)
+        .param("completed", out.completed)
+        .param("pinned", cfg.pin)
+        .param("parks", s.parks)
+        .param("budget_ms", budget.as_millis());
+        if out.completed {
+            let threads = out.threads as f64;
+            rows.push(
+                Row {
+                    metric: "elapsed_s".into(),
+                    value: out.elapsed.as_secs_f64(),
+                    unit: "s".into(),
+                    ..base.clone()
+                }
+                .with_spread(&spread.map(|ns| ns * threads * 1e-9)),
+            );
         }
+        rows.push(Row {
+            metric: EXAMINED.into(),
+            value: s.queues_examined as f64 / s.dequeues.max(1) as f64,
+            unit: "queues".into(),
+            ..base.clone()
+        });
+        rows.push(base.with_spread(&spread));
     }
     bar.finish_and_clear();
     rows.extend(speedup_rows(&rows, EXPERIMENT.id, None));

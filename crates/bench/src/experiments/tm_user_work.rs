@@ -31,7 +31,8 @@
 //! Each setting's `total` is sized by a pilot run (`single-lock`, one
 //! processor) so that a 1-processor point takes about 0.2 s in `--quick`
 //! (1.5 s otherwise), between 1,000 and 1,000,000 threads; `--quick` takes
-//! the median of at most 3 runs per point. Every point records the spread
+//! the median of at most 3 runs per point, taken repeat-major across the
+//! setting's points ([`chain_points`]). Every point records the spread
 //! of its repeats (`lo`, `hi`, `repeats`: ns per thread; `elapsed_s` the
 //! same scaled to the threads that ran; `speedup` the quotient of its two
 //! points' spreads).
@@ -42,7 +43,8 @@ use crate::harness::{
 };
 use crate::kernels::locks::{work_iters_for_ns, work_ns_per_iter};
 use crate::kernels::threads::{
-    ChainCfg, SPEEDUP_BASE as BASE, chain_point, pin, processors, processors_axis, speedup_rows,
+    ChainCfg, SPEEDUP_BASE as BASE, chain_point, chain_points, pin, processors, processors_axis,
+    speedup_rows,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -130,10 +132,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             ctx.repeats(p)
         }
     };
-    let bar = ctx.bar(
-        EXPERIMENT.id,
-        1 + SETTINGS.len() * NAMES.len() * sweep.len(),
-    );
+    let runs_per_setting: usize = NAMES.len() * sweep.iter().map(|&p| repeats(p)).sum::<usize>();
+    let bar = ctx.bar(EXPERIMENT.id, 1 + SETTINGS.len() * runs_per_setting);
     bar.set_message("null single-lock x1");
     // The null-thread latency the paper-ratio work is scaled from.
     let null_total: u64 = if ctx.quick { 200_000 } else { 1_000_000 };
@@ -191,51 +191,63 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         )?;
         let total = ((target_s * 1e9 / pilot.ns_per_thread()) as u64).clamp(1_000, 1_000_000);
         let total = total.div_ceil(1_000) * 1_000;
-        for name in NAMES {
-            for &p in &sweep {
-                bar.set_message(format!("{setting} {name} x{p}"));
-                let cfg = ChainCfg {
-                    processors: p,
-                    total,
-                    work_iters,
-                    budget,
-                    pin: pin(ctx, p),
-                };
-                let (out, spread) = chain_point(name, repeats(p), &cfg)?;
-                let base = Row::new(
-                    EXPERIMENT.id,
-                    name,
-                    p as u32,
-                    ctx.over(p),
-                    NS,
-                    out.ns_per_thread(),
-                    "ns",
-                )
-                .param("setting", setting)
-                .param("work_us", format!("{work_us:.3}"))
-                .param("work_ratio", format!("{:.2}", work_ns / null_ns))
-                .param("work_iters", work_iters)
-                .param("total", total)
-                .param("threads_run", out.threads)
-                .param("completed", out.completed)
-                .param("pinned", cfg.pin)
-                .param("parks", out.report.stats.parks)
-                .param("budget_ms", budget.as_millis());
-                if out.completed {
-                    let threads = out.threads as f64;
-                    rows.push(
-                        Row {
-                            metric: "elapsed_s".into(),
-                            value: out.elapsed.as_secs_f64(),
-                            unit: "s".into(),
-                            ..base.clone()
-                        }
-                        .with_spread(&spread.map(|ns| ns * threads * 1e-9)),
-                    );
-                }
-                rows.push(base.with_spread(&spread));
-                bar.inc(1);
+        // Every point of this setting, repeat-major (see `chain_points`).
+        let points: Vec<(&str, usize, ChainCfg)> = NAMES
+            .iter()
+            .flat_map(|&name| {
+                sweep.iter().map(move |&p| {
+                    let cfg = ChainCfg {
+                        processors: p,
+                        total,
+                        work_iters,
+                        budget,
+                        pin: pin(ctx, p),
+                    };
+                    (name, repeats(p), cfg)
+                })
+            })
+            .collect();
+        let measured = chain_points(&points, |i| {
+            bar.set_message(format!(
+                "{setting} {} x{}",
+                points[i].0, points[i].2.processors
+            ));
+            bar.inc(1);
+        })?;
+        for (&(name, _, cfg), (out, spread)) in points.iter().zip(measured) {
+            let p = cfg.processors;
+            let base = Row::new(
+                EXPERIMENT.id,
+                name,
+                p as u32,
+                ctx.over(p),
+                NS,
+                out.ns_per_thread(),
+                "ns",
+            )
+            .param("setting", setting)
+            .param("work_us", format!("{work_us:.3}"))
+            .param("work_ratio", format!("{:.2}", work_ns / null_ns))
+            .param("work_iters", work_iters)
+            .param("total", total)
+            .param("threads_run", out.threads)
+            .param("completed", out.completed)
+            .param("pinned", cfg.pin)
+            .param("parks", out.report.stats.parks)
+            .param("budget_ms", budget.as_millis());
+            if out.completed {
+                let threads = out.threads as f64;
+                rows.push(
+                    Row {
+                        metric: "elapsed_s".into(),
+                        value: out.elapsed.as_secs_f64(),
+                        unit: "s".into(),
+                        ..base.clone()
+                    }
+                    .with_spread(&spread.map(|ns| ns * threads * 1e-9)),
+                );
             }
+            rows.push(base.with_spread(&spread));
         }
     }
     bar.finish_and_clear();

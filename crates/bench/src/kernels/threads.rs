@@ -1,7 +1,7 @@
 //! Thread-management kernels on symmetry-threads, shared by the `tm-*`,
 //! `presto-create-start-delete` and `peer-threads` experiments, and the
-//! helpers those experiments share around them: one repeated chain point
-//! with its spread ([`chain_point`]), the processor sweep and pinning
+//! helpers those experiments share around them: repeated chain points
+//! with their spreads ([`chain_point`], [`chain_points`]), the processor sweep and pinning
 //! policy ([`processors`], [`pin`]), ALL89's speedup rows
 //! ([`speedup_rows`]) and two small formatting helpers for their figures
 //! ([`thousands`], [`processors_axis`]).
@@ -22,7 +22,7 @@ use symmetry_threads::{
     Builder, DefaultProcessor, Processor, ShutdownReport, Strategy, spawn_detached_here,
 };
 
-use crate::harness::{Ctx, Data, Sel, Spread, median_run};
+use crate::harness::{Ctx, Data, Sel, Spread, median_of};
 use crate::kernels::locks::local_work;
 use crate::output::data::Row;
 use crate::output::plot::Panel;
@@ -194,21 +194,43 @@ pub fn chain_point(
     repeats: usize,
     cfg: &ChainCfg,
 ) -> Result<(ChainOut, Spread), String> {
-    let mut runs = Vec::with_capacity(repeats.max(1));
-    for _ in 0..repeats.max(1) {
-        let out = crate::with_strategy!(name, null_chain(cfg))
-            .ok_or_else(|| format!("unknown strategy `{name}` (known: {})", NAMES.join(", ")))?;
-        runs.push(out);
+    let mut out = chain_points(&[(name, repeats, *cfg)], |_| {})?;
+    Ok(out.pop().expect("one point in, one out"))
+}
+
+/// Runs many points, each `(strategy, repeats, cfg)` as [`chain_point`]
+/// does, but repeat-major: the first run of every point, then the second
+/// of every point, and so on (a point with fewer repeats drops out
+/// early). A change of the machine's state during the sweep (this
+/// project's virtual machines change how fast a core is for a while)
+/// then falls on every series alike and shows in their spreads, instead
+/// of shifting one series' whole set of runs against another's; run one
+/// point after another, two back-to-back quick runs ordered the strategies
+/// at one processor in opposite ways. `tick` is called with each point's
+/// index before each of its runs. Returns, in the order given, each
+/// point's median run and spread.
+pub fn chain_points(
+    points: &[(&str, usize, ChainCfg)],
+    mut tick: impl FnMut(usize),
+) -> Result<Vec<(ChainOut, Spread)>, String> {
+    let most = points.iter().map(|p| p.1.max(1)).max().unwrap_or(0);
+    let mut runs: Vec<Vec<ChainOut>> = vec![Vec::new(); points.len()];
+    for rep in 0..most {
+        for (i, (name, repeats, cfg)) in points.iter().enumerate() {
+            if rep >= (*repeats).max(1) {
+                continue;
+            }
+            tick(i);
+            let out = crate::with_strategy!(*name, null_chain(cfg)).ok_or_else(|| {
+                format!("unknown strategy `{name}` (known: {})", NAMES.join(", "))
+            })?;
+            runs[i].push(out);
+        }
     }
-    let n = runs.len();
-    let mut it = runs.into_iter();
-    // The runs are already measured: `median_run` picks the median of them.
-    let (out, spread) = median_run(
-        n,
-        || it.next().expect("one run per repeat"),
-        ChainOut::ns_per_thread,
-    );
-    Ok((out, spread))
+    Ok(runs
+        .into_iter()
+        .map(|r| median_of(r, ChainOut::ns_per_thread))
+        .collect())
 }
 
 /// The processors to sweep: `ctx.sweep()`, with 1 added if missing (the
