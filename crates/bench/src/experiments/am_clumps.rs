@@ -104,14 +104,7 @@ struct Pair {
 
 /// The median of `v[num][i] / v[den][i]` over the blocks `i`.
 fn block_ratio(v: &serde_json::Value, num: &str, den: &str) -> Option<f64> {
-    let col = |key: &str| -> Option<Vec<f64>> {
-        v.get(key)?
-            .as_array()?
-            .iter()
-            .map(serde_json::Value::as_f64)
-            .collect()
-    };
-    let (n, d) = (col(num)?, col(den)?);
+    let (n, d) = (column(v, num)?, column(v, den)?);
     if n.len() != d.len() {
         return None;
     }
@@ -119,14 +112,19 @@ fn block_ratio(v: &serde_json::Value, num: &str, den: &str) -> Option<f64> {
     Spread::of(&xs).map(|s| s.median)
 }
 
+/// The numbers of the array `v[key]` (a job writes one per block).
+fn column(v: &serde_json::Value, key: &str) -> Option<Vec<f64>> {
+    Some(
+        v.get(key)?
+            .as_array()?
+            .iter()
+            .filter_map(serde_json::Value::as_f64)
+            .collect(),
+    )
+}
+
 fn median(v: &serde_json::Value, key: &str) -> Option<f64> {
-    let xs: Vec<f64> = v
-        .get(key)?
-        .as_array()?
-        .iter()
-        .filter_map(|x| x.as_f64())
-        .collect();
-    Spread::of(&xs).map(|s| s.median)
+    Spread::of(&column(v, key)?).map(|s| s.median)
 }
 
 /// Runs one `am clumps` job: `n` ranks, `transport`, `hosts` emulated

@@ -494,8 +494,10 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                     r.get_param("repeats").unwrap_or("?"),
                     cell(PINGPONG, "rtt_ns"),
                     d.row(Sel::metric("rtt_ns").series(PINGPONG))
-                        .and_then(|p| Some((p.get_param("min")?.parse::<f64>().ok()?, p.get_param("max")?.parse::<f64>().ok()?)))
-                        .map_or(String::new(), |(lo, hi)| format!(" (from {} to {})", ns(lo), ns(hi)))
+                        .and_then(Row::spread)
+                        .map_or(String::new(), |(lo, hi, _)| {
+                            format!(" (from {} to {})", ns(lo), ns(hi))
+                        })
                 )
             },
         );

@@ -24,7 +24,7 @@
 //! `budget_ms` and the repeat spread (`lo`, `hi`, `repeats`: of ns per
 //! thread over [`Ctx::repeats`] runs, taken repeat-major across all the
 //! points (the first run of every point, then the second, ...: see
-//! [`chain_points`]); `elapsed_s` carries it scaled to the threads that
+//! [`chain_grid`]); `elapsed_s` carries it scaled to the threads that
 //! ran, `speedup` the quotient of its two points' spreads).
 //! Processors are pinned one per CPU where every processor has a core;
 //! oversubscribed points are left to the OS scheduler (pinning several
@@ -35,8 +35,8 @@ use crate::harness::{
     rule, threads_panel, value,
 };
 use crate::kernels::threads::{
-    ChainCfg, SPEEDUP_BASE, chain_points, null_chain, pin, processors, processors_axis,
-    speedup_rows, thousands,
+    ChainCfg, GridPoint, SPEEDUP_BASE, chain_grid, elapsed_row, null_chain, pin, processors,
+    processors_axis, speedup_rows, thousands,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -147,29 +147,31 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     } else {
         TOTAL
     };
-    // Every point's runs, repeat-major (see `chain_points`).
-    let points: Vec<(&str, usize, ChainCfg)> = NAMES
-        .iter()
-        .flat_map(|&name| {
-            sweep.iter().map(move |&p| {
-                let cfg = ChainCfg {
-                    processors: p,
-                    total,
-                    work_iters: 0,
-                    budget,
-                    pin: pin(ctx, p),
-                };
-                (name, ctx.repeats(p), cfg)
-            })
-        })
-        .collect();
-    let bar = ctx.bar(EXPERIMENT.id, points.iter().map(|p| p.1).sum());
-    let measured = chain_points(&points, |i| {
-        bar.set_message(format!("{} x{}", points[i].0, points[i].2.processors));
-        bar.inc(1);
-    })?;
+    let runs: usize = NAMES.len() * sweep.iter().map(|&p| ctx.repeats(p)).sum::<usize>();
+    let bar = ctx.bar(EXPERIMENT.id, runs);
+    let grid = chain_grid(
+        &sweep,
+        |p| ctx.repeats(p),
+        |p| ChainCfg {
+            processors: p,
+            total,
+            work_iters: 0,
+            budget,
+            pin: pin(ctx, p),
+        },
+        |name, p| {
+            bar.set_message(format!("{name} x{p}"));
+            bar.inc(1);
+        },
+    )?;
     let mut rows = Vec::new();
-    for (&(name, _, cfg), (out, spread)) in points.iter().zip(measured) {
+    for GridPoint {
+        name,
+        cfg,
+        out,
+        spread,
+    } in grid
+    {
         let p = cfg.processors;
         let s = out.report.stats;
         let base = Row::new(
@@ -187,18 +189,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         .param("pinned", cfg.pin)
         .param("parks", s.parks)
         .param("budget_ms", budget.as_millis());
-        if out.completed {
-            let threads = out.threads as f64;
-            rows.push(
-                Row {
-                    metric: "elapsed_s".into(),
-                    value: out.elapsed.as_secs_f64(),
-                    unit: "s".into(),
-                    ..base.clone()
-                }
-                .with_spread(&spread.map(|ns| ns * threads * 1e-9)),
-            );
-        }
+        rows.extend(elapsed_row(&base, &out, &spread));
         rows.push(Row {
             metric: EXAMINED.into(),
             value: s.queues_examined as f64 / s.dequeues.max(1) as f64,

@@ -32,7 +32,7 @@
 //! processor) so that a 1-processor point takes about 0.2 s in `--quick`
 //! (1.5 s otherwise), between 1,000 and 1,000,000 threads; `--quick` takes
 //! the median of at most 3 runs per point, taken repeat-major across the
-//! setting's points ([`chain_points`]). Every point records the spread
+//! setting's points ([`chain_grid`]). Every point records the spread
 //! of its repeats (`lo`, `hi`, `repeats`: ns per thread; `elapsed_s` the
 //! same scaled to the threads that ran; `speedup` the quotient of its two
 //! points' spreads).
@@ -43,8 +43,8 @@ use crate::harness::{
 };
 use crate::kernels::locks::{work_iters_for_ns, work_ns_per_iter};
 use crate::kernels::threads::{
-    ChainCfg, SPEEDUP_BASE as BASE, chain_point, chain_points, pin, processors, processors_axis,
-    speedup_rows,
+    ChainCfg, GridPoint, SPEEDUP_BASE as BASE, chain_grid, chain_point, elapsed_row, pin,
+    processors, processors_axis, speedup_rows,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -191,30 +191,28 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         )?;
         let total = ((target_s * 1e9 / pilot.ns_per_thread()) as u64).clamp(1_000, 1_000_000);
         let total = total.div_ceil(1_000) * 1_000;
-        // Every point of this setting, repeat-major (see `chain_points`).
-        let points: Vec<(&str, usize, ChainCfg)> = NAMES
-            .iter()
-            .flat_map(|&name| {
-                sweep.iter().map(move |&p| {
-                    let cfg = ChainCfg {
-                        processors: p,
-                        total,
-                        work_iters,
-                        budget,
-                        pin: pin(ctx, p),
-                    };
-                    (name, repeats(p), cfg)
-                })
-            })
-            .collect();
-        let measured = chain_points(&points, |i| {
-            bar.set_message(format!(
-                "{setting} {} x{}",
-                points[i].0, points[i].2.processors
-            ));
-            bar.inc(1);
-        })?;
-        for (&(name, _, cfg), (out, spread)) in points.iter().zip(measured) {
+        let grid = chain_grid(
+            &sweep,
+            repeats,
+            |p| ChainCfg {
+                processors: p,
+                total,
+                work_iters,
+                budget,
+                pin: pin(ctx, p),
+            },
+            |name, p| {
+                bar.set_message(format!("{setting} {name} x{p}"));
+                bar.inc(1);
+            },
+        )?;
+        for GridPoint {
+            name,
+            cfg,
+            out,
+            spread,
+        } in grid
+        {
             let p = cfg.processors;
             let base = Row::new(
                 EXPERIMENT.id,
@@ -235,18 +233,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             .param("pinned", cfg.pin)
             .param("parks", out.report.stats.parks)
             .param("budget_ms", budget.as_millis());
-            if out.completed {
-                let threads = out.threads as f64;
-                rows.push(
-                    Row {
-                        metric: "elapsed_s".into(),
-                        value: out.elapsed.as_secs_f64(),
-                        unit: "s".into(),
-                        ..base.clone()
-                    }
-                    .with_spread(&spread.map(|ns| ns * threads * 1e-9)),
-                );
-            }
+            rows.extend(elapsed_row(&base, &out, &spread));
             rows.push(base.with_spread(&spread));
         }
     }

@@ -1,7 +1,8 @@
 //! Thread-management kernels on symmetry-threads, shared by the `tm-*`,
 //! `presto-create-start-delete` and `peer-threads` experiments, and the
 //! helpers those experiments share around them: repeated chain points
-//! with their spreads ([`chain_point`], [`chain_points`]), the processor sweep and pinning
+//! with their spreads ([`chain_point`], [`chain_points`], [`chain_grid`],
+//! [`elapsed_row`]), the processor sweep and pinning
 //! policy ([`processors`], [`pin`]), ALL89's speedup rows
 //! ([`speedup_rows`]) and two small formatting helpers for their figures
 //! ([`thousands`], [`processors_axis`]).
@@ -231,6 +232,65 @@ pub fn chain_points(
         .into_iter()
         .map(|r| median_of(r, ChainOut::ns_per_thread))
         .collect())
+}
+
+/// One point of [`chain_grid`]: strategy, configuration, median run and
+/// spread of ns per thread.
+#[derive(Debug)]
+pub struct GridPoint {
+    /// A name of [`NAMES`].
+    pub name: &'static str,
+    /// The point's configuration.
+    pub cfg: ChainCfg,
+    /// The run with the median ns per thread.
+    pub out: ChainOut,
+    /// The spread of ns per thread over the point's runs.
+    pub spread: Spread,
+}
+
+/// Every strategy of [`NAMES`] at every processor count of `sweep`,
+/// returned strategy-major (the order experiments write their rows in)
+/// and measured repeat-major by [`chain_points`]: `repeats(p)` runs of a
+/// point at `p` processors, configured by `cfg(p)`; `tick(name, p)` is
+/// called before each run.
+pub fn chain_grid(
+    sweep: &[usize],
+    repeats: impl Fn(usize) -> usize,
+    cfg: impl Fn(usize) -> ChainCfg,
+    mut tick: impl FnMut(&str, usize),
+) -> Result<Vec<GridPoint>, String> {
+    let points: Vec<(&'static str, usize, ChainCfg)> = NAMES
+        .iter()
+        .flat_map(|&name| sweep.iter().map(move |&p| (name, p)))
+        .map(|(name, p)| (name, repeats(p), cfg(p)))
+        .collect();
+    let measured = chain_points(&points, |i| tick(points[i].0, points[i].2.processors))?;
+    Ok(points
+        .iter()
+        .zip(measured)
+        .map(|(&(name, _, cfg), (out, spread))| GridPoint {
+            name,
+            cfg,
+            out,
+            spread,
+        })
+        .collect())
+}
+
+/// The `elapsed_s` row of a point whose chains completed: `base` (its ns
+/// per thread row) with the elapsed time, and the spread scaled to the
+/// threads that ran; `None` if the point did not complete.
+pub fn elapsed_row(base: &Row, out: &ChainOut, spread: &Spread) -> Option<Row> {
+    out.completed.then(|| {
+        let threads = out.threads as f64;
+        Row {
+            metric: "elapsed_s".into(),
+            value: out.elapsed.as_secs_f64(),
+            unit: "s".into(),
+            ..base.clone()
+        }
+        .with_spread(&spread.map(|ns| ns * threads * 1e-9))
+    })
 }
 
 /// The processors to sweep: `ctx.sweep()`, with 1 added if missing (the
