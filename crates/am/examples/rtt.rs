@@ -1,6 +1,11 @@
-//! Round trips between two ranks (threads of this process), for profiling
-//! the request-reply path: `cargo run --release -p symmetry-am --example
-//! rtt -- [ALG] [ROUNDS]`.
+//! Round trips between two ranks (threads of this process, pinned to CPUs
+//! 0 and 1), for profiling the request-reply path: `cargo run --release -p
+//! symmetry-am --example rtt -- [ALG] [ROUNDS]`. First a send to itself and
+//! a poll on one thread (the software cost of a message, every line in the
+//! cache), then the round trip, then the floors (a cache-line ping-pong and
+//! two rings of stamped slots). `ONLY_SELF=1` stops after the first (for
+//! `valgrind --tool=callgrind`, which counts instructions where no cycle
+//! counter is available); `NO_FLOORS=1` prints only the ping-pong floor.
 
 use std::time::Instant;
 
@@ -26,6 +31,7 @@ fn run<C: Claim>(rounds: u64) {
     };
     let cfg = &cfg;
     let out = job::run_threads(2, |job| -> Result<Option<f64>, AmError> {
+        pin(job.rank as usize);
         let mut ep = Endpoint::<C, u64>::join(&job, cfg, 0)?;
         ep.register(0, ping::<C>)?;
         ep.register(1, pong::<C>)?;
@@ -54,13 +60,56 @@ fn run<C: Claim>(rounds: u64) {
     println!("{}: {ns:.1} ns per round trip", C::NAME);
 }
 
+/// Sends to itself and polls, on one thread: the software cost of a
+/// send and a delivery, with every line in the cache.
+fn self_loop<C: Claim>(rounds: u64) {
+    let cfg = Config::default();
+    let cfg = &cfg;
+    let out = job::run_threads(1, |job| -> Result<(f64, f64), AmError> {
+        pin(0);
+        let mut ep = Endpoint::<C, u64>::join(&job, cfg, 0)?;
+        ep.register(1, pong::<C>)?;
+        let t0 = Instant::now();
+        for i in 0..rounds {
+            ep.request(0, 1, &[i])?;
+            ep.poll()?;
+        }
+        let both = t0.elapsed().as_nanos() as f64 / rounds as f64;
+        let t0 = Instant::now();
+        for _ in 0..rounds {
+            ep.poll()?;
+        }
+        let empty = t0.elapsed().as_nanos() as f64 / rounds as f64;
+        ep.finish()?;
+        Ok((both, empty))
+    });
+    let (both, empty) = out[0].as_ref().expect("rank 0");
+    println!(
+        "{}: send + poll to self {both:.1} ns, empty poll {empty:.1} ns",
+        C::NAME
+    );
+}
+
+/// Pins the calling thread to CPU `cpu` (if it exists): the ranks of a
+/// round trip on two fixed cores, as the harness runs them.
+fn pin(cpu: usize) {
+    // SAFETY: a zeroed `cpu_set_t` is a valid empty set; the call reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+    }
+}
+
 /// A cache line bounced between two threads: the floor of a round trip.
 fn pingpong(rounds: u64) -> f64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     let line = AtomicU64::new(0);
+    pin(0);
     let t0 = Instant::now();
     std::thread::scope(|s| {
         s.spawn(|| {
+            pin(1);
             for i in 0..rounds {
                 while line.load(Ordering::Acquire) != 2 * i + 1 {
                     std::hint::spin_loop();
@@ -90,9 +139,11 @@ fn rings(rounds: u64, n: u64) -> f64 {
             .collect::<Vec<_>>()
     };
     let (req, rep) = (mk(), mk());
+    pin(0);
     let t0 = Instant::now();
     std::thread::scope(|s| {
         s.spawn(|| {
+            pin(1);
             for i in 0..rounds {
                 let q = &req[(i % n) as usize];
                 while q.0.load(Ordering::Acquire) != i + 1 {
@@ -127,12 +178,24 @@ fn main() {
     macro_rules! by_name {
         ($($name:literal => $ty:ty;)*) => {
             match alg {
-                $($name => run::<$ty>(rounds),)*
+                $($name => {
+                    self_loop::<$ty>(rounds);
+                    if std::env::var_os("ONLY_SELF").is_none() {
+                        run::<$ty>(rounds)
+                    }
+                })*
                 other => eprintln!("unknown algorithm {other:?}"),
             }
         };
     }
     symmetry_am::for_each_claim!(by_name);
+    if std::env::var_os("ONLY_SELF").is_some() {
+        return;
+    }
+    if std::env::var_os("NO_FLOORS").is_some() {
+        println!("cache-line ping-pong: {:.1} ns", pingpong(rounds));
+        return;
+    }
     println!(
         "cache-line ping-pong: {:.1} ns per round trip",
         pingpong(rounds)

@@ -767,7 +767,7 @@ impl<C: Claim, S> Endpoint<C, S> {
         let (core, state) = (&mut self.core, &mut self.state);
         let mut waits = 0u32;
         let mut wait = || Core::wait_full(core, state, dest, Scope::Both, &mut waits);
-        C::claim(&q, me, &mut hint, bulk, &mut wait).map(|_| ())
+        C::claim(q, me, &mut hint, bulk, &mut wait).map(|_| ())
     }
 
     /// Test hook: takes the claim lock of `dest`'s request queue and never
@@ -782,7 +782,7 @@ impl<C: Claim, S> Endpoint<C, S> {
             pid: self.core.pid,
             rank: self.core.rank,
         };
-        Ok(C::debug_hold_lock(&q, me))
+        Ok(C::debug_hold_lock(q, me))
     }
 
     /// Checks that every peer is alive and open.
@@ -814,12 +814,18 @@ impl<C: Claim, S> Core<C, S> {
     /// View of queue `which` of `rank` (own segment for our rank), or
     /// `None` if `rank` is on another host.
     ///
-    /// The view's lifetime is unbounded: it must not outlive `self` (the
-    /// mappings are only dropped with `self`).
+    /// The reference's lifetime is unbounded: it must not outlive `self`.
+    /// A reference, not a copy: copying the view (72 bytes) through the
+    /// stack on every send and poll stalled the loads that read the copy
+    /// back on the stores that made it.
     #[inline(always)]
-    fn queue<'x>(&self, rank: u32, which: usize) -> Result<Option<Queue<'x, C::Tail>>, AmError> {
+    fn queue<'x>(
+        &self,
+        rank: u32,
+        which: usize,
+    ) -> Result<Option<&'x Queue<'x, C::Tail>>, AmError> {
         match self.views.get(rank as usize) {
-            Some(v) => Ok(v.map(|v| v[which])),
+            Some(v) => Ok(v.as_ref().map(|v| Self::unbound(&v[which]))),
             None => Err(AmError::NoSuchRank {
                 rank,
                 size: self.size,
@@ -827,13 +833,26 @@ impl<C: Claim, S> Core<C, S> {
         }
     }
 
-    /// View of own queue `which`.
+    /// View of own queue `which` (unbounded as in [`Core::queue`]).
     #[inline(always)]
-    fn own_queue<'x>(&self, which: usize) -> Queue<'x, C::Tail> {
-        match self.views[self.rank as usize] {
-            Some(v) => v[which],
+    fn own_queue<'x>(&self, which: usize) -> &'x Queue<'x, C::Tail> {
+        match &self.views[self.rank as usize] {
+            Some(v) => Self::unbound(&v[which]),
             None => unreachable!("the own rank is always on its own host"),
         }
+    }
+
+    /// Detaches a view's reference from the borrow of `self`, so that the
+    /// endpoint can be mutated while the view is in use.
+    #[inline(always)]
+    fn unbound<'x>(q: &Queue<'static, C::Tail>) -> &'x Queue<'x, C::Tail> {
+        let q: *const Queue<'static, C::Tail> = q;
+        // SAFETY: `views` is filled in `join` and never changed after
+        // (no push, no write), so every entry stays at its address, valid,
+        // until `self` is dropped with the mappings it borrows; callers
+        // only use the reference while they hold `self` (a method's
+        // `&self`/`&mut self`), never after.
+        unsafe { &*q }
     }
 
     fn segment(&self, rank: u32) -> &Segment {
@@ -924,19 +943,9 @@ impl<C: Claim, S> Core<C, S> {
         };
         let mut hint = core.hints[dest as usize][which];
         let mut wait = || Core::wait_full(core, state, dest, scope, &mut waits);
-        let c = C::claim(&q, me, &mut hint, data.is_some(), &mut wait)?;
+        let c = C::claim(q, me, &mut hint, data.is_some(), &mut wait)?;
         core.hints[dest as usize][which] = hint;
-        let mut body = Body {
-            handler,
-            nargs: args.len() as u8,
-            reserved: 0,
-            src: core.rank,
-            bulk_len: 0,
-            bulk_slot: 0,
-            args: [0; MAX_ARGS],
-        };
-        body.args[..args.len()].copy_from_slice(args);
-        q.publish(&c, body, data);
+        q.publish(&c, handler, core.rank, args, data);
         core.stats.sent += 1;
         if dest == core.rank {
             core.self_unread += 1;
@@ -1120,8 +1129,8 @@ impl<C: Claim, S> Core<C, S> {
                     let q = core.own_queue(which);
                     let pos = core.head[which];
                     let w = q.word_at(pos);
-                    core.unstick(&q, which, pos, w);
-                    core.sweep_dead_bulk(&q, which);
+                    core.unstick(q, which, pos, w);
+                    core.sweep_dead_bulk(q, which);
                 }
                 if core.stats.recovered_packets + core.stats.skipped > before {
                     idle = 0;
@@ -1170,52 +1179,77 @@ impl<C: Claim, S> Core<C, S> {
         Ok(n)
     }
 
-    #[inline]
+    /// Polls own queue `which`: a look at its head's word, inline; the
+    /// delivery loop only if a message is there.
+    #[inline(always)]
     fn poll_queue(core: &mut Self, state: &mut S, which: usize) -> Result<usize, AmError> {
         let q = core.own_queue(which);
-        let len = q.packets.len() as u64;
+        let pos = core.head[which];
+        let w = q.word_at(pos);
+        if q.ready(w, pos, C::RECEIVER_FREES).is_none() {
+            // Counted only: whether a sender holds the head up (which may
+            // mean reading the senders' tail line, and pulling it away
+            // from them) is looked at every STALL_CHECK polls.
+            core.stalled(q, which, pos, w);
+            return Ok(0);
+        }
+        Core::deliver(core, state, which, q)
+    }
+
+    /// Delivers the messages at the head of own queue `which`, at most one
+    /// ring's worth (so a flood cannot starve the caller).
+    #[inline(never)]
+    fn deliver(
+        core: &mut Self,
+        state: &mut S,
+        which: usize,
+        q: &Queue<'_, C::Tail>,
+    ) -> Result<usize, AmError> {
+        let len = q.packets.len();
         let mut delivered = 0usize;
-        // At most one ring's worth per call, so a flood cannot starve the
-        // caller.
-        for _ in 0..len {
+        while delivered < len {
             let pos = core.head[which];
             let w = q.word_at(pos);
             let Some(st) = q.ready(w, pos, C::RECEIVER_FREES) else {
-                // Counted only: whether a sender holds the head up (which
-                // may mean reading the senders' tail line, and pulling it
-                // away from them) is looked at every STALL_CHECK polls.
-                core.stalled(&q, which, pos, w);
                 break;
             };
             let body = q.take(pos, st == READY_BULK);
             core.head[which] = pos + 1;
-            let (result, bulk_slot) = match core.check_body(&q, st, &body) {
-                Ok((bulk, bulk_slot)) => {
-                    let nargs = body.nargs as usize;
-                    let r = Core::dispatch(
-                        core,
-                        state,
-                        which,
-                        body.src,
-                        body.handler,
-                        &body.args[..nargs],
-                        bulk,
-                    );
-                    (r, bulk_slot)
-                }
-                Err(e) => {
-                    core.stats.garbage += 1;
-                    (Err(e), None)
-                }
-            };
-            q.free(pos, w, bulk_slot, C::RECEIVER_FREES);
+            // The packet goes back to the senders now that its body is
+            // copied; a bulk block, read in place, after the handler.
+            q.release(pos, w, C::RECEIVER_FREES);
             core.stats.delivered += 1;
             core.self_unread = core.self_unread.saturating_sub(1);
             bump(&q.head.delivered);
             delivered += 1;
-            result?;
+            let (bulk, bulk_slot) = match core.check_body(q, st, &body) {
+                Ok(b) => b,
+                Err(e) => return Err(core.garbage(e)),
+            };
+            let nargs = (body.nargs as usize).min(MAX_ARGS);
+            let r = Core::dispatch(
+                core,
+                state,
+                which,
+                body.src,
+                body.handler,
+                &body.args[..nargs],
+                bulk,
+            );
+            if let Some(b) = bulk_slot {
+                q.free_bulk(b);
+            }
+            r?;
         }
         Ok(delivered)
+    }
+
+    /// Counts a malformed message (dropped) and returns its error.
+    #[cold]
+    #[inline(never)]
+    fn garbage(&mut self, e: AmError) -> AmError {
+        self.stats.garbage += 1;
+        e
     }
 
     /// Checks a taken packet's body against what an honest sender writes;
@@ -1338,7 +1372,7 @@ impl<C: Claim, S> Core<C, S> {
 
     /// The head holds no message: after a while, repair it if a sender
     /// holds it up and can be got past.
-    #[inline]
+    #[inline(always)]
     fn stalled(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
         let s = &mut self.stall[which];
         if s.restart(pos, w) {

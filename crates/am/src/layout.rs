@@ -32,8 +32,9 @@
 //! Under LC98's handshake (every algorithm but `stamp`), `state` is FREE ->
 //! CLAIMED -> READY (or READY_BULK) -> FREE (LC98 §3). Senders move FREE ->
 //! CLAIMED (the claim algorithm) and CLAIMED -> READY (after filling the
-//! packet, with a Release store); the receiver moves READY -> FREE after
-//! the handler returns (Release store) and bumps `lap`, which counts how
+//! packet, with a Release store); the receiver moves READY -> FREE once it
+//! has copied the body out, before the handler runs (Release store), and
+//! bumps `lap`, which counts how
 //! many times the receiver has freed the slot. `owner pid` is written by
 //! the claim so that a receiver facing a CLAIMED slot whose owner has died
 //! can recover it.
@@ -42,8 +43,8 @@
 //! ([`Claim::RECEIVER_FREES`](crate::Claim::RECEIVER_FREES) is false): the
 //! sender of position `p` stores READY with lap `p / len + 1`, the
 //! receiver delivers a word only if it carries its head position's lap,
-//! and it publishes its head (`HeadInfo::pos`, Release, after the handler)
-//! so that senders know which packets are consumed. Bulk blocks keep
+//! and it publishes its head (`HeadInfo::pos`, Release, once it has copied
+//! the body out) so that senders know which packets are consumed. Bulk blocks keep
 //! LC98's handshake under every algorithm (they are freed out of order).
 
 use crossbeam_utils::CachePadded;
@@ -132,7 +133,7 @@ pub type BulkSlot = CachePadded<AtomicU64>;
 #[derive(Debug)]
 pub struct HeadInfo {
     /// Every position below it is consumed: the receiver stores it (Release)
-    /// after each handler returns, and `stamp`'s senders load it (Acquire)
+    /// once it has copied each message out, and `stamp`'s senders load it (Acquire)
     /// to know a packet may be reused. The receiver's own copy of its head
     /// is private ([`Queue::word_at`]); this one is only published.
     pub(crate) pos: AtomicU64,
@@ -247,42 +248,50 @@ impl<T> Queue<'_, T> {
     ///
     /// `data` must fit a block and be given exactly when `c` has a block.
     #[inline(always)]
-    pub(crate) fn publish(&self, c: &crate::claim::Claimed, mut body: Body, data: Option<&[u8]>) {
-        let mut ready = READY;
-        if let (Some(d), Some((b, _))) = (data, c.bulk) {
-            assert!(d.len() <= self.bulk_bytes);
-            // SAFETY: the block is ours (CLAIMED by us) until the receiver
-            // frees it after delivery, and `d` fits in it.
-            unsafe { core::ptr::copy_nonoverlapping(d.as_ptr(), self.bulk_ptr(b), d.len()) };
-            body.bulk_len = d.len() as u32;
-            body.bulk_slot = b as u32;
-            ready = READY_BULK;
-        }
+    pub(crate) fn publish(
+        &self,
+        c: &crate::claim::Claimed,
+        handler: u16,
+        src: u32,
+        args: &[u64],
+        data: Option<&[u8]>,
+    ) {
+        assert!(args.len() <= MAX_ARGS);
         let packet = &self.packets[c.slot];
+        let bulk = match (data, c.bulk) {
+            (Some(d), Some((b, _))) => {
+                assert!(d.len() <= self.bulk_bytes);
+                // SAFETY: the block is ours (CLAIMED by us) until the
+                // receiver frees it after delivery, and `d` fits in it.
+                unsafe { core::ptr::copy_nonoverlapping(d.as_ptr(), self.bulk_ptr(b), d.len()) };
+                Some((d.len() as u32, b as u32))
+            }
+            _ => None,
+        };
         // Only the parts in use are written: a message of up to five words
         // stays on the packet's first cache line with its handshake word,
         // so the receiver moves one line, not two.
-        let nargs = (body.nargs as usize).min(MAX_ARGS);
         // SAFETY: the packet is CLAIMED by us: nobody else reads or writes
         // its body until our READY store below; the writes are in bounds
-        // of the body.
+        // of the body (at most MAX_ARGS words, asserted above).
         unsafe {
             packet.body.with_mut(|b| {
-                (&raw mut (*b).handler).write(body.handler);
-                (&raw mut (*b).nargs).write(body.nargs);
+                (&raw mut (*b).handler).write(handler);
+                (&raw mut (*b).nargs).write(args.len() as u8);
                 (&raw mut (*b).reserved).write(0);
-                (&raw mut (*b).src).write(body.src);
-                if ready == READY_BULK {
-                    (&raw mut (*b).bulk_len).write(body.bulk_len);
-                    (&raw mut (*b).bulk_slot).write(body.bulk_slot);
+                (&raw mut (*b).src).write(src);
+                if let Some((len, slot)) = bulk {
+                    (&raw mut (*b).bulk_len).write(len);
+                    (&raw mut (*b).bulk_slot).write(slot);
                 }
-                core::ptr::copy_nonoverlapping(
-                    body.args.as_ptr(),
+                copy_words(
+                    args.as_ptr(),
                     (&raw mut (*b).args).cast::<u64>(),
-                    nargs,
+                    args.len(),
                 );
             })
         };
+        let ready = if bulk.is_some() { READY_BULK } else { READY };
         // Release: pairs with the receiver's Acquire load of the word,
         // publishing the body and the bulk data.
         packet
@@ -340,7 +349,7 @@ impl<T> Queue<'_, T> {
                     body.bulk_slot = (&raw const (*b).bulk_slot).read();
                 }
                 let nargs = (body.nargs as usize).min(MAX_ARGS);
-                core::ptr::copy_nonoverlapping(
+                copy_words(
                     (&raw const (*b).args).cast::<u64>(),
                     body.args.as_mut_ptr(),
                     nargs,
@@ -371,28 +380,37 @@ impl<T> Queue<'_, T> {
         self.lap_at(pos).wrapping_add(1)
     }
 
-    /// Receiver: hands back the packet taken at `pos` (word `w`) and its
-    /// bulk block, after the handler: the block's word goes FREE for its
-    /// next lap; the packet's word too if `frees` (LC98's handshake), and
-    /// in every case the head moves past `pos` (the shared head, which the
-    /// senders of algorithms whose receiver does not free packets read to
-    /// know which packets are consumed).
+    /// Receiver: hands back the packet taken at `pos` (word `w`), as soon
+    /// as [`take`](Queue::take) has copied its body out (before the
+    /// handler runs, which reads only the copy): the packet's word goes
+    /// FREE for its next lap if `frees` (LC98's handshake), and in every
+    /// case the head moves past `pos` (the shared head, which the senders
+    /// of algorithms whose receiver does not free packets read to know
+    /// which packets are consumed). Handing it back before the handler
+    /// keeps the handler's own sends (a reply) off the path of the next
+    /// sender to this slot.
     #[inline(always)]
-    pub(crate) fn free(&self, pos: u64, w: u64, bulk: Option<usize>, frees: bool) {
-        if let Some(b) = bulk {
-            let bw = self.bulk[b].load(Ordering::Relaxed);
-            // Release: pairs with the claimer's Acquire; our reads of the
-            // block happen before its next writes.
-            self.bulk[b].store(word(lap_of(bw).wrapping_add(1), 0, FREE), Ordering::Release);
-        }
+    pub(crate) fn release(&self, pos: u64, w: u64, frees: bool) {
         if frees {
             let packet = &self.packets[self.slot_of(pos)];
-            // Release: as above, for the packet body.
+            // Release: pairs with the claimer's Acquire load of the word;
+            // our reads of the body (in `take`) happen before its next
+            // writes.
             packet
                 .state
                 .store(word(lap_of(w).wrapping_add(1), 0, FREE), Ordering::Release);
         }
         self.advance(pos);
+    }
+
+    /// Receiver: hands back bulk block `b` after the handler that read it
+    /// in place returned: its word goes FREE for its next lap.
+    #[inline(always)]
+    pub(crate) fn free_bulk(&self, b: usize) {
+        let bw = self.bulk[b].load(Ordering::Relaxed);
+        // Release: pairs with the claimer's Acquire; our reads of the
+        // block happen before its next writes.
+        self.bulk[b].store(word(lap_of(bw).wrapping_add(1), 0, FREE), Ordering::Release);
     }
 
     /// Receiver: moves the word `w` of the packet at `pos` to FREE for its
@@ -420,6 +438,34 @@ impl<T> Queue<'_, T> {
         // claim: our reads of the packet at `pos` happen before the
         // sender's writes to it on the next lap.
         self.head.pos.store(pos + 1, Ordering::Release);
+    }
+}
+
+/// Copies `n` (at most [`MAX_ARGS`]) words from `src` to `dst` with
+/// fixed-size moves: a `copy_nonoverlapping` of a run-time length is a
+/// call to `memcpy`, whose wide stores the receiver's next loads of the
+/// copy cannot forward from (a stall of a dozen cycles per message).
+///
+/// # Safety
+///
+/// `src` is valid for reads and `dst` for writes of `n` words, both
+/// aligned, not overlapping.
+#[inline(always)]
+unsafe fn copy_words(src: *const u64, dst: *mut u64, n: usize) {
+    debug_assert!(n <= MAX_ARGS);
+    // SAFETY: each arm moves exactly `n` words (the caller's contract).
+    unsafe {
+        match n {
+            0 => {}
+            1 => dst.cast::<[u64; 1]>().write(src.cast::<[u64; 1]>().read()),
+            2 => dst.cast::<[u64; 2]>().write(src.cast::<[u64; 2]>().read()),
+            3 => dst.cast::<[u64; 3]>().write(src.cast::<[u64; 3]>().read()),
+            4 => dst.cast::<[u64; 4]>().write(src.cast::<[u64; 4]>().read()),
+            5 => dst.cast::<[u64; 5]>().write(src.cast::<[u64; 5]>().read()),
+            6 => dst.cast::<[u64; 6]>().write(src.cast::<[u64; 6]>().read()),
+            7 => dst.cast::<[u64; 7]>().write(src.cast::<[u64; 7]>().read()),
+            _ => dst.cast::<[u64; 8]>().write(src.cast::<[u64; 8]>().read()),
+        }
     }
 }
 

@@ -291,13 +291,15 @@ where
 {
     let c = C::claim(q, holder(pid), hint, data.is_some(), wait)?;
     before_publish(&c);
-    q.publish(&c, body, data);
+    let nargs = (body.nargs as usize).min(crate::layout::MAX_ARGS);
+    q.publish(&c, body.handler, body.src, &body.args[..nargs], data);
     Ok(c)
 }
 
 /// One step of the endpoint's poll on `q`: if the head packet is READY (or
 /// READY_BULK), take it, run `handler` with its body, its bulk bytes and
-/// its bulk block index, free packet and block, and return the handler's
+/// its bulk block index (the packet is handed back once its body is copied,
+/// the block after the handler), and return the handler's
 /// result; otherwise `None`.
 pub fn recv<C: Claim, R>(
     q: &Queue<'_, C::Tail>,
@@ -306,6 +308,7 @@ pub fn recv<C: Claim, R>(
     let (pos, w) = q.head();
     let st = q.ready(w, pos, C::RECEIVER_FREES)?;
     let body = q.take(pos, st == READY_BULK);
+    q.release(pos, w, C::RECEIVER_FREES);
     let mut bulk: &[u8] = &[];
     let mut bulk_slot = None;
     if st == READY_BULK {
@@ -319,6 +322,8 @@ pub fn recv<C: Claim, R>(
         }
     }
     let r = handler(&body, bulk, bulk_slot);
-    q.free(pos, w, bulk_slot, C::RECEIVER_FREES);
+    if let Some(b) = bulk_slot {
+        q.free_bulk(b);
+    }
     Some(r)
 }

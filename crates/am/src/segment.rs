@@ -617,6 +617,7 @@ impl Segment {
     }
 
     /// Whether the owner has closed the endpoint.
+    #[inline]
     pub fn is_closed(&self) -> bool {
         // Acquire: pairs with the Release store in `mark_closed`.
         self.header().closed.load(Ordering::Acquire) != 0

@@ -11,27 +11,33 @@
 //! wrote it. Publishing position `p` (slot `p mod len`, lap `L = p / len`)
 //! stamps the word READY with lap `L + 1`, so a word stamped `L` says
 //! "the previous position of this slot, `p - len`, was published", and it
-//! is consumed once the head is past it. A sender reads the tail `p` and
-//! the slot's word:
+//! is consumed once the head is past it. The receiver delivers a word
+//! only if it carries its head position's lap, `L + 1`. A sender reads the
+//! tail `p`:
 //!
-//! * stamped `L`: if the head (cached in the sender's [`Hint`], re-read
-//!   only when the cached value says the ring is full) is past `p - len`,
-//!   the sender records its intent to take `p` (its own line of
-//!   [`StampTail`], with its pid) and one CAS of the tail from `p` to
-//!   `p + 1` makes `p` its own; it then writes the body and the READY word
-//!   (publish). If the head is not past `p - len`, the ring is full: back
-//!   off and poll;
-//! * stamped `L + 1` or later: `p` was published; re-read the tail;
-//! * stamped earlier: `p - len` was handed out and is not published yet:
-//!   the ring is full.
+//! * if the head (cached in the sender's [`Hint`], re-read only when the
+//!   cached value says the ring is full) is past `p - len`, the sender
+//!   records its intent to take `p` (its own line of [`StampTail`], with
+//!   its pid) and one CAS of the tail from `p` to `p + 1` makes `p` its
+//!   own (a `p` that another sender took meanwhile fails the CAS, which
+//!   returns the tail to try next); it then writes the body and the READY
+//!   word (publish);
+//! * if the head is not past `p - len`, the ring is full: back off and
+//!   poll.
+//!
+//! The sender never reads the packet's word: the head alone says the slot
+//! is free, because the receiver moves its head past a position only once
+//! it has copied the message out (or skipped a dead owner's position),
+//! after which nobody but the next owner writes the slot.
 //!
 //! Why this order: the receiver polls the packet it waits for, so the
-//! packet's line is in its cache. The first write a sender makes to that
-//! line is the publishing one, so a message costs one line transfer, as a
-//! cache-line ping-pong does. Claiming with a CAS on the packet's word
-//! (the previous form of this algorithm) stalled the sender for a whole
-//! coherence round trip before it wrote anything, and under LC98's
-//! handshake the receiver also dirties every packet when it frees it.
+//! packet's line is in its cache. The only access a sender makes to that
+//! line is the publishing write, so a message costs one line transfer, as
+//! a cache-line ping-pong does. Reading the word to check its stamp (the
+//! previous form of this algorithm) cost a transfer more on every
+//! message, claiming with a CAS on the word (the form before it) a whole
+//! coherence round trip, and under LC98's handshake the receiver also
+//! dirties every packet when it frees it.
 //!
 //! Why the intents: between its tail CAS and its READY store a sender
 //! owns a position the packet does not show. The receiver, finding its
@@ -51,12 +57,12 @@
 //!
 //! State: [`StampTail`]: the two running positions and the intents.
 //! Invariants: each packet position is handed out by exactly one tail
-//! CAS, only when its slot is stamped for the position's lap and the head
-//! is past the slot's previous position; a packet is written only by the
-//! owner of its position (or, for a dead owner, stamped once by the
-//! receiver); the reuse of a packet is ordered after the receiver's
-//! handler by the head's Release store and the sender's Acquire load;
-//! FIFO order of positions is the order of delivery.
+//! CAS, only when the head is past the slot's previous position; a packet
+//! is written only by the owner of its position (or, for a dead owner,
+//! stamped once by the receiver); the reuse of a packet is ordered after
+//! the receiver's copy of its body by the head's Release store and the
+//! sender's Acquire load; FIFO order of positions is the order of
+//! delivery.
 
 use crossbeam_utils::CachePadded;
 
@@ -124,6 +130,14 @@ pub struct Stamp;
 
 /// Takes a packet position for sender `me` (see the module docs): returns
 /// its slot and the word its publication will carry (lap `L + 1`).
+///
+/// The packet's line is not read: the receiver is polling it (it is the
+/// head, or soon will be), so a read would cost a line transfer and the
+/// publishing write a second one. That `p - len` is consumed, which the
+/// head tells, is all a sender needs: the receiver's head passes a
+/// position only once its message is delivered (or its owner is dead),
+/// so nobody else writes the slot after that, and the tail CAS makes `p`
+/// ours alone (a stale `p`, published by another sender since, fails it).
 #[inline(always)]
 fn take_packet<W>(
     q: &Queue<'_, StampTail>,
@@ -137,33 +151,28 @@ where
     let tail = &*q.tail.packets;
     let mine = &*q.tail.intents[me.rank as usize % crate::MAX_RANKS];
     let len = q.packets.len() as u64;
-    // Acquire (every tail load and CAS here): pairs with the AcqRel tail
-    // CAS of the sender that took the position before, so the stamps we
-    // read next are at least those it saw.
-    let mut p = tail.load(Ordering::Acquire);
+    // Relaxed (every tail load here): the position is only a guess until
+    // the CAS below; what the packet may hold is ordered by the head.
+    let mut p = tail.load(Ordering::Relaxed);
     loop {
-        let slot = q.slot_of(p);
-        let lap = q.lap_at(p);
-        // Acquire: pairs with the Release READY store that stamped it, so
-        // the tail CAS made before that store is visible to our next load.
-        let w = q.packets[slot].state.load(Ordering::Acquire);
-        let ahead = lap_of(w).wrapping_sub(lap) as i32;
-        if ahead > 0 {
-            // `p` is published (or later ones are): the tail is past it.
-            p = tail.load(Ordering::Acquire);
-            continue;
-        }
-        if ahead < 0 || p >= hint.head + len && !consumed(q, hint, p) {
-            // `p - len` is not published, or not consumed yet: full.
+        if p >= hint.head.saturating_add(len) && !consumed(q, hint, p) {
+            // `p - len` is not consumed yet: full.
             full(wait)?;
-            p = tail.load(Ordering::Acquire);
+            p = tail.load(Ordering::Relaxed);
             continue;
         }
         // Relaxed: ordered before the tail CAS below (AcqRel), which the
         // receiver's Acquire tail load in `stranded` pairs with.
         mine.store(intent(me.pid, p), Ordering::Relaxed);
-        match tail.compare_exchange_weak(p, p + 1, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return Ok((slot, word(lap.wrapping_add(1), me.pid, CLAIMED))),
+        // AcqRel: Release for the intent above; Acquire orders our writes
+        // to the packet after the CAS that handed `p - 1` out (so after
+        // everything that sender saw), which keeps positions and
+        // publications in tail order for the receiver.
+        match tail.compare_exchange_weak(p, p + 1, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => {
+                let word = word(q.lap_at(p).wrapping_add(1), me.pid, CLAIMED);
+                return Ok((q.slot_of(p), word));
+            }
             Err(now) => p = now,
         }
     }
@@ -175,10 +184,10 @@ where
 #[inline(never)]
 fn consumed(q: &Queue<'_, StampTail>, hint: &mut Hint, p: u64) -> bool {
     // Acquire: pairs with the receiver's Release store of its head after
-    // the handler of position `p - len` returned; our writes to the packet
-    // come after its reads.
+    // it copied position `p - len` out; our writes to the packet come
+    // after its reads. (A cached head was loaded the same way.)
     hint.head = q.head.pos.load(Ordering::Acquire);
-    p < hint.head + q.packets.len() as u64
+    p < hint.head.saturating_add(q.packets.len() as u64)
 }
 
 /// Claims one position of a ring whose words the receiver frees (the
