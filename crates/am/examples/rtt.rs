@@ -5,7 +5,9 @@
 //! cache), then the round trip, then the floors (a cache-line ping-pong and
 //! two rings of stamped slots). `ONLY_SELF=1` stops after the first (for
 //! `valgrind --tool=callgrind`, which counts instructions where no cycle
-//! counter is available); `NO_FLOORS=1` prints only the ping-pong floor.
+//! counter is available); `NO_FLOORS=1` prints only the ping-pong floor;
+//! `STREAM=1` runs, after the send to itself, one writer streaming to a
+//! polling receiver instead of the round trip.
 
 use std::time::Instant;
 
@@ -88,6 +90,35 @@ fn self_loop<C: Claim>(rounds: u64) {
         "{}: send + poll to self {both:.1} ns, empty poll {empty:.1} ns",
         C::NAME
     );
+}
+
+/// One writer streams `rounds` short requests to a polling receiver: ns
+/// per message.
+fn stream<C: Claim>(rounds: u64) -> f64 {
+    let cfg = Config::default();
+    let cfg = &cfg;
+    let out = job::run_threads(2, |job| -> Result<Option<f64>, AmError> {
+        pin(job.rank as usize);
+        let mut ep = Endpoint::<C, u64>::join(&job, cfg, 0)?;
+        ep.register(1, pong::<C>)?;
+        ep.barrier()?;
+        if job.rank == 1 {
+            while *ep.state() < rounds {
+                if ep.poll()? == 0 {
+                    std::hint::spin_loop();
+                }
+            }
+            ep.finish()?;
+            return Ok(None);
+        }
+        let t0 = Instant::now();
+        for i in 0..rounds {
+            ep.request(1, 1, &[i])?;
+        }
+        ep.finish()?;
+        Ok(Some(t0.elapsed().as_nanos() as f64 / rounds as f64))
+    });
+    out[0].as_ref().expect("rank 0").expect("a time")
 }
 
 /// Pins the calling thread to CPU `cpu` (if it exists): the ranks of a
@@ -190,6 +221,22 @@ fn main() {
     }
     symmetry_am::for_each_claim!(by_name);
     if std::env::var_os("ONLY_SELF").is_some() {
+        return;
+    }
+    if std::env::var_os("STREAM").is_some() {
+        macro_rules! stream_by_name {
+            ($($name:literal => $ty:ty;)*) => {
+                match alg {
+                    $($name => {
+                        for _ in 0..3 {
+                            println!("{}: one writer, {:.1} ns per message", $name, stream::<$ty>(rounds));
+                        }
+                    })*
+                    _ => {}
+                }
+            };
+        }
+        symmetry_am::for_each_claim!(stream_by_name);
         return;
     }
     if std::env::var_os("NO_FLOORS").is_some() {

@@ -68,7 +68,7 @@ use crate::layout::{
 };
 use crate::net::{self, Kind, MAX_IN_FLIGHT, Wire};
 use crate::segment::{Config, Segment, pid_alive, segment_name};
-use crate::sync::Ordering;
+use crate::sync::{AtomicU32, Ordering};
 
 /// Most ranks in one job (Anderson's lock has one flag per possible sender).
 pub const MAX_RANKS: usize = 64;
@@ -272,13 +272,12 @@ pub struct Core<C: Claim, S> {
     /// Mappings of the other ranks' segments (`None` at our own rank and
     /// at ranks on other hosts).
     peers: Vec<Option<Segment>>,
-    /// Views of the two queues of every rank on this host (own segment at
-    /// our rank; `None` for ranks on other hosts), made once at join. They
-    /// borrow the mappings in `own` and `peers`, which live exactly as
-    /// long as `self` and are never replaced, so the `'static` is never
-    /// observable outside `Core` (`queue` hands out copies only to code
-    /// that holds `&self` or `&mut self`).
-    views: Vec<Option<[Queue<'static, C::Tail>; 2]>>,
+    /// What this rank knows of every rank of the job (itself included),
+    /// made at join; see [`Route`].
+    routes: Vec<Route<C::Tail>>,
+    /// Views of our own two queues (a copy of our route's, read on every
+    /// poll without a lookup).
+    own_views: [Queue<'static, C::Tail>; 2],
     /// The wire to ranks on other hosts, if the job has any.
     remote: Option<Remote>,
     /// No other rank shares this host: only this rank's own requests to
@@ -295,15 +294,30 @@ pub struct Core<C: Claim, S> {
     /// Next position to deliver of each own queue. Kept here, not in the
     /// shared head (which only mirrors it), so no peer can move it.
     head: [u64; 2],
-    /// What this sender remembers of each rank's two queues.
-    hints: Vec<[Hint; 2]>,
-    /// Peers known to be gone, and whether a wait has reported it.
-    gone: Vec<Option<(Gone, bool)>>,
     barrier_epoch: u64,
     barrier_arrivals: Vec<u64>,
     reduce_epoch: u64,
     reduce: Reduce,
     unlinked: bool,
+}
+
+/// What a rank knows of one rank of its job, in one entry, so that a send
+/// looks one place up.
+///
+/// The views and the closed flag borrow the mappings in [`Core`]'s `own`
+/// and `peers`, which live exactly as long as the core and are never
+/// replaced, so the `'static` is never observable outside `Core` (it
+/// hands out references only to code that holds `&self` or `&mut self`).
+#[derive(Debug)]
+struct Route<T: 'static> {
+    /// Views of the rank's two queues (`None` for a rank on another host).
+    views: Option<[Queue<'static, T>; 2]>,
+    /// The closed flag in its segment's header (`None` on another host).
+    closed: Option<&'static AtomicU32>,
+    /// What this sender remembers of the rank's two queues.
+    hints: [Hint; 2],
+    /// Whether it is known to be gone, and whether a wait has reported it.
+    gone: Option<(Gone, bool)>,
 }
 
 /// An Active Messages endpoint with claim algorithm `C` and handler state `S`.
@@ -484,13 +498,17 @@ impl<C: Claim, S> Endpoint<C, S> {
         let alone = !(0..job.size).any(|r| r != job.rank && local(r));
         let shm = job.shm_name();
         let own = Segment::create::<C>(&segment_name(&shm, job.rank), cfg, job.rank, job.size)?;
+        // SAFETY: our own segment was created for `C`; the views live in
+        // `core` with the mapping (see `Route`).
+        let own_views = unsafe { [own.queue::<C>(REQUESTS), own.queue::<C>(REPLIES)] };
         let mut core = Core {
             rank: job.rank,
             size: job.size,
             pid: std::process::id(),
             own,
             peers: Vec::with_capacity(job.size as usize),
-            views: Vec::with_capacity(job.size as usize),
+            routes: Vec::with_capacity(job.size as usize),
+            own_views,
             remote,
             alone,
             self_unread: 0,
@@ -498,8 +516,6 @@ impl<C: Claim, S> Endpoint<C, S> {
             stats: Stats::default(),
             stall: [Stall::default(); 2],
             head: [0; 2],
-            hints: vec![[Hint::default(); 2]; job.size as usize],
-            gone: vec![None; job.size as usize],
             barrier_epoch: 0,
             barrier_arrivals: vec![0; 64],
             reduce_epoch: 0,
@@ -534,15 +550,23 @@ impl<C: Claim, S> Endpoint<C, S> {
             }
         }
         for r in 0..job.size {
-            if !local(r) {
-                core.views.push(None);
-                continue;
+            let mut route = Route {
+                views: None,
+                closed: None,
+                hints: [Hint::default(); 2],
+                gone: None,
+            };
+            if local(r) {
+                let seg = core.segment(r);
+                // SAFETY: every segment was created or validated for `C`;
+                // the views live in `core` with the mappings (see `Route`).
+                route.views = Some(unsafe { [seg.queue::<C>(REQUESTS), seg.queue::<C>(REPLIES)] });
+                let closed: *const AtomicU32 = seg.closed_flag();
+                // SAFETY: the flag is in the mapping, which lives as long
+                // as `core` (see `Route`).
+                route.closed = Some(unsafe { &*closed });
             }
-            let seg = core.segment(r);
-            // SAFETY: every segment was created or validated for `C`; the
-            // views live in `core` with the mappings (see `views`).
-            let v = unsafe { [seg.queue::<C>(REQUESTS), seg.queue::<C>(REPLIES)] };
-            core.views.push(Some(v));
+            core.routes.push(route);
         }
         Ok(Self { core, state })
     }
@@ -655,7 +679,7 @@ impl<C: Claim, S> Endpoint<C, S> {
     /// The peers known to be gone (dead or closed), in rank order.
     pub fn failed_peers(&self) -> Vec<u32> {
         (0..self.core.size)
-            .filter(|&r| self.core.gone[r as usize].is_some())
+            .filter(|&r| self.core.routes[r as usize].gone.is_some())
             .collect()
     }
 
@@ -763,7 +787,7 @@ impl<C: Claim, S> Endpoint<C, S> {
             pid: self.core.pid,
             rank: self.core.rank,
         };
-        let mut hint = self.core.hints[dest as usize][REQUESTS];
+        let mut hint = self.core.routes[dest as usize].hints[REQUESTS];
         let (core, state) = (&mut self.core, &mut self.state);
         let mut waits = 0u32;
         let mut wait = || Core::wait_full(core, state, dest, Scope::Both, &mut waits);
@@ -824,8 +848,8 @@ impl<C: Claim, S> Core<C, S> {
         rank: u32,
         which: usize,
     ) -> Result<Option<&'x Queue<'x, C::Tail>>, AmError> {
-        match self.views.get(rank as usize) {
-            Some(v) => Ok(v.as_ref().map(|v| Self::unbound(&v[which]))),
+        match self.routes.get(rank as usize) {
+            Some(r) => Ok(r.views.as_ref().map(|v| Self::unbound(&v[which]))),
             None => Err(AmError::NoSuchRank {
                 rank,
                 size: self.size,
@@ -836,10 +860,7 @@ impl<C: Claim, S> Core<C, S> {
     /// View of own queue `which` (unbounded as in [`Core::queue`]).
     #[inline(always)]
     fn own_queue<'x>(&self, which: usize) -> &'x Queue<'x, C::Tail> {
-        match &self.views[self.rank as usize] {
-            Some(v) => Self::unbound(&v[which]),
-            None => unreachable!("the own rank is always on its own host"),
-        }
+        Self::unbound(&self.own_views[which])
     }
 
     /// Detaches a view's reference from the borrow of `self`, so that the
@@ -847,11 +868,11 @@ impl<C: Claim, S> Core<C, S> {
     #[inline(always)]
     fn unbound<'x>(q: &Queue<'static, C::Tail>) -> &'x Queue<'x, C::Tail> {
         let q: *const Queue<'static, C::Tail> = q;
-        // SAFETY: `views` is filled in `join` and never changed after
-        // (no push, no write), so every entry stays at its address, valid,
-        // until `self` is dropped with the mappings it borrows; callers
-        // only use the reference while they hold `self` (a method's
-        // `&self`/`&mut self`), never after.
+        // SAFETY: views are made in `join` and never changed after (no
+        // push to `routes`, no write to a view), so every view stays at its
+        // address, valid, until `self` is dropped with the mappings it
+        // borrows; callers only use the reference while they hold `self`
+        // (a method's `&self`/`&mut self`), never after.
         unsafe { &*q }
     }
 
@@ -868,7 +889,7 @@ impl<C: Claim, S> Core<C, S> {
         let Some(g) = self.look(rank) else {
             return Ok(());
         };
-        self.gone[rank as usize].get_or_insert((g, false));
+        self.routes[rank as usize].gone.get_or_insert((g, false));
         Err(g.error(rank))
     }
 
@@ -878,11 +899,14 @@ impl<C: Claim, S> Core<C, S> {
         if rank == self.rank {
             return None;
         }
-        if matches!(self.views.get(rank as usize), Some(None)) {
+        if matches!(
+            self.routes.get(rank as usize),
+            Some(Route { views: None, .. })
+        ) {
             // On another host: its failures are the wire's to report.
             return None;
         }
-        if let Some((g, _)) = self.gone.get(rank as usize).copied().flatten() {
+        if let Some((g, _)) = self.routes.get(rank as usize).and_then(|r| r.gone) {
             return Some(g);
         }
         let seg = self.segment(rank);
@@ -908,10 +932,10 @@ impl<C: Claim, S> Core<C, S> {
                     let _ = self.check_peer(r);
                 }
                 let r = self
-                    .gone
+                    .routes
                     .iter()
-                    .position(|g| matches!(g, Some((_, false))))?;
-                let g = self.gone[r].as_mut()?;
+                    .position(|r| matches!(r.gone, Some((_, false))))?;
+                let g = self.routes[r].gone.as_mut()?;
                 g.1 = true;
                 Some(g.0.error(r as u32))
             }
@@ -930,21 +954,29 @@ impl<C: Claim, S> Core<C, S> {
         data: Option<&[u8]>,
         scope: Scope,
     ) -> Result<(), AmError> {
-        let Some(q) = core.queue(dest, which)? else {
+        let Some(route) = core.routes.get(dest as usize) else {
+            return Err(AmError::NoSuchRank {
+                rank: dest,
+                size: core.size,
+            });
+        };
+        let (Some(views), Some(closed)) = (&route.views, route.closed) else {
             return Core::send_wire(core, state, dest, which, handler, args, data, scope);
         };
-        if core.gone[dest as usize].is_some() || core.segment(dest).is_closed() {
+        let q = Self::unbound(&views[which]);
+        // Acquire: pairs with the Release store in `Segment::mark_closed`.
+        if route.gone.is_some() || closed.load(Ordering::Acquire) != 0 {
             return Core::refuse(core, dest);
         }
+        let mut hint = route.hints[which];
         let mut waits = 0u32;
         let me = Holder {
             pid: core.pid,
             rank: core.rank,
         };
-        let mut hint = core.hints[dest as usize][which];
         let mut wait = || Core::wait_full(core, state, dest, scope, &mut waits);
         let c = C::claim(q, me, &mut hint, data.is_some(), &mut wait)?;
-        core.hints[dest as usize][which] = hint;
+        core.routes[dest as usize].hints[which] = hint;
         q.publish(&c, handler, core.rank, args, data);
         core.stats.sent += 1;
         if dest == core.rank {
@@ -1222,10 +1254,10 @@ impl<C: Claim, S> Core<C, S> {
             core.self_unread = core.self_unread.saturating_sub(1);
             bump(&q.head.delivered);
             delivered += 1;
-            let (bulk, bulk_slot) = match core.check_body(q, st, &body) {
-                Ok(b) => b,
-                Err(e) => return Err(core.garbage(e)),
-            };
+            if !core.plausible(q, st, &body) {
+                return Err(core.garbage_of(q, &body));
+            }
+            let (bulk, bulk_slot) = Self::bulk_of(q, st, &body);
             let nargs = (body.nargs as usize).min(MAX_ARGS);
             let r = Core::dispatch(
                 core,
@@ -1244,62 +1276,63 @@ impl<C: Claim, S> Core<C, S> {
         Ok(delivered)
     }
 
-    /// Counts a malformed message (dropped) and returns its error.
-    #[cold]
-    #[inline(never)]
-    fn garbage(&mut self, e: AmError) -> AmError {
-        self.stats.garbage += 1;
-        e
+    /// Whether a taken packet's body is what an honest sender writes (a
+    /// few compares, inline; [`Core::garbage_of`] says what is wrong).
+    #[inline(always)]
+    fn plausible(&self, q: &Queue<'_, C::Tail>, st: u64, body: &Body) -> bool {
+        body.src < self.size
+            && body.nargs as usize <= MAX_ARGS
+            && (body.handler < USER_HANDLERS
+                || matches!(body.handler, H_BARRIER | H_REDUCE | H_RESULT))
+            && (st != READY_BULK
+                || ((body.bulk_slot as usize) < q.bulk.len()
+                    && body.bulk_len as usize <= q.bulk_bytes))
     }
 
-    /// Checks a taken packet's body against what an honest sender writes;
-    /// returns its bulk data and block.
-    #[inline]
-    fn check_body<'q>(
-        &self,
-        q: &Queue<'q, C::Tail>,
-        st: u64,
-        body: &Body,
-    ) -> Result<(&'q [u8], Option<usize>), AmError> {
-        let garbage = |detail: String| AmError::Garbage {
-            src: body.src,
-            detail,
-        };
-        if body.src >= self.size {
-            return Err(garbage(format!(
-                "source rank {} (the job has {})",
-                body.src, self.size
-            )));
-        }
-        if body.nargs as usize > MAX_ARGS {
-            return Err(garbage(format!(
-                "{} words (at most {MAX_ARGS})",
-                body.nargs
-            )));
-        }
-        if body.handler >= USER_HANDLERS && !matches!(body.handler, H_BARRIER | H_REDUCE | H_RESULT)
+    /// Counts a body that is not [`plausible`](Core::plausible) (dropped)
+    /// and returns the error that says why.
+    #[cold]
+    #[inline(never)]
+    fn garbage_of(&mut self, q: &Queue<'_, C::Tail>, body: &Body) -> AmError {
+        self.stats.garbage += 1;
+        let detail = if body.src >= self.size {
+            format!("source rank {} (the job has {})", body.src, self.size)
+        } else if body.nargs as usize > MAX_ARGS {
+            format!("{} words (at most {MAX_ARGS})", body.nargs)
+        } else if body.handler >= USER_HANDLERS
+            && !matches!(body.handler, H_BARRIER | H_REDUCE | H_RESULT)
         {
-            return Err(garbage(format!("handler id {}", body.handler)));
-        }
-        if st != READY_BULK {
-            return Ok((&[], None));
-        }
-        let b = body.bulk_slot as usize;
-        if b >= q.bulk.len() || body.bulk_len as usize > q.bulk_bytes {
-            return Err(garbage(format!(
+            format!("handler id {}", body.handler)
+        } else {
+            format!(
                 "bulk block {} of {} bytes (the queue has {} blocks of {} bytes)",
-                b,
+                body.bulk_slot,
                 body.bulk_len,
                 q.bulk.len(),
                 q.bulk_bytes
-            )));
+            )
+        };
+        AmError::Garbage {
+            src: body.src,
+            detail,
         }
-        // SAFETY: the block is in bounds (checked above, against our own
-        // configuration) and was filled before the READY store we
+    }
+
+    /// The bulk data and block of a plausible bulk message (`st` is
+    /// READY_BULK); none for a short one.
+    #[inline(always)]
+    fn bulk_of<'q>(q: &Queue<'q, C::Tail>, st: u64, body: &Body) -> (&'q [u8], Option<usize>) {
+        if st != READY_BULK {
+            return (&[], None);
+        }
+        let b = body.bulk_slot as usize;
+        debug_assert!(b < q.bulk.len() && body.bulk_len as usize <= q.bulk_bytes);
+        // SAFETY: the block is in bounds (`plausible` checked it, against
+        // our own configuration) and was filled before the READY store we
         // acquired; it stays untouched until we free it after the handler
         // (whose borrow cannot escape the call).
         let data = unsafe { core::slice::from_raw_parts(q.bulk_ptr(b), body.bulk_len as usize) };
-        Ok((data, Some(b)))
+        (data, Some(b))
     }
 
     #[inline]
@@ -1506,6 +1539,7 @@ impl<C: Claim, S> Core<C, S> {
 
 /// Adds one to a counter that only this receiver writes (a mirror of its
 /// statistics in the shared head, for diagnostics).
+#[inline(always)]
 fn bump(counter: &crate::sync::AtomicU64) {
     // Relaxed: only we write it, and nothing is ordered by it.
     counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);

@@ -623,6 +623,12 @@ impl Segment {
         self.header().closed.load(Ordering::Acquire) != 0
     }
 
+    /// The closed flag itself, for a sender that checks it on every send
+    /// (`is_closed` reads it).
+    pub(crate) fn closed_flag(&self) -> &AtomicU32 {
+        &self.header().closed
+    }
+
     /// Marks the endpoint closed (its senders get `PeerClosed`).
     pub fn mark_closed(&self) {
         // Release: everything the owner did happens before a sender's
