@@ -1335,7 +1335,7 @@ impl<C: Claim, S> Core<C, S> {
         (data, Some(b))
     }
 
-    #[inline]
+    #[inline(always)]
     fn dispatch(
         core: &mut Self,
         state: &mut S,
