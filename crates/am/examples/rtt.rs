@@ -67,7 +67,7 @@ fn run<C: Claim>(rounds: u64) {
 fn self_loop<C: Claim>(rounds: u64) {
     let cfg = Config::default();
     let cfg = &cfg;
-    let out = job::run_threads(1, |job| -> Result<(f64, f64), AmError> {
+    let out = job::run_threads(1, |job| -> Result<f64, AmError> {
         pin(0);
         let mut ep = Endpoint::<C, u64>::join(&job, cfg, 0)?;
         ep.register(1, pong::<C>)?;
@@ -76,20 +76,12 @@ fn self_loop<C: Claim>(rounds: u64) {
             ep.request(0, 1, &[i])?;
             ep.poll()?;
         }
-        let both = t0.elapsed().as_nanos() as f64 / rounds as f64;
-        let t0 = Instant::now();
-        for _ in 0..rounds {
-            ep.poll()?;
-        }
-        let empty = t0.elapsed().as_nanos() as f64 / rounds as f64;
+        let ns = t0.elapsed().as_nanos() as f64 / rounds as f64;
         ep.finish()?;
-        Ok((both, empty))
+        Ok(ns)
     });
-    let (both, empty) = out[0].as_ref().expect("rank 0");
-    println!(
-        "{}: send + poll to self {both:.1} ns, empty poll {empty:.1} ns",
-        C::NAME
-    );
+    let ns = out[0].as_ref().expect("rank 0");
+    println!("{}: send + poll to self {ns:.1} ns", C::NAME);
 }
 
 /// One writer streams `rounds` short requests to a polling receiver: ns
@@ -229,7 +221,8 @@ fn main() {
                 match alg {
                     $($name => {
                         for _ in 0..3 {
-                            println!("{}: one writer, {:.1} ns per message", $name, stream::<$ty>(rounds));
+                            let ns = stream::<$ty>(rounds);
+                            println!("{}: one writer, {ns:.1} ns per message", $name);
                         }
                     })*
                     _ => {}

@@ -34,8 +34,8 @@
 //! CLAIMED (the claim algorithm) and CLAIMED -> READY (after filling the
 //! packet, with a Release store); the receiver moves READY -> FREE once it
 //! has copied the body out, before the handler runs (Release store), and
-//! bumps `lap`, which counts how
-//! many times the receiver has freed the slot. `owner pid` is written by
+//! bumps `lap`, which counts how many times the receiver has freed the
+//! slot. `owner pid` is written by
 //! the claim so that a receiver facing a CLAIMED slot whose owner has died
 //! can recover it.
 //!
@@ -44,8 +44,9 @@
 //! sender of position `p` stores READY with lap `p / len + 1`, the
 //! receiver delivers a word only if it carries its head position's lap,
 //! and it publishes its head (`HeadInfo::pos`, Release, once it has copied
-//! the body out) so that senders know which packets are consumed. Bulk blocks keep
-//! LC98's handshake under every algorithm (they are freed out of order).
+//! the body out) so that senders know which packets are consumed. Bulk
+//! blocks keep LC98's handshake under every algorithm (they are freed out
+//! of order).
 
 use crossbeam_utils::CachePadded;
 
@@ -133,9 +134,10 @@ pub type BulkSlot = CachePadded<AtomicU64>;
 #[derive(Debug)]
 pub struct HeadInfo {
     /// Every position below it is consumed: the receiver stores it (Release)
-    /// once it has copied each message out, and `stamp`'s senders load it (Acquire)
-    /// to know a packet may be reused. The receiver's own copy of its head
-    /// is private ([`Queue::word_at`]); this one is only published.
+    /// once it has copied each message out, and `stamp`'s senders load it
+    /// (Acquire) to know a packet may be reused. The receiver's own copy of
+    /// its head is private ([`Queue::word_at`]); this one is only
+    /// published.
     pub(crate) pos: AtomicU64,
     /// Messages delivered from this queue.
     pub(crate) delivered: AtomicU64,
@@ -443,8 +445,8 @@ impl<T> Queue<'_, T> {
 
 /// Copies `n` (at most [`MAX_ARGS`]) words from `src` to `dst` with
 /// fixed-size moves: a `copy_nonoverlapping` of a run-time length is a
-/// call to `memcpy`, whose wide stores the receiver's next loads of the
-/// copy cannot forward from (a stall of a dozen cycles per message).
+/// call to `memcpy`, whose wide stores the next loads of the copy cannot
+/// forward from (a stall of a dozen cycles per message).
 ///
 /// # Safety
 ///

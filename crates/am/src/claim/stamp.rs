@@ -161,14 +161,14 @@ where
             p = tail.load(Ordering::Relaxed);
             continue;
         }
-        // Relaxed: ordered before the tail CAS below (AcqRel), which the
+        // Relaxed: ordered before the tail CAS below (Release), which the
         // receiver's Acquire tail load in `stranded` pairs with.
         mine.store(intent(me.pid, p), Ordering::Relaxed);
-        // AcqRel: Release for the intent above; Acquire orders our writes
-        // to the packet after the CAS that handed `p - 1` out (so after
-        // everything that sender saw), which keeps positions and
-        // publications in tail order for the receiver.
-        match tail.compare_exchange_weak(p, p + 1, Ordering::AcqRel, Ordering::Relaxed) {
+        // Release: publishes the intent above to the receiver's Acquire
+        // tail load in `stranded` (the tail's CASes form one release
+        // sequence, so a load that reads any later tail sees it too). No
+        // Acquire: what the packet may hold is ordered by the head.
+        match tail.compare_exchange_weak(p, p + 1, Ordering::Release, Ordering::Relaxed) {
             Ok(_) => {
                 let word = word(q.lap_at(p).wrapping_add(1), me.pid, CLAIMED);
                 return Ok((q.slot_of(p), word));
@@ -264,7 +264,7 @@ impl Claim for Stamp {
     /// Handed out: below the tail (and, as the caller knows, unpublished).
     #[inline(always)]
     fn stranded(tail: &Self::Tail, pos: u64) -> bool {
-        // Acquire: pairs with the senders' AcqRel tail CAS, so the intent
+        // Acquire: pairs with the senders' Release tail CAS, so the intent
         // stored before it is visible to `owner_dead`.
         tail.packets.load(Ordering::Acquire) > pos
     }
