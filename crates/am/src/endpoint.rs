@@ -60,7 +60,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::claim::{Claim, Hint, Holder};
+use crate::claim::{Claim, Claimed, Hint, Holder};
 use crate::error::AmError;
 use crate::job::Job;
 use crate::layout::{
@@ -968,21 +968,47 @@ impl<C: Claim, S> Core<C, S> {
         if route.gone.is_some() || closed.load(Ordering::Acquire) != 0 {
             return Core::refuse(core, dest);
         }
-        let mut hint = route.hints[which];
-        let mut waits = 0u32;
         let me = Holder {
             pid: core.pid,
             rank: core.rank,
         };
-        let mut wait = || Core::wait_full(core, state, dest, scope, &mut waits);
-        let c = C::claim(q, me, &mut hint, data.is_some(), &mut wait)?;
-        core.routes[dest as usize].hints[which] = hint;
+        let fast = match data {
+            None => C::try_claim(q, me, &route.hints[which]),
+            Some(_) => None,
+        };
+        let c = match fast {
+            Some(c) => c,
+            None => Core::claim_slow(core, state, q, me, dest, which, data.is_some(), scope)?,
+        };
         q.publish(&c, handler, core.rank, args, data);
         core.stats.sent += 1;
         if dest == core.rank {
             core.self_unread += 1;
         }
         Ok(())
+    }
+
+    /// A claim that may wait (a full queue, a lost race, a bulk block):
+    /// [`Claim::claim`] with the waiting closure, and the sender's hint of
+    /// the queue brought up to date.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn claim_slow(
+        core: &mut Self,
+        state: &mut S,
+        q: &Queue<'_, C::Tail>,
+        me: Holder,
+        dest: u32,
+        which: usize,
+        bulk: bool,
+        scope: Scope,
+    ) -> Result<Claimed, AmError> {
+        let mut hint = core.routes[dest as usize].hints[which];
+        let mut waits = 0u32;
+        let mut wait = || Core::wait_full(core, state, dest, scope, &mut waits);
+        let c = C::claim(q, me, &mut hint, bulk, &mut wait)?;
+        core.routes[dest as usize].hints[which] = hint;
+        Ok(c)
     }
 
     /// Sends to a rank on another host: one wire message holding the

@@ -273,8 +273,8 @@ fn checksum(d: &[u8]) -> u64 {
         })
 }
 
-/// The endpoint's send on `q`: `C::claim` (calling `wait` while the queue
-/// is full), `before_publish` (a hook for instrumentation, at the point
+/// The endpoint's send on `q`: `C::try_claim` for a short message, else
+/// `C::claim` (calling `wait` while the queue is full), `before_publish` (a hook for instrumentation, at the point
 /// where the claim is owned but nothing is written yet), then
 /// [`Queue::publish`].
 pub fn send<C: Claim, W>(
@@ -289,7 +289,16 @@ pub fn send<C: Claim, W>(
 where
     W: FnMut() -> Result<(), AmError>,
 {
-    let c = C::claim(q, holder(pid), hint, data.is_some(), wait)?;
+    // As the endpoint: the fast path for a short message, else the claim
+    // that may wait.
+    let fast = match data {
+        None => C::try_claim(q, holder(pid), hint),
+        Some(_) => None,
+    };
+    let c = match fast {
+        Some(c) => c,
+        None => C::claim(q, holder(pid), hint, data.is_some(), wait)?,
+    };
     before_publish(&c);
     let nargs = (body.nargs as usize).min(crate::layout::MAX_ARGS);
     q.publish(&c, body.handler, body.src, &body.args[..nargs], data);

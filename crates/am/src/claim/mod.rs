@@ -138,6 +138,18 @@ pub trait Claim: Sized + Send + Sync + 'static {
     /// FREE lap). The default: no.
     const SKIP_SLOW: bool = false;
 
+    /// Claims a packet for a short message at once, without waiting, if
+    /// the algorithm has a fast path and it succeeds (for `stamp`: room in
+    /// the ring as `hint` knows it, and the tail CAS won at the first try);
+    /// `None` sends the caller to [`claim`](Claim::claim), which owes it
+    /// nothing (a `None` leaves no claim behind). The default: no fast
+    /// path. It keeps the waiting machinery (the closure `claim` takes) off
+    /// the path of a send that does not wait.
+    #[inline(always)]
+    fn try_claim(_q: &Queue<'_, Self::Tail>, _me: Holder, _hint: &Hint) -> Option<Claimed> {
+        None
+    }
+
     /// Test hook: takes the queue's claim lock for `me` and never releases
     /// it, as a sender killed inside the critical section would leave it;
     /// `false` for algorithms without a lock.

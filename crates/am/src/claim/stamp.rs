@@ -149,10 +149,10 @@ where
     W: FnMut() -> Result<(), AmError>,
 {
     let tail = &*q.tail.packets;
-    let mine = &*q.tail.intents[me.rank as usize % crate::MAX_RANKS];
     let len = q.packets.len() as u64;
     // Relaxed (every tail load here): the position is only a guess until
-    // the CAS below; what the packet may hold is ordered by the head.
+    // the CAS in `claim_at`; what the packet may hold is ordered by the
+    // head.
     let mut p = tail.load(Ordering::Relaxed);
     loop {
         if p >= hint.head.saturating_add(len) && !consumed(q, hint, p) {
@@ -161,20 +161,34 @@ where
             p = tail.load(Ordering::Relaxed);
             continue;
         }
-        // Relaxed: ordered before the tail CAS below (Release), which the
-        // receiver's Acquire tail load in `stranded` pairs with.
-        mine.store(intent(me.pid, p), Ordering::Relaxed);
-        // Release: publishes the intent above to the receiver's Acquire
-        // tail load in `stranded` (the tail's CASes form one release
-        // sequence, so a load that reads any later tail sees it too). No
-        // Acquire: what the packet may hold is ordered by the head.
-        match tail.compare_exchange_weak(p, p + 1, Ordering::Release, Ordering::Relaxed) {
-            Ok(_) => {
-                let word = word(q.lap_at(p).wrapping_add(1), me.pid, CLAIMED);
-                return Ok((q.slot_of(p), word));
-            }
+        match claim_at(q, me, p) {
+            Ok(claimed) => return Ok(claimed),
             Err(now) => p = now,
         }
+    }
+}
+
+/// Announces `me`'s intent to take position `p` and tries once to move the
+/// tail from `p` to `p + 1`: the slot and the word its publication will
+/// carry, or the tail as found.
+#[inline(always)]
+fn claim_at(q: &Queue<'_, StampTail>, me: Holder, p: u64) -> Result<(usize, u64), u64> {
+    let tail = &*q.tail.packets;
+    let mine = &*q.tail.intents[me.rank as usize % crate::MAX_RANKS];
+    // Relaxed: ordered before the tail CAS below (Release), which the
+    // receiver's Acquire tail load in `stranded` pairs with.
+    mine.store(intent(me.pid, p), Ordering::Relaxed);
+    // Release: publishes the intent above to the receiver's Acquire tail
+    // load in `stranded` (the tail's CASes form one release sequence, so a
+    // load that reads any later tail sees it too). No Acquire: what the
+    // packet may hold is ordered by the head. Weak: a spurious failure
+    // only costs a retry.
+    match tail.compare_exchange_weak(p, p + 1, Ordering::Release, Ordering::Relaxed) {
+        Ok(_) => Ok((
+            q.slot_of(p),
+            word(q.lap_at(p).wrapping_add(1), me.pid, CLAIMED),
+        )),
+        Err(now) => Err(now),
     }
 }
 
@@ -294,6 +308,25 @@ impl Claim for Stamp {
     unsafe fn init(tail: *mut Self::Tail) {
         // SAFETY: the caller's contract.
         unsafe { tail.write(StampTail::new()) }
+    }
+
+    /// Room in the ring as `hint` knows it, and the first tail CAS won. A
+    /// lost CAS leaves an intent naming a position someone else took: the
+    /// receiver waits for a live sender's stale intent as for a claim
+    /// (see `owner_dead`), and the next claim overwrites it.
+    #[inline(always)]
+    fn try_claim(q: &Queue<'_, Self::Tail>, me: Holder, hint: &Hint) -> Option<Claimed> {
+        // Relaxed: a guess until the CAS, as in `take_packet`.
+        let p = q.tail.packets.load(Ordering::Relaxed);
+        if p >= hint.head.saturating_add(q.packets.len() as u64) {
+            return None;
+        }
+        let (slot, word) = claim_at(q, me, p).ok()?;
+        Some(Claimed {
+            slot,
+            word,
+            bulk: None,
+        })
     }
 
     #[inline]
