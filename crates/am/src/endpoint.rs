@@ -192,6 +192,19 @@ impl Stall {
     }
 }
 
+/// What makes a taken packet's body garbage (see `Core::defect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Defect {
+    /// A source rank outside the job.
+    Source,
+    /// More words than a message holds.
+    Words,
+    /// A handler id no sender may name.
+    Handler,
+    /// A bulk block or length outside the queue's.
+    Bulk,
+}
+
 /// What is known of a peer that is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Gone {
@@ -1280,8 +1293,8 @@ impl<C: Claim, S> Core<C, S> {
             core.self_unread = core.self_unread.saturating_sub(1);
             bump(&q.head.delivered);
             delivered += 1;
-            if !core.plausible(q, st, &body) {
-                return Err(core.garbage_of(q, &body));
+            if let Some(d) = core.defect(q, st, &body) {
+                return Err(core.garbage_of(q, &body, d));
             }
             let (bulk, bulk_slot) = Self::bulk_of(q, st, &body);
             let nargs = (body.nargs as usize).min(MAX_ARGS);
@@ -1302,41 +1315,45 @@ impl<C: Claim, S> Core<C, S> {
         Ok(delivered)
     }
 
-    /// Whether a taken packet's body is what an honest sender writes (a
-    /// few compares, inline; [`Core::garbage_of`] says what is wrong).
+    /// What is wrong with a taken packet's body, if anything, against
+    /// what an honest sender writes (a few compares, inline; the error is
+    /// built by [`Core::garbage_of`], out of line).
     #[inline(always)]
-    fn plausible(&self, q: &Queue<'_, C::Tail>, st: u64, body: &Body) -> bool {
-        body.src < self.size
-            && body.nargs as usize <= MAX_ARGS
-            && (body.handler < USER_HANDLERS
-                || matches!(body.handler, H_BARRIER | H_REDUCE | H_RESULT))
-            && (st != READY_BULK
-                || ((body.bulk_slot as usize) < q.bulk.len()
-                    && body.bulk_len as usize <= q.bulk_bytes))
-    }
-
-    /// Counts a body that is not [`plausible`](Core::plausible) (dropped)
-    /// and returns the error that says why.
-    #[cold]
-    #[inline(never)]
-    fn garbage_of(&mut self, q: &Queue<'_, C::Tail>, body: &Body) -> AmError {
-        self.stats.garbage += 1;
-        let detail = if body.src >= self.size {
-            format!("source rank {} (the job has {})", body.src, self.size)
+    fn defect(&self, q: &Queue<'_, C::Tail>, st: u64, body: &Body) -> Option<Defect> {
+        if body.src >= self.size {
+            Some(Defect::Source)
         } else if body.nargs as usize > MAX_ARGS {
-            format!("{} words (at most {MAX_ARGS})", body.nargs)
+            Some(Defect::Words)
         } else if body.handler >= USER_HANDLERS
             && !matches!(body.handler, H_BARRIER | H_REDUCE | H_RESULT)
         {
-            format!("handler id {}", body.handler)
+            Some(Defect::Handler)
+        } else if st == READY_BULK
+            && ((body.bulk_slot as usize) >= q.bulk.len() || body.bulk_len as usize > q.bulk_bytes)
+        {
+            Some(Defect::Bulk)
         } else {
-            format!(
+            None
+        }
+    }
+
+    /// Counts a body with a [`defect`](Core::defect) (dropped) and returns
+    /// the error that says what it is.
+    #[cold]
+    #[inline(never)]
+    fn garbage_of(&mut self, q: &Queue<'_, C::Tail>, body: &Body, d: Defect) -> AmError {
+        self.stats.garbage += 1;
+        let detail = match d {
+            Defect::Source => format!("source rank {} (the job has {})", body.src, self.size),
+            Defect::Words => format!("{} words (at most {MAX_ARGS})", body.nargs),
+            Defect::Handler => format!("handler id {}", body.handler),
+            Defect::Bulk => format!(
                 "bulk block {} of {} bytes (the queue has {} blocks of {} bytes)",
                 body.bulk_slot,
                 body.bulk_len,
                 q.bulk.len(),
                 q.bulk_bytes
-            )
+            ),
         };
         AmError::Garbage {
             src: body.src,
@@ -1344,7 +1361,7 @@ impl<C: Claim, S> Core<C, S> {
         }
     }
 
-    /// The bulk data and block of a plausible bulk message (`st` is
+    /// The bulk data and block of a bulk message without a defect (`st` is
     /// READY_BULK); none for a short one.
     #[inline(always)]
     fn bulk_of<'q>(q: &Queue<'q, C::Tail>, st: u64, body: &Body) -> (&'q [u8], Option<usize>) {
@@ -1353,7 +1370,7 @@ impl<C: Claim, S> Core<C, S> {
         }
         let b = body.bulk_slot as usize;
         debug_assert!(b < q.bulk.len() && body.bulk_len as usize <= q.bulk_bytes);
-        // SAFETY: the block is in bounds (`plausible` checked it, against
+        // SAFETY: the block is in bounds (`defect` checked it, against
         // our own configuration) and was filled before the READY store we
         // acquired; it stays untouched until we free it after the handler
         // (whose borrow cannot escape the call).

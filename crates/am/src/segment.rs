@@ -620,11 +620,11 @@ impl Segment {
     #[inline]
     pub fn is_closed(&self) -> bool {
         // Acquire: pairs with the Release store in `mark_closed`.
-        self.header().closed.load(Ordering::Acquire) != 0
+        self.closed_flag().load(Ordering::Acquire) != 0
     }
 
-    /// The closed flag itself, for a sender that checks it on every send
-    /// (`is_closed` reads it).
+    /// The closed flag itself (a sender keeps a reference to check it on
+    /// every send; `is_closed` reads it).
     pub(crate) fn closed_flag(&self) -> &AtomicU32 {
         &self.header().closed
     }
