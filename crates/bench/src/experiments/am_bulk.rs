@@ -13,7 +13,8 @@
 //! algorithms (every repeat runs every series once):
 //!
 //! - `memcpy`: one pinned thread copies the same total in chunks of
-//!   `bytes` between two buffers laid out like the bulk ring
+//!   `bytes` between two buffers laid out like the bulk ring, the faster
+//!   of two placements of the destination in its page
 //!   ([`crate::kernels::messages::memcpy_run`]). This is "the memory copy
 //!   rate" of the claim (LC98's own figure is not specified further).
 //! - `memcpy-cross-core`: the same chunks handed from one pinned thread to
