@@ -15,8 +15,8 @@
 use symmetry_locks::registry::LockKind;
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, ns,
-    ratio, rule, threads_panel, value,
+    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Sel, Spread, figure, ns, ratio, rule,
+    threads_panel, value,
 };
 use crate::kernels::klmo91::{
     self, ADAPTIVE, ExecKind, Point, RunOut, Runner, Workload, install_opt_known, median_runs,
@@ -73,7 +73,12 @@ const CLAIMS: &[Claim] = &[
 ];
 
 const BARE: &str = "bare-atomic";
-const REPEATS: usize = 7;
+/// Metric: a lock's uncontended time over `bare-atomic`'s, paired by round.
+const VS_BARE: &str = "uncontended_vs_bare";
+/// Rounds of the uncontended loop: 9, so that the interval of a paired
+/// ratio ([`Spread::median_interval`]) leaves out the most disturbed round
+/// at either end.
+const REPEATS: usize = 9;
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let locks = locks_table::select(ctx.locks.as_deref())?;
@@ -103,8 +108,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     });
     let mut rows = Vec::new();
     let names = std::iter::once(BARE).chain(locks.iter().map(|l| l.name));
-    for (name, s) in names.zip(samples) {
-        let s = Spread::of(&s).unwrap_or_else(|| Spread::single(f64::NAN));
+    for (name, own) in names.zip(&samples) {
+        let s = Spread::of(own).unwrap_or_else(|| Spread::single(f64::NAN));
         rows.push(
             Row::new(
                 EXPERIMENT.id,
@@ -121,6 +126,18 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             .param("max_ns", format!("{:.3}", s.hi))
             .with_spread(&s),
         );
+        // Each round's time over `bare-atomic`'s in the same round: the
+        // rules judge these paired ratios, which a drift of the VM's speed
+        // between rounds does not widen.
+        if name != BARE
+            && let Some(p) = Spread::paired_ratio(own, &samples[0])
+        {
+            rows.push(
+                Row::new(EXPERIMENT.id, name, 1, false, VS_BARE, p.median, "x")
+                    .param("iters", iters)
+                    .with_spread(&p),
+            );
+        }
     }
     for lock in &locks {
         for &t in &contended_threads {
@@ -418,25 +435,33 @@ fn workload_text(rows: &[Row]) -> String {
     out
 }
 
-/// A lock's uncontended time over `bare-atomic`'s, judged `<= limit`.
-fn near_bare(d: &Data<'_>, lock: &str, bare: Option<Estimate>, limit: f64) -> Finding {
+/// A lock's uncontended time over `bare-atomic`'s (the median of the
+/// ratios paired by round), judged `<= limit`.
+fn near_bare(d: &Data<'_>, lock: &str, limit: f64) -> Finding {
     let u = |s: &str| d.estimate(Sel::metric("uncontended_ns").series(s).threads(1));
-    match (u(lock), bare) {
-        (Some(l), Some(b)) => {
-            let r = l.ratio(b);
-            Finding::new(
-                rule::at_most(r, limit),
-                format!(
-                    "`{lock}` {} ns, `{BARE}` {} ns: {}x",
-                    l.show(1),
-                    b.show(1),
-                    r.show(2)
-                ),
-            )
-        }
-        (None, _) => Finding::missing(&format!("`{lock}`")),
-        (_, None) => Finding::missing(&format!("`{BARE}`")),
+    match (
+        d.estimate(Sel::metric(VS_BARE).series(lock).threads(1)),
+        u(lock),
+        u(BARE),
+    ) {
+        (Some(r), Some(l), Some(b)) => Finding::new(
+            rule::at_most(r, limit),
+            format!(
+                "`{lock}` {} ns, `{BARE}` {} ns; paired by round: {}x",
+                ns_1(l.value),
+                ns_1(b.value),
+                r.show(2)
+            ),
+        ),
+        (None, Some(_), Some(_)) => Finding::missing(&format!("`{lock}` over `{BARE}` by round")),
+        (_, None, _) => Finding::missing(&format!("`{lock}`")),
+        (_, _, None) => Finding::missing(&format!("`{BARE}`")),
     }
+}
+
+/// A time in ns with one decimal.
+fn ns_1(v: f64) -> String {
+    format!("{v:.1}")
 }
 
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
@@ -459,16 +484,18 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         table.rows.push(vec![
             n.clone(),
             u(n).map_or("n/a".into(), ns),
-            match (u(n), bare) {
-                (Some(a), Some(b)) => ratio(a / b),
+            match (value(rows, n, 1, VS_BARE, None), u(n), bare) {
+                (Some(r), _, _) => ratio(r),
+                (None, Some(a), Some(b)) => ratio(a / b),
                 _ => "n/a".into(),
             },
             value(rows, n, cores, "ns_per_acquire", None).map_or("-".into(), ns),
             value(rows, n, 4 * cores, "ns_per_acquire", None).map_or("-".into(), ns),
         ]);
     }
-    let est = |s: &str| d.estimate(Sel::metric("uncontended_ns").series(s).threads(1));
-    let bare_e = est(BARE);
+    // Both sides of the comparison with parking_lot are taken over
+    // `bare-atomic` round by round, so a drift between rounds cancels.
+    let est = |s: &str| d.estimate(Sel::metric(VS_BARE).series(s).threads(1));
     let best = uncontended
         .iter()
         .filter(|n| {
@@ -483,24 +510,25 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         (Some((n, b)), Some(p)) => Finding::new(
             rule::less(b, p),
             format!(
-                "fastest symmetry lock `{n}` {} ns, `parking_lot` {} ns",
-                b.show(1),
-                p.show(1)
+                "over `{BARE}` by round: fastest symmetry lock `{n}` {}x, `parking_lot` {}x",
+                b.show(2),
+                p.show(2)
             ),
         ),
         (None, _) => Finding::missing("a symmetry spin or queue lock"),
         (_, None) => Finding::missing("`parking_lot`"),
     };
     let findings = vec![
-        near_bare(&d, "tas", bare_e, 1.3),
-        near_bare(&d, "mcs", bare_e, 3.0),
-        near_bare(&d, "clh", bare_e, 3.0),
+        near_bare(&d, "tas", 1.3),
+        near_bare(&d, "mcs", 3.0),
+        near_bare(&d, "clh", 3.0),
         below,
     ];
     let locks = uncontended.iter().filter(|n| *n != BARE).count();
     let mut measured = format!(
-        "Uncontended lock+unlock of {locks} lock{} beside `{BARE}` on one pinned thread (median of {REPEATS} \
-         repeats interleaved across locks), and time per acquisition of a contended counter with no work.",
+        "Uncontended lock+unlock of {locks} lock{} beside `{BARE}` on one pinned thread ({REPEATS} rounds, each \
+         timing every lock once; a lock's ratio to `{BARE}` is the median of its per-round ratios), and time per \
+         acquisition of a contended counter with no work.",
         if locks == 1 { "" } else { "s" }
     );
     let workloads = workload_text(rows);
@@ -527,22 +555,27 @@ mod tests {
     use crate::harness::testing::{self, big_metal, small_vm};
     use crate::output::report::Verdict;
 
-    /// Uncontended rows: `bare-atomic` 10 ns and the given locks.
+    /// Uncontended rows: `bare-atomic` 10 ns and the given locks, with
+    /// each lock's paired ratio to it.
     fn rows(m: &Machine, locks: &[(&str, f64)]) -> Vec<Row> {
-        std::iter::once((BARE, 10.0))
-            .chain(locks.iter().copied())
-            .map(|(n, v)| {
-                testing::row(
-                    EXPERIMENT.id,
-                    n,
-                    1,
-                    m,
-                    "uncontended_ns",
-                    v,
-                    0.02,
-                    &[("iters", "1000")],
-                )
-            })
+        let row = |n: &str, metric: &str, v: f64| {
+            testing::row(
+                EXPERIMENT.id,
+                n,
+                1,
+                m,
+                metric,
+                v,
+                0.02,
+                &[("iters", "1000")],
+            )
+        };
+        std::iter::once(row(BARE, "uncontended_ns", 10.0))
+            .chain(
+                locks
+                    .iter()
+                    .flat_map(|&(n, v)| [row(n, "uncontended_ns", v), row(n, VS_BARE, v / 10.0)]),
+            )
             .collect()
     }
 

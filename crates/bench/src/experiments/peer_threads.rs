@@ -32,12 +32,15 @@
 //! e.g. may) runs as many as fit in about 1 s (`total` says how many).
 //! For each peer, `ratio_to_best` = its `ns_per_thread` / the best
 //! strategy's at the same P (parameter `best`). Every row records the
-//! spread of its repeats (`lo`, `hi`, `repeats`; for `ratio_to_best` the
-//! quotient of the two points' spreads).
+//! spread of its repeats (`lo`, `hi`, `repeats`). For `ratio_to_best` of a
+//! peer that ran in the strategies' rounds (tokio, may; parameter `paired`)
+//! the value and spread are those of the per-round quotients, so a drift of
+//! the machine between rounds cancels; for std::thread, which runs on its
+//! own, the quotient of the two points' spreads.
 
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    bar_panels, figure, median_run, ns, ratio, rule, value,
+    bar_panels, figure, median, median_run, ns, ratio, rule, value,
 };
 use crate::kernels::threads::{ChainCfg, null_chain, pin};
 use crate::output::data::Row;
@@ -133,6 +136,10 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         .sum();
     let bar = ctx.bar(EXPERIMENT.id, len);
     let mut rows = Vec::new();
+    // Peers over the best strategy of their point: paired by round where
+    // the peer ran in the strategies' rounds, else (std::thread, run on
+    // its own) the quotient of the two spreads.
+    let mut ratios = Vec::new();
     for &p in &points {
         let runs = ctx.repeats(p);
         // --quick: a slow peer, whose million threads would take over 2 s
@@ -180,7 +187,20 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 bar.inc(1);
             }
         }
-        for (name, s) in cheap.iter().zip(samples) {
+        // The best strategy of this point by median; a peer measured in the
+        // same rounds is paired with it round by round (below).
+        let ns: Vec<Vec<f64>> = samples
+            .iter()
+            .map(|s| s.iter().map(|o| o.ns_per_thread).collect())
+            .collect();
+        let best = cheap
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| NAMES.contains(n))
+            .filter_map(|(i, _)| Some((i, median(&ns[i])?)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(i, _)| i);
+        for (i, (name, s)) in cheap.iter().zip(samples).enumerate() {
             if s.is_empty() {
                 continue;
             }
@@ -194,7 +214,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             } else {
                 p
             };
-            rows.push(row(
+            let r = row(
                 ctx,
                 name,
                 workers,
@@ -203,7 +223,23 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 &out,
                 budget.as_millis(),
                 &spread,
-            ));
+            );
+            if let Some(b) = best.filter(|_| PEERS.contains(name))
+                && let Some(q) = Spread::paired_ratio(&ns[i], &ns[b])
+            {
+                ratios.push(
+                    Row {
+                        metric: "ratio_to_best".into(),
+                        value: q.median,
+                        unit: "x".into(),
+                        ..r.clone()
+                    }
+                    .param("best", cheap[b])
+                    .param("paired", true)
+                    .with_spread(&q),
+                );
+            }
+            rows.push(r);
         }
         bar.set_message(format!("{STD} x{p}"));
         let n = std_repeats(p);
@@ -225,18 +261,21 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    // Ratios of each peer to the best strategy at the same P.
-    let mut ratios = Vec::new();
     for &p in &points {
         let Some(best) = best_strategy(&rows, p as u32) else {
             continue;
         };
         let best_spread = spread_of(best);
-        for r in rows
+        let unpaired: Vec<Row> = rows
             .iter()
-            .filter(|r| r.threads == p as u32 && PEERS.contains(&r.series.as_str()))
-        {
-            ratios.push(
+            .filter(|r| {
+                r.threads == p as u32
+                    && PEERS.contains(&r.series.as_str())
+                    && !ratios
+                        .iter()
+                        .any(|q: &Row| q.series == r.series && q.threads == r.threads)
+            })
+            .map(|r| {
                 Row {
                     metric: "ratio_to_best".into(),
                     value: r.value / best.value,
@@ -244,9 +283,10 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     ..r.clone()
                 }
                 .param("best", &best.series)
-                .with_spread(&spread_of(r).ratio(best_spread)),
-            );
-        }
+                .with_spread(&spread_of(r).ratio(best_spread))
+            })
+            .collect();
+        ratios.extend(unpaired);
     }
     rows.extend(ratios);
     Ok(rows)
@@ -380,12 +420,23 @@ fn target(d: &Data<'_>, peer: &str, target: f64, ps: &[u32]) -> Finding {
     for &p in ps {
         match (best_at(d, p), point(d, peer, p)) {
             (Some((best, b)), Some(x)) => {
-                outcomes.push(rule::at_least(x.ratio(b), target));
+                // The recorded ratio (paired by round where the peer ran in
+                // the strategies' rounds), else the quotient of the points.
+                let (r, how) = match d
+                    .select(Sel::metric("ratio_to_best").series(peer).threads(p))
+                    .find(|r| !r.oversubscribed && r.get_param("best") == Some(best))
+                {
+                    Some(row) if row.get_param("paired") == Some("true") => {
+                        (d.estimate_of(row), ", paired by round")
+                    }
+                    _ => (x.ratio(b), ""),
+                };
+                outcomes.push(rule::at_least(r, target));
                 evidence.push(format!(
-                    "P = {p}: `{peer}` {} ns, best strategy `{best}` {} ns: ratio {}",
-                    x.show(1),
-                    b.show(1),
-                    x.ratio(b).show(2)
+                    "P = {p}: `{peer}` {} ns, best strategy `{best}` {} ns: ratio {}{how}",
+                    ns_1(x.value),
+                    ns_1(b.value),
+                    r.show(2)
                 ));
             }
             _ => {
@@ -399,6 +450,11 @@ fn target(d: &Data<'_>, peer: &str, target: f64, ps: &[u32]) -> Finding {
         Outcome::all(outcomes),
         format!("{} (target {target:.0})", evidence.join("; ")),
     )
+}
+
+/// A time in ns with one decimal.
+fn ns_1(v: f64) -> String {
+    format!("{v:.1}")
 }
 
 /// P = 1 and P = all cores (once, on one core).
@@ -587,6 +643,31 @@ mod tests {
                 .verdict,
             Verdict::NotMeasurable
         );
+    }
+
+    #[test]
+    fn a_paired_ratio_decides_where_recorded() {
+        let m = small_vm();
+        // tokio at exactly 5x the best strategy's median: a tie by the
+        // quotient of the two points ...
+        let mut rows = rows(&m, 500.0, 20_000.0);
+        let ps = ends(m.cores() as u32);
+        let judged = |rows: &[Row]| target(&Data::new(rows), TOKIO, TOKIO_TARGET, &ps).outcome;
+        assert_eq!(judged(&rows), Outcome::Tie);
+        // ... decided by the per-round quotients when they were recorded.
+        for &p in &ps {
+            rows.push(testing::row(
+                EXPERIMENT.id,
+                TOKIO,
+                p,
+                &m,
+                "ratio_to_best",
+                5.5,
+                0.02,
+                &[("best", NAMES[0]), ("paired", "true")],
+            ));
+        }
+        assert_eq!(judged(&rows), Outcome::Holds);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, median_run, ns, ratio, rule, threads_panel,
+    figure, median_of, ns, ratio, rule, threads_panel,
 };
 use crate::kernels::locks::{increments, work_iters_for_ns};
 use crate::output::data::Row;
@@ -82,9 +82,23 @@ const COMPUTES: [u64; 2] = [0, 200];
 const DEFAULT_LOCKS: &[&str] = &["tas", QUEUE_LOCK, "mcs"];
 const TARGET: u64 = 1_000_000;
 
-fn per_inc((done, elapsed): &(u64, std::time::Duration)) -> f64 {
+fn per_inc((done, elapsed): &Run) -> f64 {
     elapsed.as_nanos() as f64 / (*done).max(1) as f64
 }
+
+/// Metric: `atomic-int-dyn<L>`'s time per increment over
+/// `atomic-int<L>`'s in the same round.
+const DYN_VS_BASE: &str = "dyn_vs_base";
+
+/// Metric: a series' time per increment over `atomic-int<tas>`'s
+/// (PRESTO's Original) in the same round.
+const VS_ORIGINAL: &str = "vs_original";
+
+/// PRESTO's Original.
+const ORIGINAL: &str = "atomic-int<tas>";
+
+/// One measured run: increments done and the time they took.
+type Run = (u64, std::time::Duration);
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let wanted: Vec<String> = ctx
@@ -97,72 +111,72 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let budget = ctx.budget(250, 2000);
     let bar = ctx.bar(
         EXPERIMENT.id,
-        (2 * locks.len() + 1) * sweep.len() * computes.len(),
+        (2 * locks.len() + 1)
+            * computes.len()
+            * sweep.iter().map(|&t| ctx.repeats(t)).sum::<usize>(),
     );
+    // Series in row order: `fetch_add`, then each lock inlined and through
+    // `dyn`.
+    let series: Vec<String> = std::iter::once("fetch_add".to_string())
+        .chain(locks.iter().flat_map(|l| {
+            [
+                format!("atomic-int<{}>", l.name),
+                format!("atomic-int-dyn<{}>", l.name),
+            ]
+        }))
+        .collect();
+    let original = series.iter().position(|s| s == ORIGINAL);
     let mut rows = Vec::new();
-    let mut push =
-        |series: &str,
-         t: usize,
-         compute: u64,
-         ((done, elapsed), spread): ((u64, std::time::Duration), Spread)| {
-            rows.push(
-                Row::new(
-                    EXPERIMENT.id,
-                    series,
-                    t as u32,
-                    ctx.over(t),
-                    METRIC,
-                    elapsed.as_nanos() as f64 / done.max(1) as f64,
-                    "ns",
-                )
-                .param("compute_ns", compute)
-                .param("ops", done)
-                .param("completed", done >= TARGET)
-                .with_spread(&spread),
-            );
-        };
     for &compute in &computes {
         let post = work_iters_for_ns(compute as f64);
         for &t in &sweep {
-            bar.set_message(format!("fetch_add x{t}"));
-            let hardware = || {
-                // A fresh integer per repeat.
+            // Rounds: every series once per round, so a change of the VM's
+            // speed or placement between rounds hits all alike, and the
+            // paired ratios compare runs of the same round.
+            let mut runs: Vec<Vec<Run>> = vec![Vec::new(); series.len()];
+            for _ in 0..ctx.repeats(t) {
+                bar.set_message(format!("fetch_add x{t}"));
+                // A fresh integer per run.
                 let hw = AtomicI64::new(0);
-                increments(t, TARGET, post, budget, &|| {
+                runs[0].push(increments(t, TARGET, post, budget, &|| {
                     hw.fetch_add(1, Ordering::Relaxed)
-                })
+                }));
+                bar.inc(1);
+                for (i, lock) in locks.iter().enumerate() {
+                    bar.set_message(format!("{} x{t}", lock.name));
+                    runs[1 + 2 * i].push((lock.atomic_int)(t, TARGET, post, budget));
+                    bar.inc(1);
+                    runs[2 + 2 * i].push((lock.atomic_int_dyn)(t, TARGET, post, budget));
+                    bar.inc(1);
+                }
+            }
+            let times: Vec<Vec<f64>> = runs
+                .iter()
+                .map(|r| r.iter().map(per_inc).collect())
+                .collect();
+            let row = |name: &str, metric: &str, v: f64, unit: &str| {
+                Row::new(EXPERIMENT.id, name, t as u32, ctx.over(t), metric, v, unit)
+                    .param("compute_ns", compute)
             };
-            push(
-                "fetch_add",
-                t,
-                compute,
-                median_run(ctx.repeats(t), hardware, per_inc),
-            );
-            bar.inc(1);
-            for lock in &locks {
-                bar.set_message(format!("{} x{t}", lock.name));
-                push(
-                    &format!("atomic-int<{}>", lock.name),
-                    t,
-                    compute,
-                    median_run(
-                        ctx.repeats(t),
-                        || (lock.atomic_int)(t, TARGET, post, budget),
-                        per_inc,
-                    ),
+            for (i, name) in series.iter().enumerate() {
+                let ((done, elapsed), spread) = median_of(runs[i].clone(), per_inc);
+                rows.push(
+                    row(name, METRIC, per_inc(&(done, elapsed)), "ns")
+                        .param("ops", done)
+                        .param("completed", done >= TARGET)
+                        .with_spread(&spread),
                 );
-                bar.inc(1);
-                push(
-                    &format!("atomic-int-dyn<{}>", lock.name),
-                    t,
-                    compute,
-                    median_run(
-                        ctx.repeats(t),
-                        || (lock.atomic_int_dyn)(t, TARGET, post, budget),
-                        per_inc,
-                    ),
-                );
-                bar.inc(1);
+                let paired = |metric: &str, other: usize| {
+                    Spread::paired_ratio(&times[i], &times[other])
+                        .map(|p| row(name, metric, p.median, "x").with_spread(&p))
+                };
+                // Odd indices are inlined, even ones (from 2) through `dyn`.
+                if i >= 2 && i % 2 == 0 {
+                    rows.extend(paired(DYN_VS_BASE, i - 1));
+                }
+                if let Some(o) = original.filter(|&o| i >= 1 && i != o) {
+                    rows.extend(paired(VS_ORIGINAL, o));
+                }
             }
         }
     }
@@ -207,12 +221,12 @@ fn derived() -> String {
     format!("atomic-int-dyn<{QUEUE_LOCK}>")
 }
 
-/// `series`'s time per increment at `p` threads with compute phase `c`,
-/// if measured without oversubscription.
-fn at(d: &Data<'_>, series: &str, p: u32, c: u64) -> Option<Estimate> {
+/// `series`'s `metric` at `p` threads with compute phase `c`, if
+/// measured without oversubscription.
+fn at(d: &Data<'_>, metric: &str, series: &str, p: u32, c: u64) -> Option<Estimate> {
     let c = c.to_string();
     d.row(
-        Sel::metric(METRIC)
+        Sel::metric(metric)
             .series(series)
             .threads(p)
             .params(&[("compute_ns", &c)]),
@@ -222,9 +236,13 @@ fn at(d: &Data<'_>, series: &str, p: u32, c: u64) -> Option<Estimate> {
 }
 
 /// `dyn-slower` and `dyn-significant`: HP-Derived against HP-Base alone
-/// with no compute phase.
+/// with no compute phase, as the median of their ratios paired by round.
 fn call_overhead(d: &Data<'_>) -> [Finding; 2] {
-    let (Some(dy), Some(ba)) = (at(d, &derived(), 1, 0), at(d, &base(), 1, 0)) else {
+    let (Some(dy), Some(ba), Some(r)) = (
+        at(d, METRIC, &derived(), 1, 0),
+        at(d, METRIC, &base(), 1, 0),
+        at(d, DYN_VS_BASE, &derived(), 1, 0),
+    ) else {
         let missing = || {
             Finding::missing(&format!(
                 "`{}` and `{}` at P = 1 with no compute phase",
@@ -234,48 +252,46 @@ fn call_overhead(d: &Data<'_>) -> [Finding; 2] {
         };
         return [missing(), missing()];
     };
-    let r = dy.ratio(ba);
+    let by_round = format!("`dyn` over generic, paired by round: {}x", r.show(2));
     [
         Finding::new(
-            rule::greater(dy, ba),
+            rule::greater(r, Estimate::exact(1.0)),
             format!(
-                "`{}` {}, `{}` {}",
+                "`{}` {}, `{}` {}; {by_round}",
                 derived(),
                 show_ns(dy),
                 base(),
                 show_ns(ba)
             ),
         ),
-        Finding::new(
-            rule::at_least(r, SIGNIFICANT),
-            format!("`dyn` over generic: {}x", r.show(2)),
-        ),
+        Finding::new(rule::at_least(r, SIGNIFICANT), by_round),
     ]
 }
 
-/// `queue-removes-bottleneck` at `p` with compute phase `c`.
+/// `queue-removes-bottleneck` at `p` with compute phase `c`: HP-Base and
+/// HP-Derived each over Original, paired by round, below 1.
 fn removes_bottleneck(d: &Data<'_>, p: u32, c: u64) -> Finding {
-    let original = "atomic-int<tas>";
     let (Some(orig), Some(ba), Some(dy)) = (
-        at(d, original, p, c),
-        at(d, &base(), p, c),
-        at(d, &derived(), p, c),
+        at(d, METRIC, ORIGINAL, p, c),
+        at(d, VS_ORIGINAL, &base(), p, c),
+        at(d, VS_ORIGINAL, &derived(), p, c),
     ) else {
         return Finding::missing(&format!(
-            "`{original}`, `{}` and `{}` at P = {p} with the {c} ns compute phase",
+            "`{ORIGINAL}`, `{}` and `{}` at P = {p} with the {c} ns compute phase",
             base(),
             derived()
         ));
     };
+    let one = Estimate::exact(1.0);
     Finding::new(
-        Outcome::all([rule::less(ba, orig), rule::less(dy, orig)]),
+        Outcome::all([rule::less(ba, one), rule::less(dy, one)]),
         format!(
-            "at P = {p}, {c} ns compute: `{original}` {}, `{}` {}, `{}` {}",
+            "at P = {p}, {c} ns compute: `{ORIGINAL}` {}; over it, paired by round: `{}` {}x, `{}` {}x",
             show_ns(orig),
             base(),
-            show_ns(ba),
+            ba.show(2),
             derived(),
-            show_ns(dy)
+            dy.show(2)
         ),
     )
 }
@@ -326,9 +342,12 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         cell(v("fetch_add", 1, lo)),
         cell(v(&derived(), cores, lo)),
         cell(v(&base(), cores, lo)),
-        cell(v("atomic-int<tas>", cores, lo)),
+        cell(v(ORIGINAL, cores, lo)),
     );
-    let notes = match (at(&d, &derived(), 1, lo), at(&d, &base(), 1, lo)) {
+    let notes = match (
+        at(&d, METRIC, &derived(), 1, lo),
+        at(&d, METRIC, &base(), 1, lo),
+    ) {
         (Some(dy), Some(ba)) => format!(
             "In this run the two calls through `dyn` add {} per increment to the inlined {}; PRESTO's compiler \
              (AT&T C++ 1.2) could not inline them at all. The contended rule compares the curves at P = {cores}, \
@@ -360,7 +379,7 @@ mod tests {
         let mut out = Vec::new();
         for s in [
             "fetch_add".to_string(),
-            "atomic-int<tas>".to_string(),
+            ORIGINAL.to_string(),
             base(),
             derived(),
         ] {
@@ -368,16 +387,27 @@ mod tests {
                 let mut ps = vec![1, c, 4 * c];
                 ps.dedup();
                 for p in ps {
-                    out.push(testing::row(
-                        EXPERIMENT.id,
-                        &s,
-                        p,
-                        m,
-                        METRIC,
-                        value(&s, p, compute),
-                        0.02,
-                        &[("compute_ns", &compute.to_string())],
-                    ));
+                    let c = compute.to_string();
+                    let row = |metric: &str, v: f64| {
+                        testing::row(
+                            EXPERIMENT.id,
+                            &s,
+                            p,
+                            m,
+                            metric,
+                            v,
+                            0.02,
+                            &[("compute_ns", &c)],
+                        )
+                    };
+                    let x = value(&s, p, compute);
+                    out.push(row(METRIC, x));
+                    if s == derived() {
+                        out.push(row(DYN_VS_BASE, x / value(&base(), p, compute)));
+                    }
+                    if s != "fetch_add" && s != ORIGINAL {
+                        out.push(row(VS_ORIGINAL, x / value(ORIGINAL, p, compute)));
+                    }
                 }
             }
         }

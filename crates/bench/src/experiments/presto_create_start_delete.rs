@@ -226,9 +226,10 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             ));
             if *name != BUILTIN {
                 // Paired with the built-in pool's run of the same repeat,
-                // so a drift of the machine during the sweep cancels.
-                let paired: Vec<f64> = per.iter().zip(&builtin).map(|(a, b)| a / b).collect();
-                let s = Spread::of(&paired)
+                // so a drift of the machine during the sweep cancels; the
+                // interval is the median's 95% one, not the full range, so
+                // that one disturbed repeat among 9 or 15 does not decide.
+                let s = Spread::paired_ratio(&per, &builtin)
                     .ok_or_else(|| format!("{name}, {p} processors: no paired repeat"))?;
                 rows.push(row(COST, s.median, "ratio", Some(&s), &s));
             }

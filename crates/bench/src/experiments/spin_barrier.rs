@@ -3,8 +3,8 @@
 //! until all have; time per episode divided by the number of threads.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, figure,
-    median_run, ns, rule, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
+    figure, median_of, ns, rule, threads_panel,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -56,41 +56,76 @@ const OTHER_SPINS: &[&str] = &["ttas", "backoff", "backoff-persistent"];
 /// The alternatives of which one should overtake `tas` at large P.
 const OVERTAKERS: &[&str] = &["ttas", "backoff"];
 
+/// Metric: a lock's time per processor over `tas`'s in the same round.
+const VS_TAS: &str = "vs_tas";
+
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let locks = locks_table::select(ctx.locks.as_deref())?;
     let sweep = ctx.sweep();
     let budget = ctx.budget(300, 2000);
     let episodes = if ctx.quick { 2_000 } else { 20_000 };
-    let bar = ctx.bar(EXPERIMENT.id, locks.len() * sweep.len());
-    let mut rows = Vec::new();
-    for lock in &locks {
-        for &t in &sweep {
-            bar.set_message(format!("{} x{t}", lock.name));
-            let ((done, elapsed), spread) = median_run(
-                ctx.repeats(t),
-                || (lock.barrier)(t, episodes, budget),
-                |(d, e)| e.as_nanos() as f64 / (*d).max(1) as f64,
-            );
-            let per_processor = |ns_per_episode: f64| ns_per_episode / t as f64 / 1e3;
-            rows.push(
+    let bar = ctx.bar(
+        EXPERIMENT.id,
+        sweep.iter().map(|&t| ctx.repeats(t)).sum::<usize>() * locks.len(),
+    );
+    let tas = locks.iter().position(|l| l.name == "tas");
+    // Rows per lock, so the file keeps one lock's curve together.
+    let mut rows: Vec<Vec<Row>> = vec![Vec::new(); locks.len()];
+    for &t in &sweep {
+        // Rounds: every lock once per round, so a change of the VM's speed
+        // or of its CPUs' placement between rounds hits every lock alike,
+        // and each lock's round is paired with `tas`'s of the same round.
+        let mut runs: Vec<Vec<(u64, std::time::Duration)>> = vec![Vec::new(); locks.len()];
+        for _ in 0..ctx.repeats(t) {
+            for (i, lock) in locks.iter().enumerate() {
+                bar.set_message(format!("{} x{t}", lock.name));
+                runs[i].push((lock.barrier)(t, episodes, budget));
+                bar.inc(1);
+            }
+        }
+        let per_processor = |(d, e): &(u64, std::time::Duration)| {
+            e.as_nanos() as f64 / (*d).max(1) as f64 / t as f64 / 1e3
+        };
+        let times: Vec<Vec<f64>> = runs
+            .iter()
+            .map(|r| r.iter().map(per_processor).collect())
+            .collect();
+        for (i, lock) in locks.iter().enumerate() {
+            let ((done, elapsed), spread) = median_of(runs[i].clone(), per_processor);
+            rows[i].push(
                 Row::new(
                     EXPERIMENT.id,
                     lock.name,
                     t as u32,
                     ctx.over(t),
                     METRIC,
-                    per_processor(elapsed.as_nanos() as f64 / done.max(1) as f64),
+                    per_processor(&(done, elapsed)),
                     "us",
                 )
                 .param("episodes", done)
                 .param("completed", done >= episodes)
-                .with_spread(&spread.map(per_processor)),
+                .with_spread(&spread),
             );
-            bar.inc(1);
+            if let Some(tas) = tas.filter(|&k| k != i)
+                && let Some(p) = Spread::paired_ratio(&times[i], &times[tas])
+            {
+                rows[i].push(
+                    Row::new(
+                        EXPERIMENT.id,
+                        lock.name,
+                        t as u32,
+                        ctx.over(t),
+                        VS_TAS,
+                        p.median,
+                        "x",
+                    )
+                    .with_spread(&p),
+                );
+            }
         }
     }
     bar.finish_and_clear();
-    Ok(rows)
+    Ok(rows.into_iter().flatten().collect())
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
@@ -114,30 +149,31 @@ fn show_us(e: Estimate) -> String {
     format!("{} us", e.show(3))
 }
 
-/// `lock`'s time per processor at `p` threads, if measured without
+/// `lock`'s `metric` at `p` threads, if measured without
 /// oversubscription.
-fn at(d: &Data<'_>, lock: &str, p: u32) -> Option<Estimate> {
-    d.row(Sel::metric(METRIC).series(lock).threads(p))
+fn at(d: &Data<'_>, metric: &str, lock: &str, p: u32) -> Option<Estimate> {
+    d.row(Sel::metric(metric).series(lock).threads(p))
         .filter(|r| !r.oversubscribed)
         .map(|r| d.estimate_of(r))
 }
 
-/// Those of `locks` measured at `p`, with their estimates.
-fn present<'n>(d: &Data<'_>, locks: &[&'n str], p: u32) -> Vec<(&'n str, Estimate)> {
+/// Those of `locks` measured at `p` beside `tas`, with their time per
+/// processor and their time over `tas`'s, paired by round.
+fn present<'n>(d: &Data<'_>, locks: &[&'n str], p: u32) -> Vec<(&'n str, Estimate, Estimate)> {
     locks
         .iter()
-        .filter_map(|n| Some((*n, at(d, n, p)?)))
+        .filter_map(|n| Some((*n, at(d, METRIC, n, p)?, at(d, VS_TAS, n, p)?)))
         .collect()
 }
 
-/// `` `tas` 1.2 us; `ttas` 1.5 us, ... `` at `p`.
-fn evidence(p: u32, tas: Estimate, others: &[(&str, Estimate)]) -> String {
+/// `` at P = 2: `tas` 1.2 us; `ttas` 1.5 us (1.25x `tas`), ... ``.
+fn evidence(p: u32, tas: Estimate, others: &[(&str, Estimate, Estimate)]) -> String {
     format!(
-        "at P = {p}: `tas` {}; {}",
+        "at P = {p}: `tas` {}; {} (each over `tas` in the same round)",
         show_us(tas),
         others
             .iter()
-            .map(|(n, e)| format!("`{n}` {}", show_us(*e)))
+            .map(|(n, e, r)| format!("`{n}` {} ({}x)", show_us(*e), r.show(2)))
             .collect::<Vec<_>>()
             .join(", ")
     )
@@ -146,11 +182,15 @@ fn evidence(p: u32, tas: Estimate, others: &[(&str, Estimate)]) -> String {
 /// `tas-fastest-small-p` at `p`: `tas` faster than every other spin lock.
 fn tas_fastest(d: &Data<'_>, p: u32) -> Finding {
     let others = present(d, OTHER_SPINS, p);
-    let Some(tas) = at(d, "tas", p).filter(|_| !others.is_empty()) else {
+    let Some(tas) = at(d, METRIC, "tas", p).filter(|_| !others.is_empty()) else {
         return Finding::missing(&format!("`tas` and another spin lock at P = {p}"));
     };
     Finding::new(
-        Outcome::all(others.iter().map(|(_, o)| rule::less(tas, *o))),
+        Outcome::all(
+            others
+                .iter()
+                .map(|(_, _, r)| rule::greater(*r, Estimate::exact(1.0))),
+        ),
         evidence(p, tas, &others),
     )
 }
@@ -160,10 +200,13 @@ fn tas_fastest(d: &Data<'_>, p: u32) -> Finding {
 /// of them beyond it, else a tie).
 fn tas_outweighed(d: &Data<'_>, p: u32) -> Finding {
     let others = present(d, OVERTAKERS, p);
-    let Some(tas) = at(d, "tas", p).filter(|_| !others.is_empty()) else {
+    let Some(tas) = at(d, METRIC, "tas", p).filter(|_| !others.is_empty()) else {
         return Finding::missing(&format!("`tas` and `ttas` or `backoff` at P = {p}"));
     };
-    let outcomes: Vec<Outcome> = others.iter().map(|(_, o)| rule::less(*o, tas)).collect();
+    let outcomes: Vec<Outcome> = others
+        .iter()
+        .map(|(_, _, r)| rule::less(*r, Estimate::exact(1.0)))
+        .collect();
     let outcome = if outcomes.contains(&Outcome::Holds) {
         Outcome::Holds
     } else if outcomes.iter().all(|o| *o == Outcome::Fails) {
@@ -177,7 +220,11 @@ fn tas_outweighed(d: &Data<'_>, p: u32) -> Finding {
 /// The spin locks at `p`, fastest first, as `` `tas` 1.2 us, ... `` (or
 /// `none`).
 fn ranked(d: &Data<'_>, p: u32) -> String {
-    let mut v = present(d, &[&["tas"], OTHER_SPINS].concat(), p);
+    let mut v: Vec<(&str, Estimate)> = [&["tas"], OTHER_SPINS]
+        .concat()
+        .into_iter()
+        .filter_map(|n| Some((n, at(d, METRIC, n, p)?)))
+        .collect();
     v.sort_by(|a, b| a.1.value.total_cmp(&b.1.value));
     if v.is_empty() {
         return "none".into();
@@ -278,17 +325,26 @@ mod tests {
             let v = curve(lock);
             let mut ps = vec![(1, v[0]), (2, v[1]), (c, v[2]), (4 * c, v[2])];
             ps.dedup_by_key(|(p, _)| *p);
-            for (p, x) in ps {
-                out.push(testing::row(
-                    EXPERIMENT.id,
-                    lock,
-                    p,
-                    m,
-                    METRIC,
-                    x,
-                    0.02,
-                    &[("completed", "true")],
-                ));
+            let tas = curve("tas");
+            let mut base = vec![(1, tas[0]), (2, tas[1]), (c, tas[2]), (4 * c, tas[2])];
+            base.dedup_by_key(|(p, _)| *p);
+            for ((p, x), (_, t)) in ps.into_iter().zip(base) {
+                let row = |metric: &str, v: f64| {
+                    testing::row(
+                        EXPERIMENT.id,
+                        lock,
+                        p,
+                        m,
+                        metric,
+                        v,
+                        0.02,
+                        &[("completed", "true")],
+                    )
+                };
+                out.push(row(METRIC, x));
+                if lock != "tas" {
+                    out.push(row(VS_TAS, x / t));
+                }
             }
         }
         out

@@ -137,6 +137,25 @@ impl<'a> Data<'a> {
         Estimate::exact(r.value).widen(pooled.max(NOISE_FLOOR))
     }
 
+    /// The first selected row as an estimate widened by the pooled noise
+    /// of its own series (the median relative range of that series'
+    /// repeated points of the metric, oversubscribed as it is), else as
+    /// [`Data::estimate_of`]. For experiments whose series differ in kind,
+    /// not just in value: a queue lock that collapses under preemption
+    /// varies by tens of percent between runs, while a preemption-safe one
+    /// beside it varies by one, and pooling the two would make every
+    /// comparison of the quiet ones a tie. The series still pools over its
+    /// points, so one point's outlying repeat does not decide.
+    pub fn estimate_by_series(&self, sel: Sel<'_>) -> Option<Estimate> {
+        let r = self.row(sel)?;
+        Some(
+            match self.pool(&r.metric, Some(&r.series), Some(r.oversubscribed)) {
+                Some(noise) => Estimate::exact(r.value).widen(noise.max(NOISE_FLOOR)),
+                None => self.estimate_of(r),
+            },
+        )
+    }
+
     /// The pooled relative noise of `metric` in this run: the median over
     /// its points measured more than once of `(hi - lo) / |value|`; 0 when
     /// no point of the metric was repeated.
@@ -277,6 +296,12 @@ mod tests {
         let e = d.estimate(Sel::metric("m").series("b")).unwrap();
         assert!(close(e.lo, 200.0 / 1.2) && close(e.hi, 240.0), "{e:?}");
         assert!(d.estimate(Sel::metric("nope")).is_none());
+        // By series: `a` pools its own 10% (its one repeated point); `c`,
+        // never repeated, falls back to the metric's pooled noise.
+        let e = d.estimate_by_series(Sel::metric("m").series("a")).unwrap();
+        assert!(close(e.hi, 110.0), "{e:?}");
+        let e = d.estimate_by_series(Sel::metric("m").series("c")).unwrap();
+        assert!(close(e.hi, 12.0), "{e:?}");
         assert_eq!(d.series(Sel::metric("m")), vec!["a", "b", "c"]);
         assert_eq!(d.threads(Sel::metric("m")), vec![(1, false), (4, false)]);
     }

@@ -90,6 +90,62 @@ impl Spread {
     }
 }
 
+impl Spread {
+    /// The spread of the paired quotients `a[i] / b[i]`: each repeat of a
+    /// series over the repeat of its reference taken beside it (same
+    /// round, same placement of the CPUs). A drift of the machine's speed
+    /// between rounds moves both sides of a pair and cancels, where the
+    /// quotient of two separately taken medians carries both ranges. The
+    /// interval is [`Spread::median_interval`]'s (the full range up to 8
+    /// pairs). `None` if the lengths differ, nothing is paired, a value is
+    /// NaN or a reference is not positive.
+    pub fn paired_ratio(a: &[f64], b: &[f64]) -> Option<Spread> {
+        if a.len() != b.len() || b.iter().any(|&x| x.is_nan() || x <= 0.0) {
+            return None;
+        }
+        let q: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+        Spread::median_interval(&q)
+    }
+}
+
+impl Spread {
+    /// The median of `values` with a distribution-free interval for it
+    /// instead of the full range: the `k`-th smallest and `k`-th largest
+    /// value, for the largest `k` at which the interval still holds the
+    /// population's median with probability at least 95% (the number of
+    /// values below the median is Binomial(n, 1/2)). With 9 repeats that is
+    /// the 2nd to the 8th value, with 15 the 4th to the 12th; up to 8 it is
+    /// the full range. One disturbed repeat, which the full range would
+    /// carry into every rule, then moves the interval by one rank only.
+    /// `None` if empty or any value is NaN.
+    pub fn median_interval(values: &[f64]) -> Option<Spread> {
+        let median = median(values)?;
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        // The interval from the k-th smallest to the k-th largest misses
+        // the median with probability 2 P(Binomial(n, 1/2) <= k - 1).
+        // `below` is P(B <= j), `term` is P(B = j) = C(n, j) / 2^n.
+        let mut k = 1;
+        let mut term = 0.5f64.powi(n as i32);
+        let mut below = term;
+        for j in 1..n {
+            term *= (n - j + 1) as f64 / j as f64;
+            below += term;
+            if 2.0 * below > 0.05 || j + 1 > n - j {
+                break;
+            }
+            k = j + 1;
+        }
+        Some(Spread {
+            median,
+            lo: v[k - 1],
+            hi: v[n - k],
+            n,
+        })
+    }
+}
+
 /// Runs `f` `repeats` times (at least once) and returns the run whose
 /// `key` is the median (the upper middle one for an even count) with the
 /// spread of the keys over all runs.
@@ -140,6 +196,40 @@ mod tests {
         let r = a.ratio(b);
         assert_eq!((r.lo, r.hi, r.n), (2.5, 6.0, 2));
         assert!(Spread::of(&[]).is_none());
+    }
+
+    #[test]
+    fn median_interval_drops_outlying_ranks() {
+        let ranks = |n: usize| {
+            let v: Vec<f64> = (1..=n).map(|i| i as f64).collect();
+            let s = Spread::median_interval(&v).unwrap();
+            (s.lo as usize, s.hi as usize)
+        };
+        // Up to 8 values: the full range (no narrower interval reaches 95%).
+        assert_eq!(ranks(1), (1, 1));
+        assert_eq!(ranks(5), (1, 5));
+        assert_eq!(ranks(8), (1, 8));
+        assert_eq!(ranks(9), (2, 8));
+        assert_eq!(ranks(15), (4, 12));
+        // One disturbed repeat does not reach the interval.
+        let s =
+            Spread::median_interval(&[1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0, 1.02, 26.0]).unwrap();
+        assert!(s.hi <= 1.1 && s.lo >= 0.95, "{s:?}");
+        assert!(Spread::median_interval(&[]).is_none());
+    }
+
+    #[test]
+    fn paired_ratio_cancels_a_shared_drift() {
+        // Both series slow down by 2x in the second round: the paired
+        // quotient stays 1.5, the quotient of ranges would span 0.75-3.
+        let a = [3.0, 6.0, 3.3];
+        let b = [2.0, 4.0, 2.2];
+        let p = Spread::paired_ratio(&a, &b).unwrap();
+        assert!((p.lo - 1.5).abs() < 1e-12 && (p.hi - 1.5).abs() < 1e-12);
+        assert_eq!(p.n, 3);
+        assert!(Spread::paired_ratio(&a, &b[..2]).is_none());
+        assert!(Spread::paired_ratio(&[1.0], &[0.0]).is_none());
+        assert!(Spread::paired_ratio(&[], &[]).is_none());
     }
 
     #[test]

@@ -390,12 +390,15 @@ pub fn install_opt_known(pt: &Point) -> Result<usize, String> {
 }
 
 /// The timed runs of one runner at one point.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Timed {
     /// The runner's name.
     pub name: &'static str,
     /// Elapsed milliseconds over the repeats (median, smallest, largest).
     pub ms: Spread,
+    /// Elapsed milliseconds of each repeat, in round order: entry `k` of
+    /// every runner of one [`median_runs`] call ran in the same round.
+    pub samples: Vec<f64>,
     /// The work of the last run (evaluations or moves).
     pub work: u64,
 }
@@ -426,6 +429,7 @@ pub fn median_runs(
         .map(|(((name, _), s), work)| Timed {
             name,
             ms: Spread::of(&s).unwrap_or_else(|| Spread::single(f64::NAN)),
+            samples: s,
             work,
         })
         .collect())
