@@ -238,10 +238,27 @@ fn at(d: &Data<'_>, metric: &str, series: &str, p: u32, c: u64) -> Option<Estima
 /// `dyn-slower` and `dyn-significant`: HP-Derived against HP-Base alone
 /// with no compute phase, as the median of their ratios paired by round.
 fn call_overhead(d: &Data<'_>) -> [Finding; 2] {
+    // Widened by the noise of the one-thread points only: the contended
+    // points' ratios vary by tens of percent with the scheduler, which
+    // says nothing about the cost of two calls.
+    let c = 0.to_string();
+    let one_thread = |s: &str| {
+        d.estimate_pooled(
+            Sel::metric(DYN_VS_BASE)
+                .series(s)
+                .threads(1)
+                .params(&[("compute_ns", &c)]),
+            Sel::metric(DYN_VS_BASE).threads(1),
+        )
+        .filter(|_| {
+            d.row(Sel::metric(DYN_VS_BASE).series(s).threads(1))
+                .is_some_and(|r| !r.oversubscribed)
+        })
+    };
     let (Some(dy), Some(ba), Some(r)) = (
         at(d, METRIC, &derived(), 1, 0),
         at(d, METRIC, &base(), 1, 0),
-        at(d, DYN_VS_BASE, &derived(), 1, 0),
+        one_thread(&derived()),
     ) else {
         let missing = || {
             Finding::missing(&format!(

@@ -156,6 +156,27 @@ impl<'a> Data<'a> {
         )
     }
 
+    /// The first row of `sel` widened by the pooled noise of the repeated
+    /// rows of `pool` (at least [`NOISE_FLOOR`]), else as
+    /// [`Data::estimate_of`]: for a rule judged on points of one kind (one
+    /// thread, nothing contended) whose noise the contended points of the
+    /// same metric would swamp.
+    pub fn estimate_pooled(&self, sel: Sel<'_>, pool: Sel<'_>) -> Option<Estimate> {
+        let r = self.row(sel)?;
+        let rel: Vec<f64> = self
+            .select(pool)
+            .filter(|p| p.value != 0.0 && p.value.is_finite())
+            .filter_map(|p| {
+                let (lo, hi, n) = p.spread()?;
+                (n >= 2).then(|| ((hi - lo) / p.value).abs())
+            })
+            .collect();
+        Some(match median(&rel) {
+            Some(noise) => Estimate::exact(r.value).widen(noise.max(NOISE_FLOOR)),
+            None => self.estimate_of(r),
+        })
+    }
+
     /// The pooled relative noise of `metric` in this run: the median over
     /// its points measured more than once of `(hi - lo) / |value|`; 0 when
     /// no point of the metric was repeated.
@@ -302,6 +323,11 @@ mod tests {
         assert!(close(e.hi, 110.0), "{e:?}");
         let e = d.estimate_by_series(Sel::metric("m").series("c")).unwrap();
         assert!(close(e.hi, 12.0), "{e:?}");
+        // Pooled over the points of one thread count only.
+        let e = d
+            .estimate_pooled(Sel::metric("m").series("c"), Sel::metric("m").series("b"))
+            .unwrap();
+        assert!(close(e.hi, 13.0), "{e:?}");
         assert_eq!(d.series(Sel::metric("m")), vec!["a", "b", "c"]);
         assert_eq!(d.threads(Sel::metric("m")), vec![(1, false), (4, false)]);
     }
