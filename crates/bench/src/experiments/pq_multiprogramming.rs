@@ -150,20 +150,17 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
 }
 
 fn at(d: &Data<'_>, lock: &str, level: f64) -> Option<Estimate> {
-    at_metric(d, METRIC, lock, level)
-}
-
-/// `lock`'s time per iteration over `tas-np`'s at `level`, paired by round.
-fn vs_tas_np(d: &Data<'_>, lock: &str, level: f64) -> Option<Estimate> {
-    at_metric(d, VS_TAS_NP, lock, level)
-}
-
-/// Widened by the lock's own noise over its levels: a queue lock that
-/// collapses under preemption varies between runs as the quiet ones do not
-/// ([`Data::estimate_by_series`]).
-fn at_metric(d: &Data<'_>, metric: &str, lock: &str, level: f64) -> Option<Estimate> {
     let l = mpl(level);
-    d.estimate_by_series(Sel::metric(metric).series(lock).params(&[("mpl", &l)]))
+    d.estimate(Sel::metric(METRIC).series(lock).params(&[("mpl", &l)]))
+}
+
+/// `lock`'s time per iteration over `tas-np`'s at `level`, paired by
+/// round, widened by the lock's own noise over its levels: a queue lock
+/// that collapses under preemption varies between runs as the quiet ones
+/// do not ([`Data::estimate_by_series`]).
+fn vs_tas_np(d: &Data<'_>, lock: &str, level: f64) -> Option<Estimate> {
+    let l = mpl(level);
+    d.estimate_by_series(Sel::metric(VS_TAS_NP).series(lock).params(&[("mpl", &l)]))
 }
 
 fn show(e: Estimate) -> String {

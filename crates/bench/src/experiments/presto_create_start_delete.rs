@@ -381,7 +381,7 @@ fn measured(d: &Data<'_>, p: u32) -> String {
          `single-lock` {}, `{CENTRAL}` {}, `{BUILTIN}` {} (PRESTO: 270 us for modified Presto, 76.74 us \
          for its FastThreads-style package, FastThreads about 40 us). At {p} processor{}: `{CENTRAL}` {} \
          per thread, `{BUILTIN}` {}. Each series' time per thread over `{BUILTIN}`'s in the same \
-         repeat (median and range of the repeats): {paired}.",
+         repeat (median, and the median's 95% interval, or the range of fewer than 9 repeats): {paired}.",
         v("single-lock", 1),
         v(CENTRAL, 1),
         v(BUILTIN, 1),

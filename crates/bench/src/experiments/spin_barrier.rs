@@ -76,7 +76,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         // or of its CPUs' placement between rounds hits every lock alike,
         // and each lock's round is paired with `tas`'s of the same round.
         let mut runs: Vec<Vec<(u64, std::time::Duration)>> = vec![Vec::new(); locks.len()];
-        for _ in 0..ctx.repeats(t) {
+        for _ in 0..ctx.repeats(t).max(1) {
             for (i, lock) in locks.iter().enumerate() {
                 bar.set_message(format!("{} x{t}", lock.name));
                 runs[i].push((lock.barrier)(t, episodes, budget));
