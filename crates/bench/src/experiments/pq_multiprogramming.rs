@@ -107,7 +107,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 Row::new(EXPERIMENT.id, lock.name, p as u32, false, metric, v, unit)
                     .param("mpl", mpl(level))
             };
-            let (out, spread) = median_of(runs[i].clone(), LoopOut::us_per_iteration);
+            let (out, spread) = median_of(std::mem::take(&mut runs[i]), LoopOut::us_per_iteration);
             rows[i].push(
                 row(METRIC, out.us_per_iteration(), "us")
                     .param("workers", kernel::emu_config(p, level, 0).workers())

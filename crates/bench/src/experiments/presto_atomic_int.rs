@@ -159,7 +159,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     .param("compute_ns", compute)
             };
             for (i, name) in series.iter().enumerate() {
-                let ((done, elapsed), spread) = median_of(runs[i].clone(), per_inc);
+                let ((done, elapsed), spread) = median_of(std::mem::take(&mut runs[i]), per_inc);
                 rows.push(
                     row(name, METRIC, per_inc(&(done, elapsed)), "ns")
                         .param("ops", done)

@@ -91,36 +91,28 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             .map(|r| r.iter().map(per_processor).collect())
             .collect();
         for (i, lock) in locks.iter().enumerate() {
-            let ((done, elapsed), spread) = median_of(runs[i].clone(), per_processor);
-            rows[i].push(
+            let row = |metric: &str, v: f64, unit: &str| {
                 Row::new(
                     EXPERIMENT.id,
                     lock.name,
                     t as u32,
                     ctx.over(t),
-                    METRIC,
-                    per_processor(&(done, elapsed)),
-                    "us",
+                    metric,
+                    v,
+                    unit,
                 )
-                .param("episodes", done)
-                .param("completed", done >= episodes)
-                .with_spread(&spread),
+            };
+            let ((done, elapsed), spread) = median_of(std::mem::take(&mut runs[i]), per_processor);
+            rows[i].push(
+                row(METRIC, per_processor(&(done, elapsed)), "us")
+                    .param("episodes", done)
+                    .param("completed", done >= episodes)
+                    .with_spread(&spread),
             );
             if let Some(tas) = tas.filter(|&k| k != i)
                 && let Some(p) = Spread::paired_ratio(&times[i], &times[tas])
             {
-                rows[i].push(
-                    Row::new(
-                        EXPERIMENT.id,
-                        lock.name,
-                        t as u32,
-                        ctx.over(t),
-                        VS_TAS,
-                        p.median,
-                        "x",
-                    )
-                    .with_spread(&p),
-                );
+                rows[i].push(row(VS_TAS, p.median, "x").with_spread(&p));
             }
         }
     }
