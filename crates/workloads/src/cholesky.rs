@@ -66,6 +66,7 @@
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use lock_api::RawMutex;
 
@@ -275,6 +276,8 @@ pub struct Cholesky<R> {
     /// `size(i) x size(j)`, row-major. Written only by the task that runs
     /// its current stage, read only once final (see `run_stage`).
     blocks: Box<[UnsafeCell<Box<[f64]>>]>,
+    /// Set by [`Cholesky::stop`]: the workers return unfinished.
+    stop: AtomicBool,
     sched: LockedCell<R, Sched>,
 }
 
@@ -366,6 +369,7 @@ impl<R: RawMutex + Send + Sync> Cholesky<R> {
             nb,
             a,
             blocks: blocks.into_boxed_slice(),
+            stop: AtomicBool::new(false),
             sched: LockedCell::new(Sched::new(nb)),
         }
     }
@@ -400,7 +404,7 @@ impl<R: RawMutex + Send + Sync> Cholesky<R> {
         loop {
             let step = self.sched.with(|s| {
                 s.acquisitions += 1;
-                if s.poisoned || s.finalized == s.total {
+                if s.poisoned || s.finalized == s.total || self.stopped() {
                     Step::Finished
                 } else if let Some((i, j)) = s.ready.pop_front() {
                     let (i, j) = (i as usize, j as usize);
@@ -463,6 +467,23 @@ impl<R: RawMutex + Send + Sync> Cholesky<R> {
             let ljj = unsafe { &*self.blocks[tri(j, j)].get() };
             trsm(c, ljj, rows, cols);
         }
+    }
+
+    /// Asks the workers to give up: each returns at its next look at the
+    /// queue (which it takes under the lock, as ever), leaving the work
+    /// unfinished, so [`Cholesky::verify`] then fails. For a caller that bounds
+    /// a run's time: under a lock that hands itself to descheduled
+    /// waiters, the rest of a run can take a scheduling quantum per
+    /// acquisition.
+    pub fn stop(&self) {
+        // Relaxed: the flag publishes no data, and the workers read it
+        // under the lock; a worker that misses it takes one more task.
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Cholesky::stop`] was called.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
     }
 
     /// Times the lock was taken so far (by [`Cholesky::work`]; this call's

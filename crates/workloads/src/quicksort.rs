@@ -41,6 +41,7 @@
 //! taken at construction.
 
 use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::{fmt, ptr};
 
 use lock_api::RawMutex;
@@ -103,6 +104,8 @@ pub struct Quicksort<R> {
     sum: u64,
     /// Wrapping sum of `mix(x)` over the input.
     mixed: u64,
+    /// Set by [`Quicksort::stop`]: the workers return unfinished.
+    stop: AtomicBool,
     stack: LockedCell<R, Stack>,
 }
 
@@ -149,6 +152,7 @@ impl<R: RawMutex + Send + Sync> Quicksort<R> {
             data: values.into_iter().map(UnsafeCell::new).collect(),
             sum,
             mixed,
+            stop: AtomicBool::new(false),
             stack: LockedCell::new(Stack {
                 ranges,
                 finalized: 0,
@@ -189,7 +193,7 @@ impl<R: RawMutex + Send + Sync> Quicksort<R> {
         loop {
             let step = self.stack.with(|s| {
                 s.acquisitions += 1;
-                if s.poisoned || s.finalized == len {
+                if s.poisoned || s.finalized == len || self.stopped() {
                     Step::Finished
                 } else if let Some((lo, hi)) = s.ranges.pop() {
                     Step::Run(lo, hi)
@@ -256,6 +260,23 @@ impl<R: RawMutex + Send + Sync> Quicksort<R> {
                 s.finalized += done;
             });
         }
+    }
+
+    /// Asks the workers to give up: each returns at its next look at the
+    /// stack (which it takes under the lock, as ever), leaving the work
+    /// unfinished, so [`Quicksort::verify`] then fails. For a caller that bounds
+    /// a run's time: under a lock that hands itself to descheduled
+    /// waiters, the rest of a run can take a scheduling quantum per
+    /// acquisition.
+    pub fn stop(&self) {
+        // Relaxed: the flag publishes no data, and the workers read it
+        // under the lock; a worker that misses it takes one more task.
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Quicksort::stop`] was called.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
     }
 
     /// Times the lock was taken so far (by [`Quicksort::work`]; this

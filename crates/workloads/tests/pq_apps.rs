@@ -209,3 +209,30 @@ fn single_thread_times() {
         );
     }
 }
+
+/// A stopped run returns at the workers' next look at the queue, leaves
+/// the work unfinished (so `verify` refuses it) and says it was stopped;
+/// a stop from another thread mid-run ends every worker.
+#[test]
+fn stop_ends_a_run_unfinished() {
+    let c = Cholesky::<Tas>::new(256, 16, 3);
+    c.stop();
+    c.work();
+    assert!(c.stopped());
+    assert!(c.verify().is_err());
+
+    let q = Quicksort::<Tas>::new(1 << 20, 4);
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| q.work());
+        }
+        q.stop();
+    });
+    assert!(q.stopped());
+
+    // Not stopped: the run finishes and verifies as before.
+    let c = Cholesky::<Tas>::new(64, 8, 5);
+    c.work();
+    assert!(!c.stopped());
+    c.verify().unwrap();
+}

@@ -36,9 +36,15 @@
 //! with 18 ready queues (ALL89's count) on the same P processors, which
 //! makes the search cost of Fig. 4's spike (and `tm-queue-search`'s
 //! E(r, q)) visible with few processors. Per point the runtime's counters
-//! give `queues_examined_per_dequeue`. Every point is the median of 3 runs
-//! (5 without `--quick`) by latency and records the spread of its repeats
+//! give `queues_examined_per_dequeue`. Every point is the median of 5 runs
+//! (9 without `--quick`) by latency and records the spread of its repeats
 //! (`lo`, `hi`, `repeats`; of latency, or of queues examined per dequeue).
+//! The runs of one r are taken in rounds (every strategy once per round),
+//! and `vs_local_freelist` is a strategy's latency over `local-freelist`'s
+//! of the same round, the median of these paired quotients with their
+//! median interval: the two vCPUs of a virtual machine can sit on one
+//! core's two hardware threads in one round and on two cores in the
+//! next, which moves every strategy's latency alike.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -49,7 +55,7 @@ use symmetry_threads::{Builder, DefaultProcessor, Stats, Strategy, spawn_detache
 
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Outcome, Sel, Spread, figure,
-    median_run, ns, rule,
+    in_rounds, median_of, ns, rule,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -112,6 +118,10 @@ const LATENCY: &str = "latency_ns";
 const EXAMINED: &str = "queues_examined_per_dequeue";
 /// The extra series: `local-readyq` with ALL89's 18 queues.
 const Q18: &str = "local-readyq-q18";
+/// The strategy the others are paired with.
+const REFERENCE: &str = "local-freelist";
+/// Metric: a strategy's latency over [`REFERENCE`]'s in the same round.
+const VS_REFERENCE: &str = "vs_local_freelist";
 
 /// One run's parameters.
 #[derive(Debug, Clone, Copy)]
@@ -266,35 +276,33 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let rs: Vec<usize> = (1..=4 * p).collect();
     let names: Vec<&str> = NAMES.iter().copied().chain([Q18]).collect();
     let total: u64 = if ctx.quick { 150_000 } else { 1_000_000 };
-    let repeats = if ctx.quick { 3 } else { 5 };
+    let repeats = if ctx.quick { 5 } else { 9 };
     let budget = ctx.budget(1_000, 10_000);
     let bar = ctx.bar(EXPERIMENT.id, names.len() * rs.len());
+    let reference = names.iter().position(|n| *n == REFERENCE);
     let mut rows = Vec::new();
     for &r in &rs {
-        for &name in &names {
-            bar.set_message(format!("{name}, {r} runnable"));
-            let cfg = Cfg {
-                processors: p,
-                chains: r,
-                total,
-                queues: None,
-                budget,
-            };
-            let mut outs = Vec::with_capacity(repeats);
-            for _ in 0..repeats {
-                outs.push(
-                    chains_named(name, &cfg).ok_or_else(|| format!("unknown strategy {name}"))?,
-                );
-            }
-            let examined: Vec<f64> = outs.iter().map(Out::examined_per_dequeue).collect();
-            let n = outs.len();
-            let mut it = outs.into_iter();
+        let cfg = Cfg {
+            processors: p,
+            chains: r,
+            total,
+            queues: None,
+            budget,
+        };
+        // Rounds: every strategy once, then again, so each strategy's run
+        // can be paired with `local-freelist`'s of the same round.
+        let mut runs = in_rounds(repeats, names.len(), |round, i| {
+            bar.set_message(format!("{}, {r} runnable, round {}", names[i], round + 1));
+            chains_named(names[i], &cfg).ok_or_else(|| format!("unknown strategy {}", names[i]))
+        })?;
+        let latency =
+            |outs: &[Out]| -> Vec<f64> { outs.iter().map(|o| o.latency_ns(p, r)).collect() };
+        let reference_lat = reference.map(|i| latency(&runs[i]));
+        for (i, &name) in names.iter().enumerate() {
+            let lat = latency(&runs[i]);
+            let examined: Vec<f64> = runs[i].iter().map(Out::examined_per_dequeue).collect();
             // The runs are already measured: the median of them by latency.
-            let (o, lat_spread) = median_run(
-                n,
-                || it.next().expect("one run per repeat"),
-                |o| o.latency_ns(p, r),
-            );
+            let (o, lat_spread) = median_of(std::mem::take(&mut runs[i]), |o| o.latency_ns(p, r));
             let load = loadavg();
             let queues = if name == Q18 {
                 18
@@ -319,6 +327,13 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     Some(spread) => ex.with_spread(&spread),
                     None => ex,
                 });
+            }
+            if reference != Some(i)
+                && let Some(q) = reference_lat
+                    .as_deref()
+                    .and_then(|b| Spread::paired_ratio(&lat, b))
+            {
+                rows.push(row(VS_REFERENCE, q.median, "x").with_spread(&q));
             }
             bar.inc(1);
         }
@@ -444,23 +459,28 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         },
     );
 
-    // idle-queue-tradeoff: below local-freelist at r = 1, above at rmax.
+    // idle-queue-tradeoff: below local-freelist at r = 1, above at rmax;
+    // paired by round where the data has it.
     let iq = "idle-queue";
-    findings.push(
-        match (lat(iq, 1), lat(lf, 1), lat(iq, rmax), lat(lf, rmax)) {
-            (Some(i1), Some(l1), Some(ih), Some(lh)) if rmax > p => Finding::new(
-                Outcome::all([rule::less(i1, l1), rule::greater(ih, lh)]),
-                format!(
-                    "`{iq}` / `{lf}` {} at r = 1, {} at r = {rmax}",
-                    i1.ratio(l1).show(2),
-                    ih.ratio(lh).show(2)
-                ),
+    let vs = |r: u32| {
+        d.estimate_own(Sel::metric(VS_REFERENCE).series(iq).threads(r))
+            .or_else(|| Some(lat(iq, r)?.ratio(lat(lf, r)?)))
+    };
+    let paired = d.select(Sel::metric(VS_REFERENCE)).next().is_some();
+    findings.push(match (vs(1), vs(rmax)) {
+        (Some(low), Some(high)) if rmax > p => Finding::new(
+            Outcome::all([rule::at_most(low, 1.0), rule::at_least(high, 1.0)]),
+            format!(
+                "`{iq}` / `{lf}`{}: {} at r = 1, {} at r = {rmax}",
+                if paired { " (paired by round)" } else { "" },
+                low.show(2),
+                high.show(2)
             ),
-            _ => Finding::missing(&format!(
-                "`{iq}` and `{lf}` at r = 1 and at an r above {p} with {p} processors"
-            )),
-        },
-    );
+        ),
+        _ => Finding::missing(&format!(
+            "`{iq}` and `{lf}` at r = 1 and at an r above {p} with {p} processors"
+        )),
+    });
 
     // readyq-spike: at r = P against the backlog at rmax.
     let lr = "local-readyq";
@@ -660,6 +680,8 @@ mod tests {
         out.push(row("local-freelist", 4 * p, LATENCY, s.lf[2]));
         out.push(row("idle-queue", 1, LATENCY, s.iq[0]));
         out.push(row("idle-queue", 4 * p, LATENCY, s.iq[1]));
+        out.push(row("idle-queue", 1, VS_REFERENCE, s.iq[0] / s.lf[0]));
+        out.push(row("idle-queue", 4 * p, VS_REFERENCE, s.iq[1] / s.lf[2]));
         for (i, r) in [p, 4 * p].into_iter().enumerate() {
             out.push(row("local-readyq", r, LATENCY, s.lr[i]));
             out.push(row("local-readyq", r, EXAMINED, s.ex[i]));

@@ -80,6 +80,11 @@ impl<'s> Sel<'s> {
 /// LC98's 5% bulk-bandwidth spread, which stays decidable.
 pub const NOISE_FLOOR: f64 = 0.02;
 
+/// The fewest repeats at which [`Data::estimate_own`] trusts a row's own
+/// interval: from 9 values on, [`super::stats::Spread::median_interval`]
+/// drops the outermost ranks, so no single repeat sets an end.
+pub const OWN_MIN: usize = 9;
+
 impl<'a> Data<'a> {
     /// Look-ups over `rows`.
     pub fn new(rows: &'a [Row]) -> Data<'a> {
@@ -154,6 +159,25 @@ impl<'a> Data<'a> {
                 None => self.estimate_of(r),
             },
         )
+    }
+
+    /// The first selected row as an estimate with its own interval (its
+    /// `lo` and `hi`), widened to at least [`NOISE_FLOOR`]; as
+    /// [`Data::estimate_of`] if it has none or fewer than [`OWN_MIN`]
+    /// repeats. For a paired ratio over enough rounds that its spread is
+    /// [`Spread::median_interval`]'s, a 95% interval for the median that
+    /// one disturbed round moves by one rank only: it needs no pooling,
+    /// and pooling would be wrong where the series is bimodal (a queue
+    /// lock that convoys in some rounds and not in others) and its own
+    /// interval is the honest statement of what a run can tell.
+    ///
+    /// [`Spread::median_interval`]: super::stats::Spread::median_interval
+    pub fn estimate_own(&self, sel: Sel<'_>) -> Option<Estimate> {
+        let r = self.row(sel)?;
+        Some(match r.spread() {
+            Some((lo, hi, n)) if n >= OWN_MIN => Estimate::new(r.value, lo, hi).widen(NOISE_FLOOR),
+            _ => self.estimate_of(r),
+        })
     }
 
     /// The first row of `sel` widened by the pooled noise of the repeated

@@ -149,6 +149,29 @@ impl Spread {
     }
 }
 
+/// Runs every one of `series` series once per round, `rounds` rounds in
+/// all (at least one): `f(round, series)` in the order round 0 of series
+/// 0, 1, ..., then round 1, and so on. Returns each series' runs in round
+/// order, so that `runs[a][k]` and `runs[b][k]` were taken side by side and
+/// can be paired ([`Spread::paired_ratio`]): a change of the machine's
+/// speed or of the placement of its CPUs between rounds then moves both
+/// sides of a pair, where measuring all of one series and then all of the
+/// next would put it between the two. The first error stops the loop.
+pub fn in_rounds<T, E>(
+    rounds: usize,
+    series: usize,
+    mut f: impl FnMut(usize, usize) -> Result<T, E>,
+) -> Result<Vec<Vec<T>>, E> {
+    let rounds = rounds.max(1);
+    let mut runs: Vec<Vec<T>> = (0..series).map(|_| Vec::with_capacity(rounds)).collect();
+    for k in 0..rounds {
+        for (i, r) in runs.iter_mut().enumerate() {
+            r.push(f(k, i)?);
+        }
+    }
+    Ok(runs)
+}
+
 /// Runs `f` `repeats` times (at least once) and returns the run whose
 /// `key` is the median (the upper middle one for an even count) with the
 /// spread of the keys over all runs.
@@ -236,6 +259,29 @@ mod tests {
         assert!(Spread::paired_ratio(&a, &b[..2]).is_none());
         assert!(Spread::paired_ratio(&[1.0], &[0.0]).is_none());
         assert!(Spread::paired_ratio(&[], &[]).is_none());
+    }
+
+    #[test]
+    fn in_rounds_interleaves_the_series() {
+        let mut order = Vec::new();
+        let runs = in_rounds(2, 3, |k, i| {
+            order.push((k, i));
+            Ok::<_, ()>(10 * k + i)
+        })
+        .unwrap();
+        assert_eq!(order, [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]);
+        assert_eq!(runs, vec![vec![0, 10], vec![1, 11], vec![2, 12]]);
+        // At least one round; the first error stops the loop.
+        assert_eq!(
+            in_rounds(0, 1, |_, _| Ok::<_, ()>(1)).unwrap(),
+            vec![vec![1]]
+        );
+        let mut calls = 0;
+        let e = in_rounds(3, 2, |k, _| {
+            calls += 1;
+            if k == 1 { Err("stop") } else { Ok(()) }
+        });
+        assert_eq!((e, calls), (Err("stop"), 3));
     }
 
     #[test]

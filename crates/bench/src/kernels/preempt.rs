@@ -234,12 +234,16 @@ pub fn emulated<R: RawMutex + Sync>(
 /// One run of an application (SMARTQ §4.4) on the emulated scheduler.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AppOut {
-    /// Completion time.
+    /// Completion time; with `stopped`, the time at which the run was
+    /// stopped (a lower bound of its completion time).
     pub elapsed: Duration,
     /// Lock acquisitions the run made.
     pub acquisitions: u64,
     /// Time the workers spent descheduled, summed.
     pub preempted: Duration,
+    /// Whether the run was stopped at its time limit, unfinished (and so
+    /// not verified).
+    pub stopped: bool,
 }
 
 impl AppOut {
@@ -250,14 +254,35 @@ impl AppOut {
 }
 
 /// Runs `work` on every worker of the emulation, timing from the first
-/// worker's start to the last worker's end.
-fn app_run(emu: &emulated::Config, work: impl Fn() + Sync) -> Result<(Duration, Duration), String> {
+/// worker's start to the last worker's end. With a `limit`, a watchdog
+/// calls `stop` once the limit has passed and the workers have not all
+/// returned (the application then makes its workers return unfinished).
+fn app_run(
+    emu: &emulated::Config,
+    limit: Option<Duration>,
+    stop: impl Fn() + Sync,
+    work: impl Fn() + Sync,
+) -> Result<(Duration, Duration), String> {
     let start = std::sync::OnceLock::new();
-    let out = emulated::run(emu, |i| {
-        pin_processor(i, emu.processors);
-        let _ = start.get_or_init(Instant::now);
-        work();
-        Instant::now()
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let out = std::thread::scope(|scope| {
+        if let Some(limit) = limit {
+            let stop = &stop;
+            scope.spawn(move || {
+                // Disconnected (the run returned first) means no stop.
+                if finished.recv_timeout(limit) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                    stop();
+                }
+            });
+        }
+        let out = emulated::run(emu, |i| {
+            pin_processor(i, emu.processors);
+            let _ = start.get_or_init(Instant::now);
+            work();
+            Instant::now()
+        });
+        drop(done);
+        out
     })
     .map_err(|e| e.to_string())?;
     let t0 = *start.get().expect("workers started");
@@ -275,33 +300,47 @@ pub const CHOLESKY_BLOCK: usize = 32;
 /// acquisitions).
 pub const QUICKSORT_LEN: usize = 1_500_000;
 
-/// Cholesky factorization ([`CHOLESKY_N`]) with lock `R`.
-/// The result is verified.
-pub fn cholesky<R: RawMutex + Send + Sync>(emu: &emulated::Config) -> Result<AppOut, String> {
+/// Cholesky factorization ([`CHOLESKY_N`]) with lock `R`, stopped
+/// unfinished once `limit` (if any) has passed. A finished result is
+/// verified.
+pub fn cholesky<R: RawMutex + Send + Sync>(
+    emu: &emulated::Config,
+    limit: Option<Duration>,
+) -> Result<AppOut, String> {
     use symmetry_workloads::cholesky::Cholesky;
     let app = Cholesky::<R>::new(CHOLESKY_N, CHOLESKY_BLOCK, 0x5eed);
-    let (elapsed, preempted) = app_run(emu, || app.work())?;
-    app.verify()
-        .map_err(|e| format!("cholesky: wrong result: {e}"))?;
+    let (elapsed, preempted) = app_run(emu, limit, || app.stop(), || app.work())?;
+    if !app.stopped() {
+        app.verify()
+            .map_err(|e| format!("cholesky: wrong result: {e}"))?;
+    }
     Ok(AppOut {
         elapsed,
         acquisitions: app.lock_acquisitions(),
         preempted,
+        stopped: app.stopped(),
     })
 }
 
-/// Parallel quicksort ([`QUICKSORT_LEN`]) with lock `R`.
-/// The result is verified.
-pub fn quicksort<R: RawMutex + Send + Sync>(emu: &emulated::Config) -> Result<AppOut, String> {
+/// Parallel quicksort ([`QUICKSORT_LEN`]) with lock `R`, stopped
+/// unfinished once `limit` (if any) has passed. A finished result is
+/// verified.
+pub fn quicksort<R: RawMutex + Send + Sync>(
+    emu: &emulated::Config,
+    limit: Option<Duration>,
+) -> Result<AppOut, String> {
     use symmetry_workloads::quicksort::Quicksort;
     let app = Quicksort::<R>::new(QUICKSORT_LEN, 0x5eed);
-    let (elapsed, preempted) = app_run(emu, || app.work())?;
-    app.verify()
-        .map_err(|e| format!("quicksort: wrong result: {e}"))?;
+    let (elapsed, preempted) = app_run(emu, limit, || app.stop(), || app.work())?;
+    if !app.stopped() {
+        app.verify()
+            .map_err(|e| format!("quicksort: wrong result: {e}"))?;
+    }
     Ok(AppOut {
         elapsed,
         acquisitions: app.lock_acquisitions(),
         preempted,
+        stopped: app.stopped(),
     })
 }
 

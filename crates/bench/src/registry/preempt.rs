@@ -4,6 +4,8 @@
 //! [`symmetry_locks::for_each_preempt_lock!`]), and the locks that meet
 //! the kernel's own scheduler on oversubscribed OS threads ([`STOCK`]).
 
+use std::time::Duration;
+
 use symmetry_locks::sched::Stock;
 use symmetry_locks::sched::emulated::{self, Emulated};
 use symmetry_locks::sched::rseq::RseqSlice;
@@ -19,10 +21,12 @@ pub struct EmulatedLock {
     pub name: &'static str,
     /// The synthetic loop on the emulated scheduler.
     pub synthetic: fn(&LoopCfg, &emulated::Config) -> Result<LoopOut, String>,
-    /// Cholesky (SMARTQ §4.4) on the emulated scheduler.
-    pub cholesky: fn(&emulated::Config) -> Result<kernel::AppOut, String>,
-    /// Quicksort (SMARTQ §4.4) on the emulated scheduler.
-    pub quicksort: fn(&emulated::Config) -> Result<kernel::AppOut, String>,
+    /// Cholesky (SMARTQ §4.4) on the emulated scheduler, with an
+    /// optional time limit.
+    pub cholesky: fn(&emulated::Config, Option<Duration>) -> Result<kernel::AppOut, String>,
+    /// Quicksort (SMARTQ §4.4) on the emulated scheduler, with an
+    /// optional time limit.
+    pub quicksort: fn(&emulated::Config, Option<Duration>) -> Result<kernel::AppOut, String>,
 }
 
 impl std::fmt::Debug for EmulatedLock {
