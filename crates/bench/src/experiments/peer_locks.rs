@@ -20,8 +20,8 @@
 use symmetry_locks::registry::LockKind;
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Sel, Spread, figure, ns, ratio, rule,
-    threads_panel, value,
+    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Sel, Spread, figure, in_rounds, ns,
+    ratio, rule, threads_panel, value,
 };
 use crate::kernels::klmo91::{
     self, ADAPTIVE, ExecKind, Point, RunOut, Runner, Workload, install_opt_known, median_runs,
@@ -99,17 +99,16 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     );
     // Uncontended: repeats interleaved across locks so that drift (turbo,
     // a noisy neighbour) hits every lock alike; median of the repeats.
-    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); locks.len() + 1];
     bar.set_message("uncontended");
-    on_pinned_thread(|| {
-        for _ in 0..REPEATS {
-            samples[0].push(uncontended_bare_atomic(iters));
+    let samples = on_pinned_thread(|| {
+        in_rounds(REPEATS, locks.len() + 1, |_, i| {
+            let ns = match i {
+                0 => uncontended_bare_atomic(iters),
+                i => (locks[i - 1].uncontended)(iters),
+            };
             bar.inc(1);
-            for (i, lock) in locks.iter().enumerate() {
-                samples[i + 1].push((lock.uncontended)(iters));
-                bar.inc(1);
-            }
-        }
+            ns
+        })
     });
     let mut rows = Vec::new();
     let names = std::iter::once(BARE).chain(locks.iter().map(|l| l.name));

@@ -4,7 +4,7 @@
 
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    bar_panels, figure, in_rounds, median_of, names, rule,
+    bar_panels, figure, median_of, names, rule, try_in_rounds,
 };
 use std::time::Duration;
 
@@ -78,7 +78,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         .collect();
     let mut limit: Option<Duration> = None;
     // Series `a * locks + k`: application `a` under lock `order[k]`.
-    let by_order = in_rounds(ROUNDS, APPS.len() * locks.len(), |round, i| {
+    let by_order = try_in_rounds(ROUNDS, APPS.len() * locks.len(), |round, i| {
         let (app, lock) = (APPS[i / locks.len()], locks[order[i % locks.len()]]);
         bar.set_message(format!("{app} with {}, round {}", lock.name, round + 1));
         let f = if app == "cholesky" {

@@ -5,7 +5,7 @@
 
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, median_of, param_panel, ratio, rule,
+    figure, median_of, param_panel, ratio, rule, try_in_rounds,
 };
 use crate::kernels::preempt::{self as kernel, LoopOut, PAPER_CS_NS};
 use crate::output::data::Row;
@@ -90,14 +90,13 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         // Rounds: seed `s` of every lock, then seed `s + 1`, so a change of
         // the VM's speed between rounds hits every lock alike and each
         // lock's run is paired with `tas-np`'s of the same round and seed.
-        let mut runs: Vec<Vec<LoopOut>> = vec![Vec::new(); locks.len()];
-        for seed in 1..=REPEATS {
-            for (i, lock) in locks.iter().enumerate() {
-                bar.set_message(format!("{} at {level:.2}", lock.name));
-                runs[i].push((lock.synthetic)(&cfg, &kernel::emu_config(p, level, seed))?);
-                bar.inc(1);
-            }
-        }
+        let mut runs = try_in_rounds(REPEATS as usize, locks.len(), |round, i| {
+            bar.set_message(format!("{} at {level:.2}", locks[i].name));
+            let seed = round as u64 + 1;
+            let run = (locks[i].synthetic)(&cfg, &kernel::emu_config(p, level, seed));
+            bar.inc(1);
+            run
+        })?;
         let times: Vec<Vec<f64>> = runs
             .iter()
             .map(|r| r.iter().map(LoopOut::us_per_iteration).collect())

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, median_of, ns, ratio, rule, threads_panel,
+    figure, in_rounds, median_of, ns, ratio, rule, threads_panel,
 };
 use crate::kernels::locks::{increments, work_iters_for_ns};
 use crate::output::data::Row;
@@ -133,23 +133,27 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             // Rounds: every series once per round, so a change of the VM's
             // speed or placement between rounds hits all alike, and the
             // paired ratios compare runs of the same round.
-            let mut runs: Vec<Vec<Run>> = vec![Vec::new(); series.len()];
-            for _ in 0..ctx.repeats(t).max(1) {
-                bar.set_message(format!("fetch_add x{t}"));
-                // A fresh integer per run.
-                let hw = AtomicI64::new(0);
-                runs[0].push(increments(t, TARGET, post, budget, &|| {
-                    hw.fetch_add(1, Ordering::Relaxed)
-                }));
-                bar.inc(1);
-                for (i, lock) in locks.iter().enumerate() {
+            let mut runs = in_rounds(ctx.repeats(t), series.len(), |_, i| {
+                let run = if i == 0 {
+                    bar.set_message(format!("fetch_add x{t}"));
+                    // A fresh integer per run.
+                    let hw = AtomicI64::new(0);
+                    increments(t, TARGET, post, budget, &|| {
+                        hw.fetch_add(1, Ordering::Relaxed)
+                    })
+                } else {
+                    // Odd indices are inlined, even ones through `dyn`.
+                    let lock = &locks[(i - 1) / 2];
                     bar.set_message(format!("{} x{t}", lock.name));
-                    runs[1 + 2 * i].push((lock.atomic_int)(t, TARGET, post, budget));
-                    bar.inc(1);
-                    runs[2 + 2 * i].push((lock.atomic_int_dyn)(t, TARGET, post, budget));
-                    bar.inc(1);
-                }
-            }
+                    if i % 2 == 1 {
+                        (lock.atomic_int)(t, TARGET, post, budget)
+                    } else {
+                        (lock.atomic_int_dyn)(t, TARGET, post, budget)
+                    }
+                };
+                bar.inc(1);
+                run
+            });
             let times: Vec<Vec<f64>> = runs
                 .iter()
                 .map(|r| r.iter().map(per_inc).collect())

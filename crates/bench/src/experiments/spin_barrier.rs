@@ -4,7 +4,7 @@
 
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, median_of, ns, rule, threads_panel,
+    figure, in_rounds, median_of, ns, rule, threads_panel,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -75,14 +75,12 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         // Rounds: every lock once per round, so a change of the VM's speed
         // or of its CPUs' placement between rounds hits every lock alike,
         // and each lock's round is paired with `tas`'s of the same round.
-        let mut runs: Vec<Vec<(u64, std::time::Duration)>> = vec![Vec::new(); locks.len()];
-        for _ in 0..ctx.repeats(t).max(1) {
-            for (i, lock) in locks.iter().enumerate() {
-                bar.set_message(format!("{} x{t}", lock.name));
-                runs[i].push((lock.barrier)(t, episodes, budget));
-                bar.inc(1);
-            }
-        }
+        let mut runs = in_rounds(ctx.repeats(t), locks.len(), |_, i| {
+            bar.set_message(format!("{} x{t}", locks[i].name));
+            let run = (locks[i].barrier)(t, episodes, budget);
+            bar.inc(1);
+            run
+        });
         let per_processor = |(d, e): &(u64, std::time::Duration)| {
             e.as_nanos() as f64 / (*d).max(1) as f64 / t as f64 / 1e3
         };

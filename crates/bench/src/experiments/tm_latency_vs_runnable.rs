@@ -55,7 +55,7 @@ use symmetry_threads::{Builder, DefaultProcessor, Stats, Strategy, spawn_detache
 
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Outcome, Sel, Spread, figure,
-    in_rounds, median_of, ns, rule,
+    median_of, ns, rule, try_in_rounds,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -291,7 +291,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         };
         // Rounds: every strategy once, then again, so each strategy's run
         // can be paired with `local-freelist`'s of the same round.
-        let mut runs = in_rounds(repeats, names.len(), |round, i| {
+        let mut runs = try_in_rounds(repeats, names.len(), |round, i| {
             bar.set_message(format!("{}, {r} runnable, round {}", names[i], round + 1));
             chains_named(names[i], &cfg).ok_or_else(|| format!("unknown strategy {}", names[i]))
         })?;

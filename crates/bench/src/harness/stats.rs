@@ -156,8 +156,9 @@ impl Spread {
 /// can be paired ([`Spread::paired_ratio`]): a change of the machine's
 /// speed or of the placement of its CPUs between rounds then moves both
 /// sides of a pair, where measuring all of one series and then all of the
-/// next would put it between the two. The first error stops the loop.
-pub fn in_rounds<T, E>(
+/// next would put it between the two. The first error stops the loop
+/// (see [`in_rounds`] for runs that cannot fail).
+pub fn try_in_rounds<T, E>(
     rounds: usize,
     series: usize,
     mut f: impl FnMut(usize, usize) -> Result<T, E>,
@@ -170,6 +171,18 @@ pub fn in_rounds<T, E>(
         }
     }
     Ok(runs)
+}
+
+/// [`try_in_rounds`] for runs that cannot fail.
+pub fn in_rounds<T>(
+    rounds: usize,
+    series: usize,
+    mut f: impl FnMut(usize, usize) -> T,
+) -> Vec<Vec<T>> {
+    let Ok(runs) = try_in_rounds(rounds, series, |k, i| {
+        Ok::<T, std::convert::Infallible>(f(k, i))
+    });
+    runs
 }
 
 /// Runs `f` `repeats` times (at least once) and returns the run whose
@@ -266,18 +279,14 @@ mod tests {
         let mut order = Vec::new();
         let runs = in_rounds(2, 3, |k, i| {
             order.push((k, i));
-            Ok::<_, ()>(10 * k + i)
-        })
-        .unwrap();
+            10 * k + i
+        });
         assert_eq!(order, [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]);
         assert_eq!(runs, vec![vec![0, 10], vec![1, 11], vec![2, 12]]);
         // At least one round; the first error stops the loop.
-        assert_eq!(
-            in_rounds(0, 1, |_, _| Ok::<_, ()>(1)).unwrap(),
-            vec![vec![1]]
-        );
+        assert_eq!(in_rounds(0, 1, |_, _| 1), vec![vec![1]]);
         let mut calls = 0;
-        let e = in_rounds(3, 2, |k, _| {
+        let e = try_in_rounds(3, 2, |k, _| {
             calls += 1;
             if k == 1 { Err("stop") } else { Ok(()) }
         });
