@@ -26,6 +26,12 @@ pub struct Provenance {
     pub seconds: f64,
     /// Logical CPUs of the machine it ran on.
     pub cores: usize,
+    /// The CPU model of the machine it ran on (`machine.json`'s
+    /// `cpu_model`), so that a directory whose files came from several
+    /// machines says which ran what; empty in records written before it
+    /// was kept.
+    #[serde(default)]
+    pub cpu_model: String,
     /// The placement probe ([`crate::kernels::machine::core_probe_ns`]):
     /// the cache-line round trip between CPUs 0 and 1 just before and just
     /// after the experiment, in ns; empty if not taken (one CPU, or a
@@ -51,6 +57,7 @@ impl Provenance {
             started_utc,
             seconds,
             cores: m.cores(),
+            cpu_model: m.cpu_model.clone(),
             core_rtt_ns: Vec::new(),
         }
     }
@@ -98,7 +105,7 @@ impl Provenance {
     }
 
     /// One line for the report: commit, mode, start, duration, command,
-    /// and the placement probe if it was taken.
+    /// the machine's CPU and the placement probe where recorded.
     pub fn markdown(&self) -> String {
         let probe = match self.core_rtt_ns[..] {
             [a, b] => format!(
@@ -112,8 +119,18 @@ impl Provenance {
             ),
             _ => String::new(),
         };
+        let cpu = if self.cpu_model.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; ran on {} ({} logical CPU{})",
+                self.cpu_model,
+                self.cores,
+                if self.cores == 1 { "" } else { "s" }
+            )
+        };
         format!(
-            "commit `{}`, {} mode, started {}, {:.0} s, command `{}`{probe}",
+            "commit `{}`, {} mode, started {}, {:.0} s, command `{}`{cpu}{probe}",
             self.commit,
             self.mode,
             self.started_utc,
@@ -139,6 +156,12 @@ mod tests {
             Some(p.clone())
         );
         assert!(!p.markdown().contains("round trip"));
+        assert!(p.markdown().contains(&format!("ran on {}", m.cpu_model)));
+        // A record written before the CPU was kept still reads.
+        let old = r#"{"experiment": "x", "commit": "c", "command": "s", "mode": "quick",
+            "started_utc": "t", "seconds": 1.0, "cores": 2}"#;
+        let old: Provenance = serde_json::from_str(old).unwrap();
+        assert!(old.cpu_model.is_empty() && !old.markdown().contains("ran on"));
         // With the probe; a record without it (older runs) still reads.
         let moved = p.clone().with_probe(Some(65.0), Some(340.0));
         assert!(moved.placement_changed());
