@@ -26,7 +26,7 @@ struct Cli {
 
 #[derive(clap::Args, Debug, Clone)]
 struct Common {
-    /// Shorter budgets and fewer points (the whole `reproduce` in under ten minutes on 2 cores).
+    /// Shorter budgets and fewer points: every verdict in minutes, not hours (README: measured times).
     #[arg(long)]
     quick: bool,
     /// Output directory.
@@ -178,7 +178,7 @@ fn ensure_dir(dir: &Path) -> Result<(), String> {
 /// host moved the virtual CPUs during the run, so the points were measured
 /// on two different machines), a full run runs the experiment once more
 /// and keeps the second run whatever its probe says (its provenance says
-/// so). A `--quick` run, a smoke test held to ten minutes, keeps its only
+/// so). A `--quick` run, a smoke test kept short, keeps its only
 /// run, and its provenance and report section say the probe moved.
 fn run_one(e: &Experiment, ctx: &Ctx, out: &Path, machine: &Machine) -> Result<(), String> {
     let mut attempt = 0;

@@ -399,7 +399,8 @@ impl<R: RawMutex + Send + Sync> Cholesky<R> {
     /// The body of one worker: takes ready tasks from the queue and runs
     /// them until every block is final. Call it on each worker thread, any
     /// number of them; it returns once the factorization is done (at once
-    /// if it already was, so a value is one run).
+    /// if it already was, so a value is one run), or at its next look at
+    /// the queue after [`Cholesky::stop`].
     pub fn work(&self) {
         loop {
             let step = self.sched.with(|s| {
@@ -471,7 +472,7 @@ impl<R: RawMutex + Send + Sync> Cholesky<R> {
 
     /// Asks the workers to give up: each returns at its next look at the
     /// queue (which it takes under the lock, as ever), leaving the work
-    /// unfinished, so [`Cholesky::verify`] then fails. For a caller that bounds
+    /// unfinished (unless it was done), so [`Cholesky::verify`] then fails. For a caller that bounds
     /// a run's time: under a lock that hands itself to descheduled
     /// waiters, the rest of a run can take a scheduling quantum per
     /// acquisition.

@@ -187,7 +187,8 @@ impl<R: RawMutex + Send + Sync> Quicksort<R> {
     /// The body of one worker: takes ranges from the stack and sorts them
     /// until every element is finalized. Call it on each worker thread,
     /// any number of them; it returns once the array is sorted (at once if
-    /// it already was, so a value is one run).
+    /// it already was, so a value is one run), or at its next look at the
+    /// stack after [`Quicksort::stop`].
     pub fn work(&self) {
         let len = self.data.len();
         loop {
@@ -264,7 +265,7 @@ impl<R: RawMutex + Send + Sync> Quicksort<R> {
 
     /// Asks the workers to give up: each returns at its next look at the
     /// stack (which it takes under the lock, as ever), leaving the work
-    /// unfinished, so [`Quicksort::verify`] then fails. For a caller that bounds
+    /// unfinished (unless it was done), so [`Quicksort::verify`] then fails. For a caller that bounds
     /// a run's time: under a lock that hands itself to descheduled
     /// waiters, the rest of a run can take a scheduling quantum per
     /// acquisition.

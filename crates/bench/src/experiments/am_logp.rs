@@ -17,15 +17,18 @@
 //! virtual machine's two vCPUs can move between SMT siblings, two cores
 //! and two distant cores within one run (the ping-pong takes tens to
 //! hundreds of ns), and a ratio of two medians taken from different
-//! repeats could pair one placement with another. Rows carry the spread
+//! repeats could pair one placement with another. `rtt_vs_fastest` is,
+//! for each of LC98's five algorithms other than the Posix mutex, the
+//! median over the repeats of its `rtt_vs_pingpong` over that of the
+//! fastest of the five (by median) in the same repeat, with the median
+//! interval of these quotients; `others-equivalent` judges it. Rows carry the spread
 //! of the repeats (`lo`, `hi`, `repeats`; also as `min`, `max` for the
 //! measured metrics; for `rtt_vs_pingpong`, the spread of the paired
 //! ratios), which the verdict rules judge differences against.
 
-use crate::harness::stats;
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, names,
-    ns, ratio, rule, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure,
+    median, names, ns, ratio, rule, value,
 };
 use crate::kernels::messages::{self as am_kernels, LogP};
 use crate::output::data::Row;
@@ -92,10 +95,10 @@ const PTHREAD_WORSE: f64 = 1.25;
 /// "Nearly equivalent": the slowest of LC98's other algorithms within this
 /// factor of the fastest (Table 1: 5.4 to 5.6 us, 4%; we allow 15%).
 const EQUIVALENT: f64 = 1.15;
-/// LC98's five algorithms other than the Posix mutex.
 /// Metric: an algorithm's round trip over that of the fastest of LC98's
 /// other five (named in the row's `fastest`), paired by repeat.
 const VS_FASTEST: &str = "rtt_vs_fastest";
+/// LC98's five algorithms other than the Posix mutex.
 const OTHERS: [&str; 5] = ["tas", "ttas", "ticket", "anderson", "lock-free"];
 /// The simple locks of the overhead claim.
 const SIMPLE: [&str; 2] = ["tas", "ttas"];
@@ -175,7 +178,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let fastest = others
         .iter()
         .copied()
-        .filter_map(|i| Some((i, stats::median(&vs_pp[i])?)))
+        .filter_map(|i| Some((i, median(&vs_pp[i])?)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(i, _)| i);
     let pp = spread_of(PINGPONG, &pingpong)?;

@@ -2,12 +2,12 @@
 //! applications, Cholesky factorization and a parallel quicksort, at
 //! multiprogramming level 2.0 on the emulated scheduler, per lock.
 
+use std::time::Duration;
+
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
     bar_panels, figure, median_of, names, rule, try_in_rounds,
 };
-use std::time::Duration;
-
 use crate::kernels::preempt::{self as kernel, AppOut};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
