@@ -113,7 +113,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         let ms = |outs: &[AppOut]| -> Vec<f64> { outs.iter().map(AppOut::ms).collect() };
         let reference = sq.map(|l| ms(&runs[a * locks.len() + l]));
         for (l, lock) in locks.iter().enumerate() {
-            let mine = ms(&runs[a * locks.len() + l]);
+            let series = a * locks.len() + l;
+            let mine = ms(&runs[series]);
             let row = |metric: &str, v: f64, unit: &str| {
                 Row::new(EXPERIMENT.id, lock.name, p as u32, false, metric, v, unit)
                     .param("app", app)
@@ -122,12 +123,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     .param("workers", kernel::emu_config(p, LEVEL, 0).workers())
                     .param("quantum_ms", kernel::QUANTUM.as_millis())
             };
-            let stopped = runs[a * locks.len() + l]
-                .iter()
-                .filter(|o| o.stopped)
-                .count();
-            let (out, spread) =
-                median_of(std::mem::take(&mut runs[a * locks.len() + l]), AppOut::ms);
+            let stopped = runs[series].iter().filter(|o| o.stopped).count();
+            let (out, spread) = median_of(std::mem::take(&mut runs[series]), AppOut::ms);
             rows.push(
                 row(METRIC, out.ms(), "ms")
                     .param("acquisitions", out.acquisitions)
@@ -329,19 +326,8 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, SMARTQ_LOCKS as LOCKS, big_metal, small_vm};
     use crate::output::report::Verdict;
-
-    const LOCKS: [&str; 8] = [
-        "tas",
-        "tas-np",
-        "mcs",
-        "mcs-np",
-        "handshake",
-        "smart-q",
-        "native",
-        "native-np",
-    ];
 
     /// Rows as `run` writes them, each lock's paired ratios over
     /// `smart-q` from `rounds(lock)` (one quotient per round).

@@ -321,21 +321,12 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, SMARTQ_LOCKS, big_metal, small_vm};
     use crate::output::report::Verdict;
 
     fn rows(m: &Machine, curve: impl Fn(&str, f64) -> f64) -> Vec<Row> {
         let mut out = Vec::new();
-        for lock in [
-            "tas",
-            "tas-np",
-            "mcs",
-            "mcs-np",
-            "handshake",
-            "smart-q",
-            "native",
-            "native-np",
-        ] {
+        for lock in SMARTQ_LOCKS {
             for level in [1.0, 2.0, 4.0] {
                 let l = mpl(level);
                 let row = |metric: &str, v: f64| {

@@ -33,6 +33,19 @@ pub fn machine(cores: usize, virtualized: bool) -> Machine {
     }
 }
 
+/// SMARTQ's eight locks by registry name, for the synthetic rows of the
+/// `pq-*` experiments' tests.
+pub const SMARTQ_LOCKS: [&str; 8] = [
+    "tas",
+    "tas-np",
+    "mcs",
+    "mcs-np",
+    "handshake",
+    "smart-q",
+    "native",
+    "native-np",
+];
+
 /// The small virtual machine of the machine-neutrality tests (2 cores, KVM).
 pub fn small_vm() -> Machine {
     machine(2, true)
