@@ -54,10 +54,16 @@ enum Command {
         /// Locks to include, comma-separated registry names (see `symmetry locks`).
         #[arg(long, value_delimiter = ',')]
         locks: Option<Vec<String>>,
+        /// Record the run under OUT/machine.json as it is instead of writing a new one. `reproduce`
+        /// passes it to the process it starts for each experiment, so every result names the
+        /// `reproduce` command and its start.
+        #[arg(long, hide = true)]
+        keep_machine: bool,
         #[command(flatten)]
         common: Common,
     },
-    /// Run every experiment, then write OUT/REPORT.md and OUT/REPORT.html.
+    /// Run every experiment, each in a process of its own, then write OUT/REPORT.md and
+    /// OUT/REPORT.html.
     Reproduce {
         #[command(flatten)]
         common: Common,
@@ -216,21 +222,121 @@ fn run_one(e: &Experiment, ctx: &Ctx, out: &Path, machine: &Machine) -> Result<(
     Ok(())
 }
 
-fn run_many(list: &[&'static Experiment], ctx: &Ctx, out: &Path) -> Result<Machine, String> {
+/// Describes this machine and this run, and writes it to `out/machine.json`.
+fn new_machine(ctx: &Ctx, out: &Path) -> Result<Machine, String> {
     ensure_dir(out)?;
     let machine = Machine::detect(ctx.quick);
     machine.write_json(out)?;
+    Ok(machine)
+}
+
+fn run_many(
+    list: &[&'static Experiment],
+    ctx: &Ctx,
+    out: &Path,
+    machine: &Machine,
+) -> Result<(), String> {
+    ensure_dir(out)?;
     for (i, e) in list.iter().enumerate() {
         let t = Instant::now();
         eprintln!("[{}/{}] {} — {}", i + 1, list.len(), e.id, e.title);
-        run_one(e, ctx, out, &machine)?;
+        run_one(e, ctx, out, machine)?;
         eprintln!(
             "      done in {:.1} s -> {}",
             t.elapsed().as_secs_f64(),
             out.join(format!("{}.csv", e.id)).display()
         );
     }
-    Ok(machine)
+    Ok(())
+}
+
+/// `symmetry reproduce`: every experiment, each in a child process of its
+/// own (`symmetry run ID --keep-machine`), then the report.
+///
+/// A fresh process per experiment makes each one's conditions those of a
+/// `symmetry run ID`: no heap layout, thread pool, page cache or mapping
+/// left over from the experiments before it. Two reproductions that ran
+/// everything in one process disagreed on verdicts that fresh processes
+/// repeated (notes of #12). It also keeps one experiment's crash from
+/// ending the others: a failed experiment's old files are removed, the
+/// report lists it as not run, and the command fails naming it.
+fn reproduce(common: &Common) -> Result<(), String> {
+    let t = Instant::now();
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find this program's own path to re-run it: {e}"))?;
+    let ctx = ctx(common, None, None);
+    new_machine(&ctx, &common.out)?;
+    let mut failed = Vec::new();
+    for (i, e) in experiments::ALL.iter().enumerate() {
+        let started = Instant::now();
+        eprintln!(
+            "[{}/{}] {} — {}",
+            i + 1,
+            experiments::ALL.len(),
+            e.id,
+            e.title
+        );
+        let mut child = std::process::Command::new(&exe);
+        child
+            .args(["run", e.id, "--keep-machine", "--out"])
+            .arg(&common.out);
+        if common.quick {
+            child.arg("--quick");
+        }
+        if common.no_progress {
+            child.arg("--no-progress");
+        }
+        // The child prints its own `[1/1]` line; ours above numbers the
+        // whole reproduction.
+        match child.status() {
+            Ok(s) if s.success() => eprintln!(
+                "      {} finished in {:.1} s",
+                e.id,
+                started.elapsed().as_secs_f64()
+            ),
+            Ok(s) => {
+                eprintln!("      {} failed ({s}); going on with the others", e.id);
+                remove_results(&common.out, e.id);
+                failed.push(e.id);
+            }
+            Err(err) => {
+                return Err(format!(
+                    "cannot start {} for {}: {err}",
+                    exe.display(),
+                    e.id
+                ));
+            }
+        }
+    }
+    build_report(&common.out)?;
+    eprintln!("reproduce finished in {:.0} s", t.elapsed().as_secs_f64());
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} of {} experiments failed: {} (see their errors above; the report lists them as not run)",
+            failed.len(),
+            experiments::ALL.len(),
+            failed.join(", ")
+        ))
+    }
+}
+
+/// Removes an experiment's result files from `out`, so that a failed run
+/// does not leave an earlier run's CSV to be reported as this one's.
+fn remove_results(out: &Path, id: &str) {
+    for name in [
+        format!("{id}.csv"),
+        format!("{id}.svg"),
+        Provenance::file_name(id),
+    ] {
+        let path = out.join(name);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => eprintln!("      cannot remove {}: {e}", path.display()),
+        }
+    }
 }
 
 /// Builds the report from the files in `out` (never from memory).
@@ -367,6 +473,7 @@ fn main() -> ExitCode {
             ids,
             threads,
             locks,
+            keep_machine,
             common,
         } => {
             let mut list = Vec::new();
@@ -401,25 +508,21 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             }
-            run_many(
-                &list,
-                &ctx(&common, threads.map(|t| t.0), locks),
-                &common.out,
-            )
-            .map(|_| ())
+            let ctx = ctx(&common, threads.map(|t| t.0), locks);
+            let machine = if keep_machine {
+                Machine::read_json(&common.out)
+            } else {
+                new_machine(&ctx, &common.out)
+            };
+            machine.and_then(|m| run_many(&list, &ctx, &common.out, &m))
         }
-        Command::Reproduce { common } => {
-            let t = Instant::now();
-            let all: Vec<&Experiment> = experiments::ALL.iter().collect();
-            run_many(&all, &ctx(&common, None, None), &common.out).and_then(|_| {
-                build_report(&common.out)?;
-                eprintln!("reproduce finished in {:.0} s", t.elapsed().as_secs_f64());
-                Ok(())
-            })
-        }
+        Command::Reproduce { common } => reproduce(&common),
         Command::Calibrate { common } => {
             let e = experiments::find("calibrate").expect("calibrate is in the catalogue");
-            run_many(&[e], &ctx(&common, None, None), &common.out).and_then(|_| {
+            let ctx = ctx(&common, None, None);
+            let run =
+                new_machine(&ctx, &common.out).and_then(|m| run_many(&[e], &ctx, &common.out, &m));
+            run.and_then(|()| {
                 let rows = data::read_csv(&common.out.join("calibrate.csv"))?;
                 let cal = symmetry_bench::kernels::klmo91::calibration_from(|m| {
                     rows.iter().find(|r| r.metric == m).map(|r| r.value)
@@ -513,9 +616,11 @@ mod tests {
                 ids,
                 threads,
                 locks,
+                keep_machine,
                 common,
             } => {
                 assert_eq!(ids, vec!["spin-counter".to_string()]);
+                assert!(!keep_machine, "only reproduce's children keep machine.json");
                 assert_eq!(threads.map(|t| t.0), Some(vec![1, 2, 8]));
                 assert_eq!(locks, Some(vec!["tas".to_string(), "mcs".to_string()]));
                 assert!(common.quick);
