@@ -43,15 +43,15 @@
 //! `c_spins`.
 
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use symmetry_models::competitive;
 use symmetry_models::rng::SplitMix64;
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, rule,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, ScratchDir, Sel,
+    Spread, figure, rule,
 };
 use crate::kernels::interpose::{self, Digest, Launch, Mode, Ran};
 use crate::kernels::klmo91;
@@ -255,14 +255,6 @@ fn key(same: Same, d: &Digest) -> Option<(u64, u64, String)> {
 }
 
 /// A temporary directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The replacement locks to run: `--locks` (those replace mode accepts),
 /// else [`QUICK_LOCKS`] or every accepted algorithm.
 fn locks(ctx: &Ctx) -> Vec<String> {
@@ -279,10 +271,8 @@ fn locks(ctx: &Ctx) -> Vec<String> {
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let lib = interpose::library(None)?;
     let env = klmo91::calibration_env(&klmo91::ensure(ctx.quick));
-    let dir = std::env::temp_dir().join(format!("symmetry-interpose-apps-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let scratch = Scratch(dir);
-    let input = scratch.0.join("input.txt");
+    let scratch = ScratchDir::new("symmetry-interpose-apps")?;
+    let input = scratch.path().join("input.txt");
     let mb = input_mb(ctx);
     write_input(&input, mb)?;
     let threads = ctx.threads.clone().unwrap_or_else(|| vec![ctx.cores]);
@@ -301,7 +291,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 lib: &lib,
                 env: &env,
                 input: &input,
-                scratch: &scratch.0,
+                scratch: scratch.path(),
                 bar: &bar,
             };
             rows.extend(one.rows(&base_locks));
@@ -952,9 +942,8 @@ mod tests {
 
     #[test]
     fn the_input_is_text_of_the_asked_size() {
-        let dir = std::env::temp_dir().join(format!("symmetry-ia-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("in.txt");
+        let dir = ScratchDir::new("symmetry-ia-test").unwrap();
+        let p = dir.path().join("in.txt");
         write_input(&p, 1).unwrap();
         let b = std::fs::read(&p).unwrap();
         assert_eq!(b.len(), 1 << 20);
@@ -964,7 +953,6 @@ mod tests {
         );
         write_input(&p, 1).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b, "the same every time");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -26,7 +26,7 @@ use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, Figure};
 use crate::output::report::Table;
-use crate::peers::fanout::{GoError, go_skynet, tokio_skynet};
+use crate::peers::fanout::{GoError, GoSkynet, tokio_skynet};
 use crate::registry::threads::NAMES;
 
 /// Catalogue entry.
@@ -108,6 +108,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let bar = ctx.bar(EXPERIMENT.id, ps.len() * (ORDERS.len() * NAMES.len() + 2));
     let mut rows = Vec::new();
     let ms = |o: &ScaleOut| o.elapsed.as_secs_f64() * 1e3;
+    // Built once; its directory goes when `go` is dropped.
+    let go = GoSkynet::build();
     for &p in &ps {
         let repeats = ctx.repeats(p).min(3);
         for name in NAMES {
@@ -130,7 +132,11 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         let mut runs = Vec::new();
         let mut err = None;
         for _ in 0..repeats {
-            match go_skynet(p, leaves) {
+            match go
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|g| g.run(p, leaves))
+            {
                 Ok(o) => runs.push(o),
                 Err(e) => {
                     err = Some(e);

@@ -27,6 +27,7 @@ pub mod draw;
 pub mod fmt;
 pub mod rows;
 pub mod rule;
+pub mod scratch;
 pub mod stats;
 pub mod testing;
 
@@ -34,6 +35,7 @@ pub use draw::{bar_panels, figure, param_panel, threads_panel};
 pub use fmt::{names, ns, ratio};
 pub use rows::{Data, Sel, series_names, value};
 pub use rule::{Estimate, Finding, Outcome};
+pub use scratch::ScratchDir;
 pub use stats::{Spread, in_rounds, median, median_of, median_run, try_in_rounds};
 
 /// What an experiment is run with.

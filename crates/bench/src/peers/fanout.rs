@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::harness::ScratchDir;
 use crate::kernels::fanout::{FANOUT, Meter, ScaleOut, skynet_expected};
 
 type BoxedSum = Pin<Box<dyn Future<Output = u64> + Send>>;
@@ -81,50 +82,56 @@ pub fn go_version() -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// Builds the Go skynet once per process into the temporary directory.
-fn go_binary() -> Result<PathBuf, GoError> {
-    static BUILT: std::sync::OnceLock<Result<PathBuf, GoError>> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            go_version().ok_or(GoError::NotInstalled)?;
-            let dir =
-                std::env::temp_dir().join(format!("symmetry-go-skynet-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).map_err(|e| GoError::Failed(e.to_string()))?;
-            let src = dir.join("skynet.go");
-            std::fs::write(&src, GO_SOURCE).map_err(|e| GoError::Failed(e.to_string()))?;
-            let bin = dir.join("skynet");
-            let out = Command::new("go")
-                .arg("build")
-                .arg("-o")
-                .arg(&bin)
-                .arg(&src)
-                .current_dir(&dir)
-                // Never fetch a toolchain or modules: the program has none.
-                .env("GOTOOLCHAIN", "local")
-                .output()
-                .map_err(|e| GoError::Failed(e.to_string()))?;
-            if !out.status.success() {
-                return Err(GoError::Failed(shorten(&out.stderr)));
-            }
-            Ok(bin)
-        })
-        .clone()
+/// The Go skynet, built into a private scratch directory that is removed
+/// (binary and all) when this is dropped.
+#[derive(Debug)]
+pub struct GoSkynet {
+    bin: PathBuf,
+    _dir: ScratchDir,
 }
 
-/// skynet on goroutines with `GOMAXPROCS = procs`, as a child process;
-/// the time and memory are the Go program's own (its start-up and
-/// compile are outside them).
-pub fn go_skynet(procs: usize, leaves: u64) -> Result<ScaleOut, GoError> {
-    let bin = go_binary()?;
-    let out = Command::new(&bin)
-        .arg(leaves.to_string())
-        .env("GOMAXPROCS", procs.max(1).to_string())
-        .output()
-        .map_err(|e| GoError::Failed(e.to_string()))?;
-    if !out.status.success() {
-        return Err(GoError::Failed(shorten(&out.stderr)));
+impl GoSkynet {
+    /// Compiles the program with the `go` on `PATH`.
+    pub fn build() -> Result<GoSkynet, GoError> {
+        go_version().ok_or(GoError::NotInstalled)?;
+        let dir = ScratchDir::new("symmetry-go-skynet").map_err(GoError::Failed)?;
+        let src = dir.path().join("skynet.go");
+        std::fs::write(&src, GO_SOURCE).map_err(|e| GoError::Failed(e.to_string()))?;
+        let bin = dir.path().join("skynet");
+        let out = Command::new("go")
+            .arg("build")
+            .arg("-o")
+            .arg(&bin)
+            .arg(&src)
+            .current_dir(dir.path())
+            // Never fetch a toolchain or modules: the program has none.
+            .env("GOTOOLCHAIN", "local")
+            .output()
+            .map_err(|e| GoError::Failed(e.to_string()))?;
+        if !out.status.success() {
+            return Err(GoError::Failed(shorten(&out.stderr)));
+        }
+        Ok(GoSkynet { bin, _dir: dir })
     }
-    let line = String::from_utf8_lossy(&out.stdout).to_string();
+
+    /// skynet on goroutines with `GOMAXPROCS = procs`, as a child process;
+    /// the time and memory are the Go program's own (its start-up is
+    /// outside them).
+    pub fn run(&self, procs: usize, leaves: u64) -> Result<ScaleOut, GoError> {
+        let out = Command::new(&self.bin)
+            .arg(leaves.to_string())
+            .env("GOMAXPROCS", procs.max(1).to_string())
+            .output()
+            .map_err(|e| GoError::Failed(e.to_string()))?;
+        if !out.status.success() {
+            return Err(GoError::Failed(shorten(&out.stderr)));
+        }
+        parse_go_output(&String::from_utf8_lossy(&out.stdout), leaves)
+    }
+}
+
+/// Reads the Go program's `ns=... sum=... peak_rss_bytes=...` line.
+fn parse_go_output(line: &str, leaves: u64) -> Result<ScaleOut, GoError> {
     let field = |k: &str| {
         line.split_whitespace()
             .find_map(|kv| kv.strip_prefix(k)?.strip_prefix('='))
@@ -156,8 +163,14 @@ mod tests {
 
     #[test]
     fn go_skynet_runs_or_says_why() {
-        match go_skynet(1, 1_000) {
-            Ok(o) => assert!(o.completed, "{o:?}"),
+        match GoSkynet::build() {
+            Ok(go) => {
+                let o = go.run(1, 1_000).unwrap();
+                assert!(o.completed, "{o:?}");
+                let dir = go.bin.parent().unwrap().to_path_buf();
+                drop(go);
+                assert!(!dir.exists(), "{} was left behind", dir.display());
+            }
             Err(GoError::NotInstalled) => {}
             Err(e) => panic!("{e}"),
         }
