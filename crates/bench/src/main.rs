@@ -286,6 +286,7 @@ fn reproduce(common: &Common) -> Result<(), String> {
         if common.no_progress {
             child.arg("--no-progress");
         }
+        end_with_parent(&mut child);
         // The child prints its own `[1/1]` line; ours above numbers the
         // whole reproduction.
         match child.status() {
@@ -319,6 +320,30 @@ fn reproduce(common: &Common) -> Result<(), String> {
             experiments::ALL.len(),
             failed.join(", ")
         ))
+    }
+}
+
+/// Makes `child` receive SIGTERM when this process ends, so that killing
+/// `reproduce` (a `timeout`, a `kill` of its pid) does not leave an
+/// experiment measuring and writing files on its own.
+fn end_with_parent(child: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getpid is async-signal-safe; it runs here, before the fork.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec, where
+    // only async-signal-safe calls are allowed: prctl, getppid and _exit
+    // are, and it touches no lock or allocation.
+    unsafe {
+        child.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have ended before the prctl took effect.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
     }
 }
 
