@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
+use crossbeam_utils::CachePadded;
 use lock_api::{Mutex, RawMutex};
 
 /// Local, cache-resident work: a dependent multiply-add chain of `iters`
@@ -139,6 +140,14 @@ pub fn run_threads<T: Send>(
 
 /// Stops a run after `budget`, from a watchdog thread that sleeps (so it
 /// takes no CPU from the measured threads).
+///
+/// Aligned to, and padded to, 128 bytes (two x86 lines, which the adjacent
+/// line prefetcher fetches together): every measured thread reads `stop`
+/// on each iteration, so it must not share a line with the lock or data
+/// they contend for. Placed on the stack next to them, whether it did
+/// depended on the stack's offset, which moves with the command line and
+/// environment, and timings moved between processes with it.
+#[repr(align(128))]
 struct Watchdog {
     stop: AtomicBool,
     done: AtomicUsize,
@@ -222,10 +231,11 @@ fn cs_work(s: &mut Shared, iters: u64) {
 
 /// The contended counter: see [`CounterCfg`].
 pub fn counter<R: RawMutex + Send + Sync>(cfg: &CounterCfg) -> CounterOut {
-    let mutex: Mutex<R, Shared> = Mutex::new(Shared {
+    // On lines of its own (see `Watchdog`).
+    let mutex: CachePadded<Mutex<R, Shared>> = CachePadded::new(Mutex::new(Shared {
         counter: 0,
         cells: [0; 8],
-    });
+    }));
     let dog = Watchdog::new();
     let (elapsed, per_thread) = std::thread::scope(|s| {
         s.spawn(|| dog.watch(cfg.threads, cfg.budget));
@@ -252,7 +262,7 @@ pub fn counter<R: RawMutex + Send + Sync>(cfg: &CounterCfg) -> CounterOut {
         out
     });
     let ops: u64 = per_thread.iter().sum();
-    let counted = mutex.into_inner().counter;
+    let counted = CachePadded::into_inner(mutex).into_inner().counter;
     assert_eq!(
         ops, counted,
         "mutual exclusion violated: {ops} acquisitions, counter {counted}"
@@ -268,7 +278,8 @@ pub fn counter<R: RawMutex + Send + Sync>(cfg: &CounterCfg) -> CounterOut {
 /// unlocks `iters` times through `lock_api::Mutex`. Returns ns per
 /// lock/unlock pair.
 pub fn uncontended<R: RawMutex>(iters: u64) -> f64 {
-    let mutex: Mutex<R, u64> = Mutex::new(0);
+    // At a fixed alignment, whatever the stack's offset.
+    let mutex: CachePadded<Mutex<R, u64>> = CachePadded::new(Mutex::new(0));
     let m = black_box(&mutex);
     let t = Instant::now();
     for _ in 0..iters {
@@ -289,10 +300,10 @@ pub fn uncontended_bare_atomic(iters: u64) -> f64 {
     }
     // SAFETY: `value` is only touched between a successful swap and the store.
     unsafe impl Sync for Bare {}
-    let bare = Bare {
+    let bare = CachePadded::new(Bare {
         flag: AtomicU8::new(0),
         value: UnsafeCell::new(0),
-    };
+    });
     let b = black_box(&bare);
     let t = Instant::now();
     for _ in 0..iters {
@@ -319,10 +330,12 @@ pub fn barrier<R: RawMutex + Send + Sync>(
     episodes: u64,
     budget: Duration,
 ) -> (u64, Duration) {
-    let mutex: Mutex<R, u64> = Mutex::new(0);
-    let arrived = AtomicU64::new(0);
+    // Each on lines of its own, so that which of them share a line does
+    // not depend on the stack's offset (see `Watchdog`).
+    let mutex: CachePadded<Mutex<R, u64>> = CachePadded::new(Mutex::new(0));
+    let arrived = CachePadded::new(AtomicU64::new(0));
     // Episode after which everyone stops (moved earlier by the watchdog).
-    let last = AtomicU64::new(episodes);
+    let last = CachePadded::new(AtomicU64::new(episodes));
     let t0 = Instant::now();
     let (elapsed, done) = run_threads(threads, |i| {
         let mut e = 0u64;
@@ -356,8 +369,9 @@ pub fn barrier<R: RawMutex + Send + Sync>(
 /// PRESTO Fig 2 kernel: `threads` threads increment an integer `target`
 /// times in total through `inc`, doing `post_iters` of local work after each
 /// increment. `inc` is generic, so it inlines: a `dyn` cost is measured only
-/// where the integer type itself makes a virtual call. Returns
-/// (increments, wall time).
+/// where the integer type itself makes a virtual call. Callers keep the
+/// integer in a `CachePadded`, so that nothing else on the stack shares
+/// its lines (see `Watchdog`). Returns (increments, wall time).
 pub fn increments<F: Fn() -> i64 + Sync>(
     threads: usize,
     target: u64,

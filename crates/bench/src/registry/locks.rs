@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use crossbeam_utils::CachePadded;
 use symmetry_locks::registry::LockKind;
 use symmetry_locks::{AtomicInt, AtomicIntDyn};
 
@@ -47,7 +48,8 @@ fn atomic_int<R: lock_api::RawMutex + Send + Sync>(
     post: u64,
     budget: Duration,
 ) -> (u64, Duration) {
-    let n = AtomicInt::<R>::with_lock(R::INIT, 0);
+    // On lines of its own at a fixed alignment (see `kernels::increments`).
+    let n = CachePadded::new(AtomicInt::<R>::with_lock(R::INIT, 0));
     kernels::increments(threads, target, post, budget, &|| n.fetch_add(1))
 }
 
@@ -56,7 +58,10 @@ where
     R: lock_api::RawMutex + Send + Sync + 'static,
     R::Guard: symmetry_locks::GuardWord,
 {
-    let n = AtomicIntDyn::new(std::hint::black_box(Box::new(R::INIT)), 0);
+    let n = CachePadded::new(AtomicIntDyn::new(
+        std::hint::black_box(Box::new(R::INIT)),
+        0,
+    ));
     kernels::increments(threads, target, post, budget, &|| n.fetch_add(1))
 }
 
