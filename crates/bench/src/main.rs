@@ -267,7 +267,7 @@ fn reproduce(common: &Common) -> Result<(), String> {
     let ctx = ctx(common, None, None);
     new_machine(&ctx, &common.out)?;
     let mut failed = Vec::new();
-    for (i, e) in experiments::ALL.iter().enumerate() {
+    for (i, e) in experiments::run_order().into_iter().enumerate() {
         let started = Instant::now();
         eprintln!(
             "[{}/{}] {} — {}",
