@@ -222,6 +222,22 @@ fn run_one(e: &Experiment, ctx: &Ctx, out: &Path, machine: &Machine) -> Result<(
     Ok(())
 }
 
+/// `--keep-machine`: the kept description must name this build and mode,
+/// or the results would be recorded under another commit or mode.
+fn kept_machine_matches(m: Machine, ctx: &Ctx) -> Result<Machine, String> {
+    let own = Machine::detect(ctx.quick);
+    if m.git_commit != own.git_commit || m.quick != own.quick {
+        return Err(format!(
+            "--keep-machine: machine.json records commit {} ({} mode), but this is commit {} ({} mode)",
+            m.git_commit,
+            if m.quick { "quick" } else { "full" },
+            own.git_commit,
+            if own.quick { "quick" } else { "full" }
+        ));
+    }
+    Ok(m)
+}
+
 /// Describes this machine and this run, and writes it to `out/machine.json`.
 fn new_machine(ctx: &Ctx, out: &Path) -> Result<Machine, String> {
     ensure_dir(out)?;
@@ -267,6 +283,9 @@ fn reproduce(common: &Common) -> Result<(), String> {
     let ctx = ctx(common, None, None);
     new_machine(&ctx, &common.out)?;
     let mut failed = Vec::new();
+    // The spin-then-block constants `cs-calibrate` measured, for the
+    // experiments after it (in one process they were shared in memory).
+    let mut calibration: Vec<(String, String)> = Vec::new();
     for (i, e) in experiments::run_order().into_iter().enumerate() {
         let started = Instant::now();
         eprintln!(
@@ -286,15 +305,26 @@ fn reproduce(common: &Common) -> Result<(), String> {
         if common.no_progress {
             child.arg("--no-progress");
         }
+        child.envs(calibration.iter().map(|(k, v)| (k, v)));
         end_with_parent(&mut child);
         // The child prints its own `[1/1]` line; ours above numbers the
         // whole reproduction.
         match child.status() {
-            Ok(s) if s.success() => eprintln!(
-                "      {} finished in {:.1} s",
-                e.id,
-                started.elapsed().as_secs_f64()
-            ),
+            Ok(s) if s.success() => {
+                eprintln!(
+                    "      {} finished in {:.1} s",
+                    e.id,
+                    started.elapsed().as_secs_f64()
+                );
+                if e.id == experiments::cs_calibrate::EXPERIMENT.id {
+                    match calibration_of(&common.out) {
+                        Ok(env) => calibration = env,
+                        Err(err) => eprintln!(
+                            "      {err}; the experiments after it measure their own constants"
+                        ),
+                    }
+                }
+            }
             Ok(s) => {
                 eprintln!("      {} failed ({s}); going on with the others", e.id);
                 remove_results(&common.out, e.id);
@@ -323,9 +353,21 @@ fn reproduce(common: &Common) -> Result<(), String> {
     }
 }
 
+/// The environment that installs the calibration `cs-calibrate` wrote to
+/// `out` (`SYMMETRY_NS_PER_SPIN`, `SYMMETRY_C_OS`, `SYMMETRY_C_USER`).
+fn calibration_of(out: &Path) -> Result<Vec<(String, String)>, String> {
+    let csv = out.join(format!("{}.csv", experiments::cs_calibrate::EXPERIMENT.id));
+    let rows = data::read_csv(&csv)?;
+    let cal = experiments::cs_calibrate::installed_calibration(&rows)
+        .ok_or_else(|| format!("{}: no installed calibration in it", csv.display()))?;
+    Ok(symmetry_bench::kernels::klmo91::calibration_env(&cal))
+}
+
 /// Makes `child` receive SIGTERM when this process ends, so that killing
 /// `reproduce` (a `timeout`, a `kill` of its pid) does not leave an
-/// experiment measuring and writing files on its own.
+/// experiment measuring and writing its CSV on its own. (A child ended
+/// so runs no destructors: a scratch directory or a program it started
+/// may be left behind, as after any SIGTERM.)
 fn end_with_parent(child: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: getpid is async-signal-safe; it runs here, before the fork.
@@ -335,7 +377,7 @@ fn end_with_parent(child: &mut std::process::Command) {
     // are, and it touches no lock or allocation.
     unsafe {
         child.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             // The parent may have ended before the prctl took effect.
@@ -350,11 +392,23 @@ fn end_with_parent(child: &mut std::process::Command) {
 /// Removes an experiment's result files from `out`, so that a failed run
 /// does not leave an earlier run's CSV to be reported as this one's.
 fn remove_results(out: &Path, id: &str) {
-    for name in [
+    // Besides the CSV, its plot and provenance, the recorded lock profiles
+    // some experiments write beside them (`ID-NAME.profile.csv`).
+    let profiles = std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .filter(|name| name.starts_with(&format!("{id}-")) && name.ends_with(".profile.csv"));
+    let names: Vec<String> = [
         format!("{id}.csv"),
         format!("{id}.svg"),
         Provenance::file_name(id),
-    ] {
+    ]
+    .into_iter()
+    .chain(profiles)
+    .collect();
+    for name in names {
         let path = out.join(name);
         match std::fs::remove_file(&path) {
             Ok(()) => {}
@@ -535,7 +589,7 @@ fn main() -> ExitCode {
             }
             let ctx = ctx(&common, threads.map(|t| t.0), locks);
             let machine = if keep_machine {
-                Machine::read_json(&common.out)
+                Machine::read_json(&common.out).and_then(|m| kept_machine_matches(m, &ctx))
             } else {
                 new_machine(&ctx, &common.out)
             };

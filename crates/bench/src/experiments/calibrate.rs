@@ -211,7 +211,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         findings: vec![measured_finding(rows), cheaper],
         measured: measured.join(" "),
         notes: "Every constant is the median of its repeats; the table gives the range they spanned. The \
-                spin-then-block experiments (`cs-calibrate` and after) install C from these measurements."
+                spin-then-block experiments use C measured the same way: `cs-calibrate`'s, under `reproduce`."
             .into(),
         table: Some(table),
     }

@@ -4,8 +4,10 @@
 //! The numbers come from [`crate::kernels::machine::measure`] (one code
 //! path for `symmetry calibrate`, `calibrate` and this experiment); they
 //! are installed by [`klmo91::measure_and_install`] so the experiments that
-//! follow in the same process (`cs-analytic`, `cs-elapsed`, `peer-locks`)
-//! run their spin-then-block locks with the measured C.
+//! follow (`cs-analytic`, `cs-elapsed`, `interpose-apps`, `peer-locks`)
+//! run their spin-then-block locks with the measured C: in the same
+//! process, or, under `reproduce`, which runs each experiment in a process
+//! of its own, through the environment ([`installed_calibration`]).
 //!
 //! Rows: series `os` (threads 2: a pair of cores) and `user` (threads =
 //! the runtime's processors, 1 and 2), metrics `c_spins`,
@@ -24,6 +26,7 @@ use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
 use crate::output::report::Table;
+use symmetry_locks::spin_then_block::calibration::Calibration;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -119,6 +122,24 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     );
     bar.finish_and_clear();
     Ok(rows)
+}
+
+/// The calibration this experiment installed, read back from its rows:
+/// the spin length and the two C values in force (`c_installed`). `None`
+/// if the rows lack them. `reproduce` passes it to the experiments after
+/// this one with [`klmo91::calibration_env`].
+pub fn installed_calibration(rows: &[Row]) -> Option<Calibration> {
+    let os = rows
+        .iter()
+        .find(|r| r.series == "os" && r.metric == "ns_per_spin")?;
+    let user = rows.iter().find(|r| r.series == "user")?;
+    let c = |r: &Row| r.get_param("c_installed")?.parse::<u32>().ok();
+    Some(Calibration {
+        ns_per_spin: os.value,
+        c_spins_os: c(os)?,
+        c_spins_user: c(user)?,
+    })
+    .filter(|cal| cal.ns_per_spin.is_finite() && cal.ns_per_spin > 0.0)
 }
 
 fn label(r: &Row) -> String {
@@ -336,6 +357,23 @@ mod tests {
             }
         }
         out
+    }
+
+    /// What `reproduce` hands to the experiments after this one: the spin
+    /// length and the C values in force, read back from the CSV rows.
+    #[test]
+    fn installed_calibration_reads_back() {
+        let m = small_vm();
+        let mut rs = rows(&m, 342.0, 31.0);
+        for r in &mut rs {
+            let c = if r.series == "os" { "342" } else { "31" };
+            r.params.push(("c_installed".into(), c.into()));
+        }
+        let cal = installed_calibration(&rs).unwrap();
+        assert_eq!((cal.c_spins_os, cal.c_spins_user), (342, 31));
+        assert!((cal.ns_per_spin - 20.0).abs() < 1e-9);
+        assert!(installed_calibration(&rows(&m, 342.0, 31.0)).is_none());
+        assert!(installed_calibration(&[]).is_none());
     }
 
     #[test]

@@ -81,9 +81,11 @@ static IN_FORCE: Mutex<Option<Calibration>> = Mutex::new(None);
 
 /// The calibration in force, measured and installed on first use.
 /// `cs-calibrate` measures ([`measure_and_install`]); the experiments after
-/// it in the same process reuse its values. Run alone, they measure here
-/// (about a second), unless the environment sets `SYMMETRY_C_OS`, which
-/// then wins, as it does for any program using the locks.
+/// it in the same process reuse its values, and `reproduce`, which runs
+/// each experiment in a process of its own, passes them on through the
+/// environment. Run alone, they measure here (about a second), unless the
+/// environment sets `SYMMETRY_C_OS`, which then wins, as it does for any
+/// program using the locks.
 pub fn ensure(quick: bool) -> Calibration {
     let mut in_force = IN_FORCE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(cal) = *in_force {
