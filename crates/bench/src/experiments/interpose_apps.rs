@@ -254,7 +254,6 @@ fn key(same: Same, d: &Digest) -> Option<(u64, u64, String)> {
     }
 }
 
-/// A temporary directory removed on drop.
 /// The replacement locks to run: `--locks` (those replace mode accepts),
 /// else [`QUICK_LOCKS`] or every accepted algorithm.
 fn locks(ctx: &Ctx) -> Vec<String> {

@@ -10,7 +10,8 @@
 //! - `tokio`: every node a `tokio::spawn`ed task awaiting its children's
 //!   join handles, P workers;
 //! - `go`: goroutines and channels, `GOMAXPROCS` = P, a small Go program
-//!   compiled from the repository on first use; where no `go` toolchain is
+//!   compiled from the repository once per run into a private scratch
+//!   directory that is removed afterwards; where no `go` toolchain is
 //!   installed its row says so (`status`) and nothing is measured.
 //!
 //! Metrics: `ms` (median of the repeats, with their spread), `completed`

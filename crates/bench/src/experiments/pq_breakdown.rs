@@ -183,12 +183,12 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-/// A share with the range of its runs, widened to [`NOISE_FLOOR`]: a
-/// share of under a percent (no contention left to reduce) moves by
-/// tens of percent of itself between runs, and judging it as exact made
-/// `multiprogramming-reduces-contention` reverse between back-to-back
-/// runs (0.7% -> 0.4% in one, 0.7% -> 1.8% in the next). Rows written
-/// before the ranges were recorded are taken as exact.
+/// A share with the range of its runs (widened to at least
+/// [`NOISE_FLOOR`]). Judged as exact numbers, shares of a percent or two
+/// made `multiprogramming-reduces-contention` reverse between
+/// back-to-back runs (0.7% -> 0.4% in one, 0.7% -> 1.8% in the next);
+/// the range of the runs is what shows how far a share moves. Rows
+/// written before the ranges were recorded are taken as exact.
 fn share(d: &Data<'_>, s: &str, ratio: f64, level: &str) -> Option<Estimate> {
     let r = ratio.to_string();
     let m = share_metric(s);
@@ -211,11 +211,11 @@ fn acquire_dominates(d: &Data<'_>) -> Finding {
         return Finding::missing("the shares at the smallest ratio and level 1.0");
     };
     let mut outcomes = Vec::new();
-    let mut evidence = vec![format!("acquire {:.1}%", acq.value)];
+    let mut evidence = vec![format!("acquire {}", pct(acq))];
     for s in ["work", "cs", "release"] {
         if let Some(x) = share(d, s, ratio, "1.00") {
             outcomes.push(rule::greater(acq, x));
-            evidence.push(format!("{s} {:.1}%", x.value));
+            evidence.push(format!("{s} {}", pct(x)));
         }
     }
     Finding::new(
@@ -260,7 +260,7 @@ fn preempted(d: &Data<'_>) -> Finding {
                 rule::at_least(x, 40.0),
                 rule::at_most(x, 60.0),
             ]));
-            evidence.push(format!("ratio {ratio}: {:.1}%", x.value));
+            evidence.push(format!("ratio {ratio}: {}", pct(x)));
         }
     }
     if outcomes.is_empty() {
@@ -333,8 +333,8 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         measured,
         notes: "SMARTQ's table comes from 31 processors, where at the smallest ratio the processes ask for 1.75 \
                 times what the lock can serve; fewer processors reach that demand only with a shorter non-critical \
-                section, and one processor cannot reach it at all. Shares are single \
-                measurements of the median run (no repeat spread), judged as exact values."
+                section, and one processor cannot reach it at all. Shares are those of the median run; the rules judge \
+                each with the range of its runs."
             .to_string(),
         table: Some(table),
     }

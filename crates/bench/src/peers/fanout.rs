@@ -162,7 +162,7 @@ mod tests {
     }
 
     #[test]
-    fn go_skynet_runs_or_says_why() {
+    fn go_skynet_runs_and_cleans_up_or_says_why() {
         match GoSkynet::build() {
             Ok(go) => {
                 let o = go.run(1, 1_000).unwrap();
