@@ -225,14 +225,14 @@ fn run_one(e: &Experiment, ctx: &Ctx, out: &Path, machine: &Machine) -> Result<(
 /// `--keep-machine`: the kept description must name this build and mode,
 /// or the results would be recorded under another commit or mode.
 fn kept_machine_matches(m: Machine, ctx: &Ctx) -> Result<Machine, String> {
-    let own = Machine::detect(ctx.quick);
-    if m.git_commit != own.git_commit || m.quick != own.quick {
+    let commit = option_env!("SYMMETRY_GIT").unwrap_or("unknown");
+    let mode = |quick: bool| if quick { "quick" } else { "full" };
+    if m.git_commit != commit || m.quick != ctx.quick {
         return Err(format!(
-            "--keep-machine: machine.json records commit {} ({} mode), but this is commit {} ({} mode)",
+            "--keep-machine: machine.json records commit {} ({} mode), but this is commit {commit} ({} mode)",
             m.git_commit,
-            if m.quick { "quick" } else { "full" },
-            own.git_commit,
-            if own.quick { "quick" } else { "full" }
+            mode(m.quick),
+            mode(ctx.quick)
         ));
     }
     Ok(m)
@@ -394,12 +394,13 @@ fn end_with_parent(child: &mut std::process::Command) {
 fn remove_results(out: &Path, id: &str) {
     // Besides the CSV, its plot and provenance, the recorded lock profiles
     // some experiments write beside them (`ID-NAME.profile.csv`).
+    let prefix = format!("{id}-");
     let profiles = std::fs::read_dir(out)
         .into_iter()
         .flatten()
         .filter_map(Result::ok)
         .filter_map(|entry| entry.file_name().into_string().ok())
-        .filter(|name| name.starts_with(&format!("{id}-")) && name.ends_with(".profile.csv"));
+        .filter(|name| name.starts_with(&prefix) && name.ends_with(".profile.csv"));
     let names: Vec<String> = [
         format!("{id}.csv"),
         format!("{id}.svg"),

@@ -79,11 +79,10 @@ pub const ALL: &[Experiment] = &[
 ///
 /// After them, the kernel's memory is left in another state (free lists
 /// reordered, pages being reclaimed), and a process started next gets its
-/// memory laid out differently. Nanosecond measurements taken then moved
-/// by 15-25% from one process to the next: `presto-atomic-int`'s `dyn` over
-/// generic ratio was 0.90 and 1.11 in two runs started right after
-/// `tm-null-threads` and `tm-million`, and 1.10-1.12 in six started
-/// without them. Run last, they disturb no other experiment.
+/// memory laid out differently: `presto-atomic-int`'s `dyn` over generic
+/// ratio, steady across fresh processes, moved by tens of percent in runs
+/// started right after `tm-null-threads` and `tm-million` (the runs are in
+/// the notes of issue #12). Run last, they disturb no other experiment.
 pub const RUN_LAST: &[&str] = &[
     "tm-null-threads",
     "tm-user-work",

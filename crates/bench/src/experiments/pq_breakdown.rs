@@ -16,6 +16,7 @@ use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
 use crate::output::report::Table;
+use crate::registry::preempt::seeded_runs;
 use symmetry_locks::sched::emulated::Config;
 
 /// Catalogue entry.
@@ -72,7 +73,7 @@ const PAPER_PROCESSORS: f64 = 31.0;
 const SHARES: [&str; 5] = ["work", "acquire", "cs", "release", "preempted"];
 const TIME: &str = "us_per_processor_iteration";
 /// Runs (seeds) per point; the table shows the median run.
-const RUNS: u64 = 3;
+const RUNS: usize = 3;
 
 fn share_metric(s: &str) -> String {
     format!("{s}_pct")
@@ -97,11 +98,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         for &level in &levels {
             bar.set_message(format!("ratio {ratio} at {level:.2}"));
             let cfg = kernel::loop_cfg(p, ncs, budget, true);
-            let runs = (1..=RUNS)
-                .map(|seed| {
-                    kernel::emulated::<TasNp<Emulated>>(&cfg, &kernel::emu_config(p, level, seed))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            let runs = seeded_runs(RUNS, |seed| {
+                kernel::emulated::<TasNp<Emulated>>(&cfg, &kernel::emu_config(p, level, seed))
+            })?;
             // Each share's range over the runs; the row's value is the
             // median run's share, as the table's other columns are.
             let ranges: Vec<Spread> = (0..SHARES.len())

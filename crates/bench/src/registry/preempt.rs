@@ -126,15 +126,21 @@ pub const STOCK: &[StockLock] = &[
     },
 ];
 
-/// `repeats` runs of `f` (seeded 1, 2, ...): the median run by
-/// `us_per_iteration`, with the spread of that metric.
+/// `repeats` runs of `f`, seeded 1, 2, ... (at least one).
+pub fn seeded_runs(
+    repeats: usize,
+    f: impl FnMut(u64) -> Result<LoopOut, String>,
+) -> Result<Vec<LoopOut>, String> {
+    (1..=repeats.max(1) as u64).map(f).collect()
+}
+
+/// [`seeded_runs`]' median run by `us_per_iteration`, with the spread of
+/// that metric.
 pub fn median_point(
     repeats: usize,
-    mut f: impl FnMut(u64) -> Result<LoopOut, String>,
+    f: impl FnMut(u64) -> Result<LoopOut, String>,
 ) -> Result<(LoopOut, crate::harness::Spread), String> {
-    let runs = (1..=repeats.max(1) as u64)
-        .map(&mut f)
-        .collect::<Result<Vec<_>, _>>()?;
+    let runs = seeded_runs(repeats, f)?;
     Ok(crate::harness::median_of(runs, LoopOut::us_per_iteration))
 }
 
