@@ -33,7 +33,7 @@ pub mod testing;
 
 pub use draw::{bar_panels, figure, param_panel, threads_panel};
 pub use fmt::{names, ns, ratio};
-pub use rows::{Data, Sel, series_names, value};
+pub use rows::{Data, OWN_MIN, Sel, series_names, value};
 pub use rule::{Estimate, Finding, Outcome};
 pub use scratch::ScratchDir;
 pub use stats::{Spread, in_rounds, median, median_of, median_run, try_in_rounds};
