@@ -36,8 +36,8 @@
 //! with 18 ready queues (ALL89's count) on the same P processors, which
 //! makes the search cost of Fig. 4's spike (and `tm-queue-search`'s
 //! E(r, q)) visible with few processors. Per point the runtime's counters
-//! give `queues_examined_per_dequeue`. Every point is the median of 5 runs
-//! (9 without `--quick`) by latency and records the spread of its repeats
+//! give `queues_examined_per_dequeue`. Every point is the median of 9 runs
+//! (15 without `--quick`) by latency and records the spread of its repeats
 //! (`lo`, `hi`, `repeats`; of latency, or of queues examined per dequeue).
 //! The runs of one r are taken in rounds (every strategy once per round),
 //! and `vs_local_freelist` is a strategy's latency over `local-freelist`'s
@@ -276,7 +276,10 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let rs: Vec<usize> = (1..=4 * p).collect();
     let names: Vec<&str> = NAMES.iter().copied().chain([Q18]).collect();
     let total: u64 = if ctx.quick { 150_000 } else { 1_000_000 };
-    let repeats = if ctx.quick { 5 } else { 9 };
+    // Nine rounds at least, so the paired quotients' median interval
+    // leaves out the outermost round on each side (with five it spanned
+    // them all: 0.25 to 4.14 at r = 1 in one quick run).
+    let repeats = if ctx.quick { 9 } else { 15 };
     let budget = ctx.budget(1_000, 10_000);
     let bar = ctx.bar(EXPERIMENT.id, names.len() * rs.len());
     let reference = names.iter().position(|n| *n == REFERENCE);
