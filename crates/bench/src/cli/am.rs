@@ -392,12 +392,10 @@ pub fn symmetry_exe() -> Option<PathBuf> {
     std::env::current_exe().ok()
 }
 
-/// A fresh private directory for the ranks' result files.
-fn scratch_dir() -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join(format!("symmetry-am-{}", Job::new_name()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| format!("cannot create result directory {}: {e}", dir.display()))?;
-    Ok(dir)
+/// A fresh private directory for the ranks' result files (mode 0700, a
+/// name no other user can predict or create first), removed when dropped.
+fn scratch_dir() -> Result<crate::harness::ScratchDir, String> {
+    crate::harness::ScratchDir::new("symmetry-am")
 }
 
 /// Runs `app` with `algo` as a job of `n` processes of `exe` (a
@@ -412,14 +410,15 @@ pub fn spawn_app(
     size: Size,
     quiet: bool,
 ) -> Result<Vec<AppOut>, String> {
-    let dir = scratch_dir()?;
+    let scratch = scratch_dir()?;
+    let dir = scratch.path();
     let mut args: Vec<OsString> = ["am", "rank", app.name(), "--algo", algo, "--size"]
         .iter()
         .map(OsString::from)
         .collect();
     args.push(size_name(size).into());
     args.push("--result-dir".into());
-    args.push(dir.clone().into_os_string());
+    args.push(dir.as_os_str().to_owned());
     if quiet {
         args.push("--quiet".into());
     }
@@ -444,9 +443,9 @@ pub fn spawn_app(
                     }
                 ));
             }
-            collect(&dir, n, &what)
+            collect(dir, n, &what)
         });
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(scratch);
     result
 }
 
@@ -488,7 +487,8 @@ pub fn spawn_app_mpi(
     hosts: u32,
     timeout: Duration,
 ) -> Result<Vec<AppOut>, String> {
-    let dir = scratch_dir()?;
+    let scratch = scratch_dir()?;
+    let dir = scratch.path();
     let what = format!(
         "{} with {algo} on {} under mpiexec ({transport}, {hosts} host{})",
         app.name(),
@@ -509,7 +509,7 @@ pub fn spawn_app_mpi(
             size_name(size),
         ])
         .arg("--result-dir")
-        .arg(&dir)
+        .arg(dir)
         .arg("--quiet")
         .env("SYMMETRY_AM_TRANSPORT", transport)
         .env("SYMMETRY_AM_HOSTS", hosts.to_string())
@@ -529,7 +529,7 @@ pub fn spawn_app_mpi(
         }
         for (r, slot) in (0..n).zip(pids.iter_mut()) {
             if slot.is_none() {
-                *slot = std::fs::read_to_string(pid_file(&dir, r))
+                *slot = std::fs::read_to_string(pid_file(dir, r))
                     .ok()
                     .and_then(|t| t.trim().parse().ok());
             }
@@ -543,7 +543,7 @@ pub fn spawn_app_mpi(
     let result = run_bounded(cmd, timeout, &mut watch)
         .map_err(|e| {
             let mut named = first_gone.clone();
-            for x in ranks_in_message(&dir, n, &e) {
+            for x in ranks_in_message(dir, n, &e) {
                 if !named.contains(&x) {
                     named.push(x);
                 }
@@ -562,8 +562,8 @@ pub fn spawn_app_mpi(
                 ),
             }
         })
-        .and_then(|()| collect(&dir, n, &what));
-    let _ = std::fs::remove_dir_all(&dir);
+        .and_then(|()| collect(dir, n, &what));
+    drop(scratch);
     result
 }
 

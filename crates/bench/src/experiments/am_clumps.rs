@@ -130,10 +130,9 @@ fn median(v: &serde_json::Value, key: &str) -> Option<f64> {
 /// Runs one `am clumps` job: `n` ranks, `transport`, `hosts` emulated
 /// hosts; its pairs in order.
 fn job(exe: &Path, n: u32, transport: &str, hosts: u32, quick: bool) -> Result<Vec<Pair>, String> {
-    let dir =
-        std::env::temp_dir().join(format!("symmetry-clumps-{}", symmetry_am::Job::new_name()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let out = dir.join("pairs.jsonl");
+    // Rank 0's result file, in a fresh private directory removed on return.
+    let dir = crate::harness::ScratchDir::new("symmetry-clumps")?;
+    let out = dir.path().join("pairs.jsonl");
     let (rounds, blocks, burst, bulk) = if quick {
         ("2000", "5", "20000", "400")
     } else {
@@ -152,7 +151,7 @@ fn job(exe: &Path, n: u32, transport: &str, hosts: u32, quick: bool) -> Result<V
         .stderr(std::process::Stdio::piped());
     let ran = crate::cli::am::run_bounded(cmd, Duration::from_secs(600), &mut || {});
     let text = std::fs::read_to_string(&out).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     ran.map_err(|e| format!("{transport} job failed: {e}"))?;
     text.lines()
         .map(|l| {

@@ -6,13 +6,11 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use crossbeam_utils::CachePadded;
-
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
     figure, in_rounds, median_of, ns, ratio, rule, threads_panel,
 };
-use crate::kernels::locks::{increments, work_iters_for_ns};
+use crate::kernels::locks::{Object, increments, work_iters_for_ns};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
@@ -138,8 +136,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             let mut runs = in_rounds(ctx.repeats(t), series.len(), |_, i| {
                 let run = if i == 0 {
                     bar.set_message(format!("fetch_add x{t}"));
-                    // A fresh integer per run, on lines of its own.
-                    let hw = CachePadded::new(AtomicI64::new(0));
+                    // A fresh integer per run, at the place the locked
+                    // integers get (see `kernels::locks::Placed`).
+                    let hw = Object::new(AtomicI64::new(0));
                     increments(t, TARGET, post, budget, &|| {
                         hw.fetch_add(1, Ordering::Relaxed)
                     })

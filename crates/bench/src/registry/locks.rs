@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use crossbeam_utils::CachePadded;
 use symmetry_locks::registry::LockKind;
 use symmetry_locks::{AtomicInt, AtomicIntDyn};
 
@@ -48,8 +47,8 @@ fn atomic_int<R: lock_api::RawMutex + Send + Sync>(
     post: u64,
     budget: Duration,
 ) -> (u64, Duration) {
-    // On lines of its own at a fixed alignment (see `kernels::increments`).
-    let n = CachePadded::new(AtomicInt::<R>::with_lock(R::INIT, 0));
+    // At a fixed place in a page of its own (see `kernels::locks::Placed`).
+    let n = kernels::Object::new(AtomicInt::<R>::with_lock(R::INIT, 0));
     kernels::increments(threads, target, post, budget, &|| n.fetch_add(1))
 }
 
@@ -58,7 +57,7 @@ where
     R: lock_api::RawMutex + Send + Sync + 'static,
     R::Guard: symmetry_locks::GuardWord,
 {
-    let n = CachePadded::new(AtomicIntDyn::new(
+    let n = kernels::Object::new(AtomicIntDyn::new(
         std::hint::black_box(Box::new(R::INIT)),
         0,
     ));
