@@ -139,6 +139,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     // A fresh integer per run, at the place the locked
                     // integers get (see `kernels::locks::Placed`).
                     let hw = Object::new(AtomicI64::new(0));
+                    let hw = &**hw;
                     increments(t, TARGET, post, budget, &|| {
                         hw.fetch_add(1, Ordering::Relaxed)
                     })

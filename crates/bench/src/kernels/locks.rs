@@ -161,6 +161,8 @@ pub struct Placed<T, const OFFSET: usize> {
 impl<T, const OFFSET: usize> Placed<T, OFFSET> {
     /// `value`, placed.
     pub fn new(value: T) -> Box<Self> {
+        // The field lands at OFFSET only if T's alignment divides it.
+        const { assert!(OFFSET.is_multiple_of(std::mem::align_of::<T>())) };
         Box::new(Placed {
             _pad: [0; OFFSET],
             inner: value,
@@ -292,11 +294,14 @@ fn cs_work(s: &mut Shared, iters: u64) {
 /// The contended counter: see [`CounterCfg`].
 pub fn counter<R: RawMutex + Send + Sync>(cfg: &CounterCfg) -> CounterOut {
     // At a fixed place in a page of its own, as the watchdog (see `Placed`).
-    let mutex = Object::new(Mutex::<R, _>::new(Shared {
+    let placed = Object::new(Mutex::<R, _>::new(Shared {
         counter: 0,
         cells: [0; 8],
     }));
-    let dog = Placed::<_, WATCHDOG_AT>::new(Watchdog::new());
+    let placed_dog = Placed::<_, WATCHDOG_AT>::new(Watchdog::new());
+    // References to the placed objects, so no loop reads a pointer from
+    // the stack to reach them.
+    let (mutex, dog) = (&**placed, &**placed_dog);
     let (elapsed, per_thread) = std::thread::scope(|s| {
         s.spawn(|| dog.watch(cfg.threads, cfg.budget));
         let out = run_threads(cfg.threads, |_| {
@@ -322,7 +327,7 @@ pub fn counter<R: RawMutex + Send + Sync>(cfg: &CounterCfg) -> CounterOut {
         out
     });
     let ops: u64 = per_thread.iter().sum();
-    let counted = (*mutex).into_inner().into_inner().counter;
+    let counted = (*placed).into_inner().into_inner().counter;
     assert_eq!(
         ops, counted,
         "mutual exclusion violated: {ops} acquisitions, counter {counted}"
@@ -451,7 +456,8 @@ pub fn increments<F: Fn() -> i64 + Sync>(
     budget: Duration,
     inc: &F,
 ) -> (u64, Duration) {
-    let dog = Placed::<_, WATCHDOG_AT>::new(Watchdog::new());
+    let placed_dog = Placed::<_, WATCHDOG_AT>::new(Watchdog::new());
+    let dog = &**placed_dog;
     let (elapsed, per_thread) = std::thread::scope(|s| {
         s.spawn(|| dog.watch(threads, budget));
         let out = run_threads(threads, |_| {
@@ -471,4 +477,19 @@ pub fn increments<F: Fn() -> i64 + Sync>(
         out
     });
     (per_thread.iter().sum(), elapsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placed_objects_sit_at_their_offset() {
+        let o = Object::new(AtomicU64::new(7));
+        assert_eq!(&**o as *const AtomicU64 as usize % 4096, OBJECT_AT);
+        let d = Placed::<_, WATCHDOG_AT>::new(Watchdog::new());
+        assert_eq!(&**d as *const Watchdog as usize % 4096, WATCHDOG_AT);
+        assert!(!d.stopped());
+        assert_eq!((*o).into_inner().into_inner(), 7);
+    }
 }

@@ -49,6 +49,7 @@ fn atomic_int<R: lock_api::RawMutex + Send + Sync>(
 ) -> (u64, Duration) {
     // At a fixed place in a page of its own (see `kernels::locks::Placed`).
     let n = kernels::Object::new(AtomicInt::<R>::with_lock(R::INIT, 0));
+    let n = &**n;
     kernels::increments(threads, target, post, budget, &|| n.fetch_add(1))
 }
 
@@ -61,6 +62,7 @@ where
         std::hint::black_box(Box::new(R::INIT)),
         0,
     ));
+    let n = &**n;
     kernels::increments(threads, target, post, budget, &|| n.fetch_add(1))
 }
 
