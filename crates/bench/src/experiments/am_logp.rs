@@ -60,7 +60,7 @@ const CLAIMS: &[Claim] = &[
         paper: "\"With the exception of the Posix mutex, the various algorithms are nearly equivalent\" \
                 (LC98 §4.1, Table 1: RTT 5.4 to 5.6 us).",
         rule: "the round trip of the slowest of LC98's five algorithms other than the Posix mutex is within \
-               1.15x of the fastest's",
+               1.15x of the fastest's (each one's over the fastest's, paired by repeat)",
         needs: Needs::cores(2),
     },
     Claim {
@@ -130,14 +130,16 @@ const METRICS: [(&str, &str); 5] = [
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let names = symmetry_am::claim::NAMES;
-    // Fifteen repeats at least: the paired ratios' median interval then
-    // leaves out the three outermost repeats on each side, so a repeat or
+    // 25 repeats (quick; 31 full): the paired ratios' median interval then
+    // leaves out the seven outermost repeats on each side, so a repeat or
     // two disturbed by the host's other load (seen in back-to-back runs
-    // with nine) do not reach the rules.
+    // with nine) do not reach the rules. With 15, `others-equivalent`'s
+    // slowest pair sat at 1.24 in two back-to-back reproductions, with
+    // lower ends of 1.18 and 1.15 against its 1.15 line.
     let (rounds, repeats) = if ctx.quick {
-        (20_000u64, 15usize)
+        (20_000u64, 25usize)
     } else {
-        (100_000, 21)
+        (100_000, 31)
     };
     // Each algorithm's measurement is preceded by a ping-pong of its own
     // (its ratio's denominator); the ping-pong row is the median of all.
@@ -379,13 +381,23 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         .row(Sel::metric(VS_FASTEST))
         .and_then(|r| r.get_param("fastest"));
     findings.push(match (fastest, paired.iter().max_by(|a, b| a.1.value.total_cmp(&b.1.value))) {
-        // Paired by repeat: the slowest's round trip over the fastest's.
+        // Paired by repeat: each one's round trip over the fastest's. The
+        // slowest is within the factor exactly when every one is, and which
+        // is slowest is itself measured: two at the same median take turns
+        // by run, and either one clearly above the line refutes the claim.
         (Some(fast), Some(slow)) if paired.len() == OTHERS.len() => Finding::new(
-            rule::at_most(slow.1, EQUIVALENT),
+            rule::Outcome::all(paired.iter().map(|(_, q)| rule::at_most(*q, EQUIVALENT))),
             format!(
-                "slowest `{}` over fastest `{fast}`, paired by repeat: {} (LC98: 5.6 / 5.4 us = 1.04)",
+                "slowest `{}` over fastest `{fast}`, paired by repeat: {} (LC98: 5.6 / 5.4 us = 1.04); \
+                 the others: {}",
                 slow.0,
-                slow.1.show(2)
+                slow.1.show(2),
+                paired
+                    .iter()
+                    .filter(|(s, _)| *s != slow.0 && s != fast)
+                    .map(|(s, q)| format!("`{s}` {}", q.show(2)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         ),
         _ => match all(&OTHERS, "rtt_ns") {
