@@ -31,8 +31,8 @@
 //! spinning processors to one CPU would measure the pinning).
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, figure, ns,
-    rule, threads_panel, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
+    figure, ns, rule, threads_panel, value,
 };
 use crate::kernels::threads::{
     ChainCfg, GridPoint, SPEEDUP_BASE, chain_grid, elapsed_row, null_chain, pin, processors,
@@ -68,28 +68,28 @@ const CLAIMS: &[Claim] = &[
         key: "single-lock-fastest",
         paper: "Speedup is defined against \"the fastest alternative on one processor (single lock)\" \
                 (ALL89 §III-F, Fig. 2).",
-        rule: "at P = 1, the ns per thread of `single-lock` is below every other strategy's",
+        rule: "at P = 1, the ns per thread of `single-lock` is below every other strategy' (their quotient paired by round)",
         needs: Needs::NONE,
     },
     Claim {
         key: "multi-lock-latency",
         paper: "\"Locking each of the data structures separately results in a much higher latency than \
                 locking all data structures under the same lock\" (ALL89 §III-F).",
-        rule: "at P = 1, the ns per thread of `multi-lock` is above that of `single-lock`",
+        rule: "at P = 1, the ns per thread of `multi-lock` is above that of `single-lock (their quotient paired by round)",
         needs: Needs::NONE,
     },
     Claim {
         key: "local-freelist-latency",
         paper: "With local free lists \"fewer lock acquisitions are needed per thread, [so] latency is \
                 lower than with multiple locks\" (ALL89 §III-C).",
-        rule: "at P = 1, the ns per thread of `local-freelist` is below that of `multi-lock`",
+        rule: "at P = 1, the ns per thread of `local-freelist` is below that of `multi-lock (their quotient paired by round)",
         needs: Needs::NONE,
     },
     Claim {
         key: "idle-check-cost",
         paper: "The idle queue's check for idle processors on thread creation, with the idle queue always \
                 empty, \"markedly increases [the] cost of threads\" (ALL89 §III-F).",
-        rule: "at P = 1, the ns per thread of `idle-queue` is above that of `local-freelist`",
+        rule: "at P = 1, the ns per thread of `idle-queue` is above that of `local-freelist (their quotient paired by round)",
         needs: Needs::NONE,
     },
     Claim {
@@ -123,6 +123,9 @@ const NS: &str = "ns_per_thread";
 const SPEEDUP: &str = "speedup";
 /// The runtime's scan counter.
 const EXAMINED: &str = "queues_examined_per_dequeue";
+/// Metric at P = 1: a strategy's ns per thread over that of the strategy
+/// named in `over`, paired by round ([`paired_at_one`]).
+const VS: &str = "ns_vs";
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let sweep = processors(ctx);
@@ -164,12 +167,13 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             bar.inc(1);
         },
     )?;
-    let mut rows = Vec::new();
+    let mut rows = paired_at_one(&grid, ctx);
     for GridPoint {
         name,
         cfg,
         out,
         spread,
+        ..
     } in grid
     {
         let p = cfg.processors;
@@ -201,6 +205,29 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     bar.finish_and_clear();
     rows.extend(speedup_rows(&rows, EXPERIMENT.id, None));
     Ok(rows)
+}
+
+/// At P = 1, every strategy's ns per thread over every other's in the
+/// same round ([`VS`], the other named in `over`): the median of these
+/// paired quotients with its interval. One processor's rules compare
+/// strategies 2x apart whose separate medians, in a run the host
+/// disturbed, each carried a 90% pooled noise (a tie at 1.87x); the
+/// rounds' quotients stayed within a few percent.
+fn paired_at_one(grid: &[GridPoint], ctx: &Ctx) -> Vec<Row> {
+    let one: Vec<&GridPoint> = grid.iter().filter(|g| g.cfg.processors == 1).collect();
+    let mut rows = Vec::new();
+    for a in &one {
+        for b in one.iter().filter(|b| b.name != a.name) {
+            if let Some(q) = Spread::paired_ratio(&a.rounds, &b.rounds) {
+                rows.push(
+                    Row::new(EXPERIMENT.id, a.name, 1, ctx.over(1), VS, q.median, "x")
+                        .param("over", b.name)
+                        .with_spread(&q),
+                );
+            }
+        }
+    }
+    rows
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
@@ -260,7 +287,18 @@ fn point(d: &Data<'_>, metric: &str, series: &str, p: u32) -> Option<Estimate> {
         .map(|r| d.estimate_of(r))
 }
 
-/// `a` against `b` at P = 1 with `rule`, as a finding.
+/// `a`'s ns per thread over `b`'s at P = 1, paired by round, if the run
+/// recorded it: widened by the pooled noise of the paired quotients.
+fn paired(d: &Data<'_>, a: &str, b: &str) -> Option<Estimate> {
+    let over = [("over", b)];
+    d.select(Sel::metric(VS).series(a).threads(1).params(&over))
+        .find(|r| !r.oversubscribed)
+        .map(|r| d.estimate_of(r))
+}
+
+/// `a` against `b` at P = 1 with `rule`, as a finding: on their quotient
+/// paired by round where the run recorded it, else (older CSVs) on the
+/// two separate medians.
 fn at_one(
     d: &Data<'_>,
     a: &str,
@@ -268,8 +306,17 @@ fn at_one(
     rule: fn(Estimate, Estimate) -> Outcome,
     word: &str,
 ) -> Finding {
-    match (point(d, NS, a, 1), point(d, NS, b, 1)) {
-        (Some(x), Some(y)) => Finding::new(
+    match (point(d, NS, a, 1), point(d, NS, b, 1), paired(d, a, b)) {
+        (Some(x), Some(y), Some(q)) => Finding::new(
+            rule(q, Estimate::exact(1.0)),
+            format!(
+                "`{a}` {} ns {word} `{b}` {} ns at P = 1 (ratio paired by round {})",
+                x.show(1),
+                y.show(1),
+                q.show(2)
+            ),
+        ),
+        (Some(x), Some(y), None) => Finding::new(
             rule(x, y),
             format!(
                 "`{a}` {} ns {word} `{b}` {} ns at P = 1 (ratio {})",
@@ -296,7 +343,14 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         .collect();
     findings.push(match sl {
         Some(sl) if !others.is_empty() => Finding::new(
-            Outcome::all(others.iter().map(|(_, e)| rule::less(sl, *e))),
+            Outcome::all(
+                others
+                    .iter()
+                    .map(|(n, e)| match paired(&d, SPEEDUP_BASE, n) {
+                        Some(q) => rule::less(q, Estimate::exact(1.0)),
+                        None => rule::less(sl, *e),
+                    }),
+            ),
             format!(
                 "`{SPEEDUP_BASE}` {} ns; {}",
                 sl.show(1),
@@ -532,6 +586,44 @@ mod tests {
     /// highest throughput at all cores.
     const PAPER_ONE: [f64; 5] = [100.0, 150.0, 110.0, 130.0, 115.0];
     const PAPER_ALL: [f64; 5] = [60.0, 50.0, 40.0, 45.0, 10.0];
+
+    #[test]
+    fn paired_rounds_decide_what_a_disturbed_run_ties() {
+        let m = small_vm();
+        // Every point's repeats spread 90%: the separate medians tie.
+        let mut v = rows(&m, PAPER_ONE, PAPER_ALL);
+        for r in v.iter_mut().filter(|r| r.metric == NS) {
+            *r = r.clone().with_spread(&Spread {
+                median: r.value,
+                lo: r.value * 0.5,
+                hi: r.value * 1.4,
+                n: 5,
+            });
+        }
+        let a = assess(&v, &m);
+        assert!(
+            a.findings[..4].iter().all(|f| f.outcome == Outcome::Tie),
+            "{:?}",
+            a.findings
+        );
+        // The rounds' quotients agree to 1%.
+        for (i, x) in NAMES.iter().enumerate() {
+            for (j, y) in NAMES.iter().enumerate().filter(|(j, _)| *j != i) {
+                let q = PAPER_ONE[i] / PAPER_ONE[j];
+                let s = Spread::median_interval(&[q * 0.995, q, q, q, q * 1.005]).unwrap();
+                v.push(
+                    Row::new(EXPERIMENT.id, x, 1, false, VS, q, "x")
+                        .param("over", *y)
+                        .with_spread(&s),
+                );
+            }
+        }
+        let a = assess(&v, &m);
+        for f in &a.findings[..4] {
+            assert_eq!(f.outcome, Outcome::Holds, "{}", f.evidence);
+        }
+        assert!(a.findings[1].evidence.contains("paired by round"));
+    }
 
     #[test]
     fn verdicts_reach_every_case() {

@@ -211,6 +211,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             cfg,
             out,
             spread,
+            ..
         } in grid
         {
             let p = cfg.processors;

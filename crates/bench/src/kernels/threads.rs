@@ -196,7 +196,8 @@ pub fn chain_point(
     cfg: &ChainCfg,
 ) -> Result<(ChainOut, Spread), String> {
     let mut out = chain_points(&[(name, repeats, *cfg)], |_| {})?;
-    Ok(out.pop().expect("one point in, one out"))
+    let (run, spread, _) = out.pop().expect("one point in, one out");
+    Ok((run, spread))
 }
 
 /// Runs many points, each `(strategy, repeats, cfg)` as [`chain_point`]
@@ -209,11 +210,12 @@ pub fn chain_point(
 /// point after another, two back-to-back quick runs ordered the strategies
 /// at one processor in opposite ways. `tick` is called with each point's
 /// index before each of its runs. Returns, in the order given, each
-/// point's median run and spread.
+/// point's median run, spread, and ns per thread of every run in round
+/// order (so that two points' runs of one round can be paired).
 pub fn chain_points(
     points: &[(&str, usize, ChainCfg)],
     mut tick: impl FnMut(usize),
-) -> Result<Vec<(ChainOut, Spread)>, String> {
+) -> Result<Vec<(ChainOut, Spread, Vec<f64>)>, String> {
     let most = points.iter().map(|p| p.1.max(1)).max().unwrap_or(0);
     let mut runs: Vec<Vec<ChainOut>> = vec![Vec::new(); points.len()];
     for rep in 0..most {
@@ -230,7 +232,11 @@ pub fn chain_points(
     }
     Ok(runs
         .into_iter()
-        .map(|r| median_of(r, ChainOut::ns_per_thread))
+        .map(|r| {
+            let ns: Vec<f64> = r.iter().map(ChainOut::ns_per_thread).collect();
+            let (run, spread) = median_of(r, ChainOut::ns_per_thread);
+            (run, spread, ns)
+        })
         .collect())
 }
 
@@ -246,6 +252,9 @@ pub struct GridPoint {
     pub out: ChainOut,
     /// The spread of ns per thread over the point's runs.
     pub spread: Spread,
+    /// Ns per thread of each run, in round order: the `k`-th runs of two
+    /// points of one grid were taken in the same round.
+    pub rounds: Vec<f64>,
 }
 
 /// Every strategy of [`NAMES`] at every processor count of `sweep`,
@@ -268,11 +277,12 @@ pub fn chain_grid(
     Ok(points
         .iter()
         .zip(measured)
-        .map(|(&(name, _, cfg), (out, spread))| GridPoint {
+        .map(|(&(name, _, cfg), (out, spread, rounds))| GridPoint {
             name,
             cfg,
             out,
             spread,
+            rounds,
         })
         .collect())
 }
