@@ -68,28 +68,32 @@ const CLAIMS: &[Claim] = &[
         key: "single-lock-fastest",
         paper: "Speedup is defined against \"the fastest alternative on one processor (single lock)\" \
                 (ALL89 §III-F, Fig. 2).",
-        rule: "at P = 1, the ns per thread of `single-lock` is below every other strategy' (their quotient paired by round)",
+        rule: "at P = 1, the ns per thread of `single-lock` is below every other strategy's \
+               (their quotient paired by round)",
         needs: Needs::NONE,
     },
     Claim {
         key: "multi-lock-latency",
         paper: "\"Locking each of the data structures separately results in a much higher latency than \
                 locking all data structures under the same lock\" (ALL89 §III-F).",
-        rule: "at P = 1, the ns per thread of `multi-lock` is above that of `single-lock (their quotient paired by round)",
+        rule: "at P = 1, the ns per thread of `multi-lock` is above that of `single-lock` \
+               (their quotient paired by round)",
         needs: Needs::NONE,
     },
     Claim {
         key: "local-freelist-latency",
         paper: "With local free lists \"fewer lock acquisitions are needed per thread, [so] latency is \
                 lower than with multiple locks\" (ALL89 §III-C).",
-        rule: "at P = 1, the ns per thread of `local-freelist` is below that of `multi-lock (their quotient paired by round)",
+        rule: "at P = 1, the ns per thread of `local-freelist` is below that of `multi-lock` \
+               (their quotient paired by round)",
         needs: Needs::NONE,
     },
     Claim {
         key: "idle-check-cost",
         paper: "The idle queue's check for idle processors on thread creation, with the idle queue always \
                 empty, \"markedly increases [the] cost of threads\" (ALL89 §III-F).",
-        rule: "at P = 1, the ns per thread of `idle-queue` is above that of `local-freelist (their quotient paired by round)",
+        rule: "at P = 1, the ns per thread of `idle-queue` is above that of `local-freelist` \
+               (their quotient paired by round)",
         needs: Needs::NONE,
     },
     Claim {
