@@ -17,7 +17,7 @@
 //! ("the greater number of instructions executed"), and after a 200 ns
 //! compute phase the few nanoseconds of a queue lock's extra instructions
 //! are 1-3% of the time, inside the 2% that separates no two measurements
-//! ([`crate::harness::NOISE_FLOOR`]): `anderson` measured 1.02-1.03x
+//! ([`crate::harness::rows::NOISE_FLOOR`]): `anderson` measured 1.02-1.03x
 //! `tas` there, paired, in four quick runs, so a run could only decide it
 //! by chance.
 
