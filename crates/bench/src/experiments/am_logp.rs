@@ -131,7 +131,7 @@ const METRICS: [(&str, &str); 5] = [
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let names = symmetry_am::claim::NAMES;
     // 25 repeats (quick; 31 full): the paired ratios' median interval then
-    // leaves out the seven outermost repeats on each side, so a repeat or
+    // leaves out the seven (nine) outermost repeats on each side, so a repeat or
     // two disturbed by the host's other load (seen in back-to-back runs
     // with nine) do not reach the rules. With 15, `others-equivalent`'s
     // slowest pair sat at 1.24 in two back-to-back reproductions, with

@@ -133,14 +133,18 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 post_iters,
                 budget,
             };
-            let mut runs = in_rounds(rounds(ctx, t), locks.len(), |round, i| {
-                bar.set_message(format!(
-                    "{} x{t} compute={compute}ns, round {}",
-                    locks[i].name,
-                    round + 1
-                ));
-                (locks[i].counter)(&cfg)
-            });
+            let mut runs = in_rounds(
+                rounds(ctx, t, compute, &computes),
+                locks.len(),
+                |round, i| {
+                    bar.set_message(format!(
+                        "{} x{t} compute={compute}ns, round {}",
+                        locks[i].name,
+                        round + 1
+                    ));
+                    (locks[i].counter)(&cfg)
+                },
+            );
             let times: Vec<Vec<f64>> = runs
                 .iter()
                 .map(|r| r.iter().map(CounterOut::ns_per_op).collect())
@@ -176,15 +180,19 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
-/// Rounds at `t` threads: [`OWN_MIN`] (15 in a full run) at the points the
-/// rules judge (P = 1 and P = all cores), where the paired ratios' median
-/// interval must leave out the outermost rounds; [`Ctx::repeats`]
-/// elsewhere.
-fn rounds(ctx: &Ctx, t: usize) -> usize {
-    if t == 1 || t == ctx.cores {
-        if ctx.quick { OWN_MIN } else { 15 }
-    } else {
-        ctx.repeats(t)
+/// Rounds at `t` threads with compute phase `compute` (of `computes`):
+/// [`OWN_MIN`] (15 in a full run) at the two points the rules judge, the
+/// locks' own latency (no compute phase, P = 1) and the most contention
+/// in PRESTO's regime (the shortest non-zero phase, P = all cores), where
+/// the paired ratios' median interval must leave out the outermost
+/// rounds; [`Ctx::repeats`] at the points that are only drawn.
+fn rounds(ctx: &Ctx, t: usize, compute: u64, computes: &[u64]) -> usize {
+    let contended = computes.iter().copied().find(|&c| c > 0);
+    let judged = (compute == 0 && t == 1) || (Some(compute) == contended && t == ctx.cores);
+    match (judged, ctx.quick) {
+        (true, true) => OWN_MIN,
+        (true, false) => 15,
+        (false, _) => ctx.repeats(t),
     }
 }
 

@@ -17,7 +17,11 @@
 //!   that ratio of times for an equal number of threads and stays exact
 //!   when a point ran short of its budget;
 //! - `queues_examined_per_dequeue`: the runtime's counters, to show what
-//!   `local-readyq`'s scan costs (1 for the central-queue strategies).
+//!   `local-readyq`'s scan costs (1 for the central-queue strategies);
+//! - `ns_vs` (P = 1 only): a strategy's ns per thread over that of the
+//!   strategy named in the `over` parameter in the same round, the median
+//!   of these paired quotients with its median interval; the one-processor
+//!   rules judge it.
 //!
 //! Parameters: `total` (threads asked for), `threads_run`, `completed`,
 //! `pinned`, `parks` (idle processors that parked in the kernel),
