@@ -63,10 +63,31 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let locks = locks_table::select(ctx.locks.as_deref())?;
     let sweep = ctx.sweep();
     let budget = ctx.budget(300, 2000);
-    let episodes = if ctx.quick { 2_000 } else { 20_000 };
+    // The points the rules judge (P = 2 and P = all cores) take
+    // [`Ctx::judged_rounds`] rounds of 20,000 episodes (50,000 in a full
+    // run). At P = 2 an episode takes a few hundred nanoseconds, so 2,000
+    // were under a millisecond, the order of starting the threads: five
+    // such rounds put `ttas` over `tas` at 1.01 in one reproduction and
+    // 1.11 in the next, and the interval's ends at the fastest and the
+    // slowest round. Points only drawn keep 2,000 (20,000) and
+    // [`Ctx::repeats`].
+    let judged = |t: usize| !ctx.over(t) && (t == 2 || t == ctx.cores);
+    let rounds = |t: usize| {
+        if judged(t) {
+            ctx.judged_rounds()
+        } else {
+            ctx.repeats(t)
+        }
+    };
+    let episodes = |t: usize| match (judged(t), ctx.quick) {
+        (true, true) => 20_000,
+        (true, false) => 50_000,
+        (false, true) => 2_000,
+        (false, false) => 20_000,
+    };
     let bar = ctx.bar(
         EXPERIMENT.id,
-        sweep.iter().map(|&t| ctx.repeats(t)).sum::<usize>() * locks.len(),
+        sweep.iter().map(|&t| rounds(t)).sum::<usize>() * locks.len(),
     );
     let tas = locks.iter().position(|l| l.name == "tas");
     // Rows per lock, so the file keeps one lock's curve together.
@@ -75,7 +96,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         // Rounds: every lock once per round, so a change of the VM's speed
         // or of its CPUs' placement between rounds hits every lock alike,
         // and each lock's round is paired with `tas`'s of the same round.
-        let mut runs = in_rounds(ctx.repeats(t), locks.len(), |_, i| {
+        let episodes = episodes(t);
+        let mut runs = in_rounds(rounds(t), locks.len(), |_, i| {
             bar.set_message(format!("{} x{t}", locks[i].name));
             let run = (locks[i].barrier)(t, episodes, budget);
             bar.inc(1);
@@ -140,11 +162,14 @@ fn show_us(e: Estimate) -> String {
 }
 
 /// `lock`'s `metric` at `p` threads, if measured without
-/// oversubscription.
+/// oversubscription: with the point's own interval where it ran
+/// [`OWN_MIN`](crate::harness::OWN_MIN) rounds or more (the judged points), else widened by the
+/// run's pooled noise (a CSV from before the judged points' rounds).
 fn at(d: &Data<'_>, metric: &str, lock: &str, p: u32) -> Option<Estimate> {
-    d.row(Sel::metric(metric).series(lock).threads(p))
+    let sel = Sel::metric(metric).series(lock).threads(p);
+    d.row(sel)
         .filter(|r| !r.oversubscribed)
-        .map(|r| d.estimate_of(r))
+        .and_then(|_| d.estimate_own(sel))
 }
 
 /// Those of `locks` measured at `p` beside `tas`, with their time per
@@ -402,6 +427,58 @@ mod tests {
         assert_eq!(
             tas_outweighed(&Data::new(&rows), 64).outcome,
             Outcome::Holds
+        );
+    }
+
+    #[test]
+    fn judged_points_read_their_own_rounds() {
+        let m = small_vm();
+        // Every lock 10% over `tas` at P = 2, but the run's points vary by
+        // 30% between repeats: with three repeats each, pooled noise ties.
+        let wide: Vec<Row> = rows(&m, |lock| match lock {
+            "tas" => [1.0, 1.0, 1.0],
+            _ => [1.0, 1.1, 1.1],
+        })
+        .into_iter()
+        .map(|r| {
+            let v = r.value;
+            r.with_spread(&Spread {
+                median: v,
+                lo: v * 0.7,
+                hi: v * 1.3,
+                n: 3,
+            })
+        })
+        .collect();
+        assert_eq!(tas_fastest(&Data::new(&wide), 2).outcome, Outcome::Tie);
+        // The same medians from 21 rounds at P = 2, whose paired quotients
+        // lie within 1.06-1.14: their own interval decides.
+        let own = |q: &[f64]| {
+            let s = Spread::median_interval(q).unwrap();
+            wide.iter()
+                .cloned()
+                .map(|r| {
+                    if r.metric == VS_TAS && r.threads == 2 {
+                        Row {
+                            value: s.median,
+                            ..r
+                        }
+                        .with_spread(&s)
+                    } else {
+                        r
+                    }
+                })
+                .collect::<Vec<Row>>()
+        };
+        let rounds: Vec<f64> = (0..21).map(|i| 1.06 + 0.004 * i as f64).collect();
+        assert_eq!(
+            tas_fastest(&Data::new(&own(&rounds)), 2).outcome,
+            Outcome::Holds
+        );
+        let slower: Vec<f64> = rounds.iter().map(|q| q - 0.2).collect();
+        assert_eq!(
+            tas_fastest(&Data::new(&own(&slower)), 2).outcome,
+            Outcome::Fails
         );
     }
 

@@ -286,8 +286,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     // the figure only, 5 rounds (9).
     let judged = [1, p.saturating_sub(1), p, 4 * p];
     let repeats = |r: usize| match (judged.contains(&r), ctx.quick) {
-        (true, true) => 21,
-        (true, false) => 25,
+        (true, _) => ctx.judged_rounds(),
         (false, true) => 5,
         (false, false) => 9,
     };

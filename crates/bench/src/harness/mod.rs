@@ -103,6 +103,16 @@ impl Ctx {
         if self.over(threads) { 2 } else { 5 }
     }
 
+    /// Rounds at a point a rule judges: 21 (25 in a full run). Where
+    /// [`Ctx::repeats`]' five runs give a median interval from the fastest
+    /// to the slowest, so that one disturbed run moves an end and the
+    /// rule, 21 paired rounds give [`Spread::median_interval`] from the
+    /// 6th to the 16th, which a few disturbed rounds move by a rank each.
+    /// Points that are only drawn keep [`Ctx::repeats`].
+    pub fn judged_rounds(&self) -> usize {
+        if self.quick { 21 } else { 25 }
+    }
+
     /// Whether `threads` exceeds the cores.
     pub fn over(&self, threads: usize) -> bool {
         threads > self.cores
