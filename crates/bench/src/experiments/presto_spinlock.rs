@@ -567,12 +567,7 @@ mod tests {
             }
         }
         let a = assess(&v, &m);
-        assert_eq!(
-            a.findings[0].outcome,
-            Outcome::Holds,
-            "{}",
-            a.findings[0].evidence
-        );
+        testing::assert_outcome(&a, 0, Outcome::Holds);
         assert!(a.findings[0].evidence.contains("0 ns compute"));
         assert!(
             a.measured.contains("the contended ones the 200 ns phase"),

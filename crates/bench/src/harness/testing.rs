@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::Experiment;
+use super::{Assessment, Experiment, Outcome};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::report::{Verdict, section_markdown};
@@ -81,6 +81,14 @@ const BIG_FACTS: &[&str] = &[
 pub fn render(e: &Experiment, rows: &[Row], m: &Machine) -> (Verdict, String) {
     let s = e.section(rows, m);
     (s.verdict, section_markdown(Path::new("."), &s))
+}
+
+/// Asserts that rule `i` of `a` came out `want`; on failure the message
+/// carries the rule's evidence.
+#[track_caller]
+pub fn assert_outcome(a: &Assessment, i: usize, want: Outcome) {
+    let f = &a.findings[i];
+    assert_eq!(f.outcome, want, "rule {i}: {}", f.evidence);
 }
 
 /// Renders `e` on the small VM with `rows_small` and on the big machine
