@@ -24,10 +24,12 @@
 //! Per program, first one untimed profile-mode run gives the profile (kept
 //! as `interpose-apps-PROGRAM.profile.csv` beside the CSV, for `symmetry
 //! analyze`) and its recommendation, and one untimed glibc run gives the
-//! reference output. Then every series runs once per round, the rounds
-//! repeated (3; 5 in a full run), so drift of the machine falls on every
-//! series alike. A run that outlives 30x the reference run (at least 10 s)
-//! is killed and its series stops.
+//! reference output. Then every series runs once per round, so drift of
+//! the machine falls on every series alike: the series the rules read
+//! (`glibc`, `profile`, the spin-then-block policies) as many rounds as
+//! fit in 25 s (60 s in a full run), from 9 to 21 (25), the others 3 (5).
+//! A run that outlives 30x the reference run (at least 10 s) is killed and
+//! its series stops.
 //!
 //! Series: `glibc`, `profile`, and the replacement locks: in a quick run
 //! [`QUICK_LOCKS`], in a full run every algorithm replace mode accepts;
@@ -192,13 +194,17 @@ const APPS: &[App] = &[
     App {
         name: "sysbench-mutex",
         program: "sysbench",
-        args: |t, _, quick| {
-            let locks = if quick { 500_000 } else { 2_000_000 };
+        // 2,000,000 locks in a quick run too (~0.8 s here). With 500,000
+        // (~0.2 s), some runs of every series took a quarter of the time
+        // of the others, as its threads shared one CPU the whole run (as
+        // under `taskset -c 0`): glibc's nine runs reached from 49 to 223
+        // ms and profile over glibc from 0.82 to 1.57.
+        args: |t, _, _| {
             strings(&[
                 "mutex",
                 &format!("--threads={t}"),
                 "--mutex-num=1",
-                &format!("--mutex-locks={locks}"),
+                "--mutex-locks=2000000",
                 "--mutex-loops=50",
                 "run",
             ])
@@ -230,21 +236,50 @@ fn input_mb(ctx: &Ctx) -> usize {
     if ctx.quick { 8 } else { 64 }
 }
 
-/// Rounds of `series`: 9 (11 in a full run) for the series the rules
-/// judge (`glibc`, `profile` and the spin-then-block policies), so that
-/// their paired quotients' median interval leaves out the outermost
-/// rounds ([`OWN_MIN`]); 3 (5) for the other replacement locks, which are
-/// only drawn. With 3 rounds each, sysbench-mutex's profile over glibc
-/// was 1.11 with an interval from 0.79 to 1.34 in one run and 1.13 from
-/// 0.98 to 1.24 in the next, and `profiler-overhead` tied in one and
-/// failed in the other.
-fn rounds(ctx: &Ctx, series: &str) -> usize {
-    let judged = series == GLIBC || series == PROFILE || series.starts_with(STB);
-    match (judged, ctx.quick) {
-        (true, true) => OWN_MIN,
-        (true, false) => OWN_MIN + 2,
-        (false, true) => 3,
-        (false, false) => 5,
+/// Whether the rules read `series`: `glibc`, `profile` and the
+/// spin-then-block policies; the other replacement locks are only drawn.
+fn judged(series: &str) -> bool {
+    series == GLIBC || series == PROFILE || series.starts_with(STB)
+}
+
+/// How many rounds each series of one program runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Rounds {
+    /// Rounds of the series the rules read.
+    judged: usize,
+    /// Rounds of the series only drawn: 3 (5 in a full run).
+    drawn: usize,
+}
+
+impl Rounds {
+    /// The rounds for a program whose reference run took `once`, with
+    /// `series` judged series: as many rounds of them as fit in 25 s (60 s
+    /// in a full run), at least [`OWN_MIN`], so that their paired
+    /// quotients' median interval leaves out the outermost rounds, and at
+    /// most [`Ctx::judged_rounds`].
+    ///
+    /// With 3 rounds, sysbench-mutex's profile over glibc was 1.11 with an
+    /// interval from 0.79 to 1.34 in one run and 1.13 from 0.98 to 1.24 in
+    /// the next; with 9, one of its glibc runs took 49 ms where the others
+    /// took ~200 (its two threads ran one after the other), and the
+    /// interval reached from 0.82 to 1.57. Its runs are short, so it gets
+    /// 21 rounds; xz, the longest, gets 9.
+    fn plan(ctx: &Ctx, once: Duration, series: usize) -> Rounds {
+        let per_round = once.as_secs_f64() * series.max(1) as f64;
+        let fit = ctx.budget(25_000, 60_000).as_secs_f64() / per_round.max(1e-3);
+        Rounds {
+            judged: (fit as usize).clamp(OWN_MIN, ctx.judged_rounds().max(OWN_MIN)),
+            drawn: if ctx.quick { 3 } else { 5 },
+        }
+    }
+
+    /// Rounds of `series`.
+    fn of(self, series: &str) -> usize {
+        if judged(series) {
+            self.judged
+        } else {
+            self.drawn
+        }
     }
 }
 
@@ -300,10 +335,16 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let threads = ctx.threads.clone().unwrap_or_else(|| vec![ctx.cores]);
     let base_locks = locks(ctx);
     // The recommended policy, if not among the locks, counts as `STB`.
+    // The least each program can take; a program of short runs adds its
+    // further rounds to the bar once it knows them.
+    let least = Rounds {
+        judged: OWN_MIN,
+        drawn: if ctx.quick { 3 } else { 5 },
+    };
     let per_app = [GLIBC, PROFILE, STB]
         .into_iter()
         .chain(base_locks.iter().map(String::as_str))
-        .map(|s| rounds(ctx, s))
+        .map(|s| least.of(s))
         .sum::<usize>()
         + 2;
     let bar = ctx.bar(EXPERIMENT.id, APPS.len() * threads.len() * per_app);
@@ -468,14 +509,14 @@ impl AppRun<'_> {
             }
         }
         let mut runs: Vec<Runs> = series.iter().map(|_| Runs::default()).collect();
-        let most = series
-            .iter()
-            .map(|s| rounds(self.ctx, s))
-            .max()
-            .unwrap_or(0);
+        let judged_series = series.iter().filter(|s| judged(s)).count();
+        let plan = Rounds::plan(self.ctx, reference.elapsed, judged_series);
+        self.bar
+            .inc_length(((plan.judged - OWN_MIN) * judged_series) as u64);
+        let most = series.iter().map(|s| plan.of(s)).max().unwrap_or(0);
         for round in 0..most {
             for (name, r) in series.iter().zip(runs.iter_mut()) {
-                if round >= rounds(self.ctx, name) {
+                if round >= plan.of(name) {
                     continue;
                 }
                 self.bar.inc(1);
@@ -505,6 +546,7 @@ impl AppRun<'_> {
             }
         }
         rows.extend(self.paired_rows(
+            plan,
             &series,
             &runs,
             recommended.map(interpose::spin_then_block_name),
@@ -540,12 +582,12 @@ impl AppRun<'_> {
     /// a slower round moves both sides of a pair alike.
     fn paired_rows(
         &self,
+        plan: Rounds,
         series: &[String],
         runs: &[Runs],
         recommended: Option<String>,
     ) -> Vec<Row> {
-        let full =
-            |name: &str, r: &Runs| r.failure.is_none() && r.ms.len() == rounds(self.ctx, name);
+        let full = |name: &str, r: &Runs| r.failure.is_none() && r.ms.len() == plan.of(name);
         let of = |name: &str| {
             series
                 .iter()
@@ -1057,18 +1099,8 @@ mod tests {
             });
         }
         let a = assess(&v, &m);
-        assert_eq!(
-            a.findings[1].outcome,
-            Outcome::Tie,
-            "{}",
-            a.findings[1].evidence
-        );
-        assert_eq!(
-            a.findings[2].outcome,
-            Outcome::Tie,
-            "{}",
-            a.findings[2].evidence
-        );
+        testing::assert_outcome(&a, 1, Outcome::Tie);
+        testing::assert_outcome(&a, 2, Outcome::Tie);
         // Paired by round, the three rounds agree to 1%.
         for program in ["pigz", "sysbench-mutex"] {
             let params = [("program", program), ("input_mb", "16")];
@@ -1084,19 +1116,9 @@ mod tests {
             ));
         }
         let a = assess(&v, &m);
-        assert_eq!(
-            a.findings[1].outcome,
-            Outcome::Holds,
-            "{}",
-            a.findings[1].evidence
-        );
+        testing::assert_outcome(&a, 1, Outcome::Holds);
         assert!(a.findings[1].evidence.contains("paired by round"));
-        assert_eq!(
-            a.findings[2].outcome,
-            Outcome::Fails,
-            "{}",
-            a.findings[2].evidence
-        );
+        testing::assert_outcome(&a, 2, Outcome::Fails);
         assert!(a.findings[2].evidence.contains("paired by round"));
     }
 
@@ -1128,28 +1150,27 @@ mod tests {
         // Paired over nine rounds, 0.90-1.06 of always-block: a tie, where
         // the medians alone made it the fastest.
         let a = with(&spread(0.98), &spread(1.0));
-        assert_eq!(
-            a.findings[2].outcome,
-            Outcome::Tie,
-            "{}",
-            a.findings[2].evidence
-        );
+        testing::assert_outcome(&a, 2, Outcome::Tie);
         assert!(a.findings[2].evidence.contains("`always-block` 0.98"));
         // Its own nine rounds, not the pooled noise, judge the profiler:
         // 1.04-1.20 (interval from the 2nd to the 8th) fails 1.05.
         let a = with(&spread(0.8), &spread(1.12));
-        assert_eq!(
-            a.findings[1].outcome,
-            Outcome::Fails,
-            "{}",
-            a.findings[1].evidence
-        );
-        assert_eq!(
-            a.findings[2].outcome,
-            Outcome::Holds,
-            "{}",
-            a.findings[2].evidence
-        );
+        testing::assert_outcome(&a, 1, Outcome::Fails);
+        testing::assert_outcome(&a, 2, Outcome::Holds);
+    }
+
+    #[test]
+    fn short_programs_get_more_rounds() {
+        let ctx = Ctx::new(true, 2);
+        let plan = |ms: u64| Rounds::plan(&ctx, Duration::from_millis(ms), 6).judged;
+        assert_eq!(plan(200), 20);
+        assert_eq!(plan(50), 21);
+        assert_eq!(plan(460), OWN_MIN);
+        assert_eq!(plan(0), 21);
+        let full = Rounds::plan(&Ctx::new(false, 2), Duration::from_millis(50), 6);
+        assert_eq!((full.judged, full.drawn), (25, 5));
+        assert_eq!(full.of("tas"), 5);
+        assert_eq!(full.of(PROFILE), 25);
     }
 
     #[test]
