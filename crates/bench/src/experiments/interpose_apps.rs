@@ -260,15 +260,22 @@ impl Rounds {
     ///
     /// With 3 rounds, sysbench-mutex's profile over glibc was 1.11 with an
     /// interval from 0.79 to 1.34 in one run and 1.13 from 0.98 to 1.24 in
-    /// the next; with 9, one of its glibc runs took 49 ms where the others
-    /// took ~200 (its two threads ran one after the other), and the
-    /// interval reached from 0.82 to 1.57. Its runs are short, so it gets
-    /// 21 rounds; xz, the longest, gets 9.
+    /// the next. pigz and sysbench-threads, of short runs, get 21 rounds
+    /// here; xz and sysbench-mutex, the longest, 9.
     fn plan(ctx: &Ctx, once: Duration, series: usize) -> Rounds {
         let per_round = once.as_secs_f64() * series.max(1) as f64;
         let fit = ctx.budget(25_000, 60_000).as_secs_f64() / per_round.max(1e-3);
         Rounds {
             judged: (fit as usize).clamp(OWN_MIN, ctx.judged_rounds().max(OWN_MIN)),
+            ..Rounds::least(ctx)
+        }
+    }
+
+    /// The fewest rounds a program runs: [`OWN_MIN`] of the judged
+    /// series, 3 (5 in a full run) of the others.
+    fn least(ctx: &Ctx) -> Rounds {
+        Rounds {
+            judged: OWN_MIN,
             drawn: if ctx.quick { 3 } else { 5 },
         }
     }
@@ -337,10 +344,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     // The recommended policy, if not among the locks, counts as `STB`.
     // The least each program can take; a program of short runs adds its
     // further rounds to the bar once it knows them.
-    let least = Rounds {
-        judged: OWN_MIN,
-        drawn: if ctx.quick { 3 } else { 5 },
-    };
+    let least = Rounds::least(ctx);
     let per_app = [GLIBC, PROFILE, STB]
         .into_iter()
         .chain(base_locks.iter().map(String::as_str))
@@ -1153,7 +1157,8 @@ mod tests {
         testing::assert_outcome(&a, 2, Outcome::Tie);
         assert!(a.findings[2].evidence.contains("`always-block` 0.98"));
         // Its own nine rounds, not the pooled noise, judge the profiler:
-        // 1.04-1.20 (interval from the 2nd to the 8th) fails 1.05.
+        // 1.04-1.20, whose interval from the 2nd to the 8th (1.06-1.18)
+        // fails 1.05.
         let a = with(&spread(0.8), &spread(1.12));
         testing::assert_outcome(&a, 1, Outcome::Fails);
         testing::assert_outcome(&a, 2, Outcome::Holds);
@@ -1166,6 +1171,7 @@ mod tests {
         assert_eq!(plan(200), 20);
         assert_eq!(plan(50), 21);
         assert_eq!(plan(460), OWN_MIN);
+        assert_eq!(plan(2000), OWN_MIN);
         assert_eq!(plan(0), 21);
         let full = Rounds::plan(&Ctx::new(false, 2), Duration::from_millis(50), 6);
         assert_eq!((full.judged, full.drawn), (25, 5));

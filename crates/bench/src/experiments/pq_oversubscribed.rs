@@ -66,13 +66,16 @@ const METRIC: &str = "us_per_iteration";
 /// The locks the rules compare at 4x the cores.
 const JUDGED: &[&str] = &["tas", "mcs", "mcs-tp", "tas-np-rseq"];
 
-/// Repeats of a point: at 4x the cores, for the locks the rules judge,
-/// [`OWN_MIN`] (15 in a full run), so the median is a middle run and the
-/// point's own interval leaves out the outermost ones; elsewhere
-/// [`Ctx::repeats`]. Two repeats at 4x put `mcs` at 642 and 2,717 us in
-/// one run: the median of two is the upper one.
+/// Repeats of a point: [`OWN_MIN`] (15 in a full run) at the points the
+/// rules read (the locks of [`JUDGED`] at 4x the cores, and `mcs` at the
+/// cores, the baseline of its collapse), so the median is a middle run
+/// and the rules read the point's own interval (the range of its runs);
+/// elsewhere [`Ctx::repeats`]. Two repeats at 4x put `mcs` at 642 and
+/// 2,717 us in one run: the median of two is the upper one.
 fn repeats(ctx: &Ctx, lock: &str, t: usize) -> usize {
-    match (t == 4 * ctx.cores && JUDGED.contains(&lock), ctx.quick) {
+    let judged =
+        (t == 4 * ctx.cores && JUDGED.contains(&lock)) || (t == ctx.cores && lock == "mcs");
+    match (judged, ctx.quick) {
         (true, true) => OWN_MIN,
         (true, false) => 15,
         (false, _) => ctx.repeats(t),
@@ -152,9 +155,9 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-/// `lock` at `t` threads: with the point's own interval where it has
-/// [`OWN_MIN`] repeats (the judged points), else widened by the run's
-/// noise.
+/// `lock` at `t` threads: with the point's own interval (the range of
+/// its runs, widened to the noise floor) where it has [`OWN_MIN`] repeats
+/// (the judged points), else widened by the run's noise.
 fn at(d: &Data<'_>, lock: &str, t: u32) -> Option<Estimate> {
     d.estimate_own(Sel::metric(METRIC).series(lock).threads(t))
 }
@@ -193,7 +196,7 @@ fn collapse(d: &Data<'_>, cores: u32, over: u32) -> Finding {
     Finding::new(
         rule::at_least(r, 10.0),
         format!(
-            "`mcs` at {over} threads {}, at {cores} {}: {}x",
+            "`mcs` at {over} threads {}, at {cores} threads {}: {}x",
             show(x),
             show(y),
             r.show(2)
@@ -356,7 +359,7 @@ mod tests {
         );
         let f = collapse(&Data::new(&rows), 2, 8);
         assert_eq!(f.outcome, Outcome::Holds, "{}", f.evidence);
-        assert!(f.evidence.contains("at 2 40.0"), "{}", f.evidence);
+        assert!(f.evidence.contains("at 2 threads 40.0"), "{}", f.evidence);
     }
 
     #[test]

@@ -108,7 +108,8 @@ impl Ctx {
     /// to the slowest, so that one disturbed run moves an end and the
     /// rule, 21 paired rounds give [`Spread::median_interval`] from the
     /// 6th to the 16th, which a few disturbed rounds move by a rank each.
-    /// Points that are only drawn keep [`Ctx::repeats`].
+    /// Points that are only drawn take fewer (each experiment says how
+    /// many; most [`Ctx::repeats`]).
     pub fn judged_rounds(&self) -> usize {
         if self.quick { 21 } else { 25 }
     }
