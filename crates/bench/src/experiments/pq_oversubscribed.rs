@@ -166,16 +166,22 @@ fn show(e: Estimate) -> String {
     format!("{} us", e.show(1))
 }
 
-/// `slow / fast >= 10` (or `<= 2` with `at_most`), with evidence.
-fn compare(d: &Data<'_>, t: u32, a: &str, b: &str, judge: impl Fn(Estimate) -> Outcome) -> Finding {
-    let (Some(x), Some(y)) = (at(d, a, t), at(d, b, t)) else {
-        return Finding::missing(&format!("`{a}` and `{b}` at {t} threads"));
+/// `a` at `ta` threads over `b` at `tb`, judged by `judge` (`>= 10`, or
+/// `<= 2` with `at_most`), with evidence.
+fn compare(
+    d: &Data<'_>,
+    (a, ta): (&str, u32),
+    (b, tb): (&str, u32),
+    judge: impl Fn(Estimate) -> Outcome,
+) -> Finding {
+    let (Some(x), Some(y)) = (at(d, a, ta), at(d, b, tb)) else {
+        return Finding::missing(&format!("`{a}` at {ta} threads and `{b}` at {tb} threads"));
     };
     let r = x.ratio(y);
     Finding::new(
         judge(r),
         format!(
-            "at {t} threads: `{a}` {}, `{b}` {}: {}x",
+            "`{a}` at {ta} threads {}, `{b}` at {tb} threads {}: {}x",
             show(x),
             show(y),
             r.show(2)
@@ -189,19 +195,9 @@ fn compare(d: &Data<'_>, t: u32, a: &str, b: &str, judge: impl Fn(Estimate) -> O
 /// fell into one mode or the other; against itself with a core per
 /// thread, the collapse is measured from the same lock's own baseline.
 fn collapse(d: &Data<'_>, cores: u32, over: u32) -> Finding {
-    let (Some(x), Some(y)) = (at(d, "mcs", over), at(d, "mcs", cores)) else {
-        return Finding::missing(&format!("`mcs` at {cores} and {over} threads"));
-    };
-    let r = x.ratio(y);
-    Finding::new(
-        rule::at_least(r, 10.0),
-        format!(
-            "`mcs` at {over} threads {}, at {cores} threads {}: {}x",
-            show(x),
-            show(y),
-            r.show(2)
-        ),
-    )
+    compare(d, ("mcs", over), ("mcs", cores), |r| {
+        rule::at_least(r, 10.0)
+    })
 }
 
 fn rseq_np(d: &Data<'_>, t: u32) -> Finding {
@@ -214,7 +210,7 @@ fn rseq_np(d: &Data<'_>, t: u32) -> Finding {
                 .unwrap_or("the time-slice extension is absent"),
         );
     }
-    compare(d, t, "tas-np-rseq", "tas", |x| rule::at_most(x, 1.0))
+    compare(d, ("tas-np-rseq", t), ("tas", t), |x| rule::at_most(x, 1.0))
 }
 
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
@@ -267,8 +263,12 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     Assessment {
         findings: vec![
             collapse(&d, m.cores() as u32, over),
-            compare(&d, over, "mcs-tp", "tas", |x| rule::at_most(x, 2.0)),
-            compare(&d, over, "mcs", "mcs-tp", |x| rule::at_least(x, 10.0)),
+            compare(&d, ("mcs-tp", over), ("tas", over), |x| {
+                rule::at_most(x, 2.0)
+            }),
+            compare(&d, ("mcs", over), ("mcs-tp", over), |x| {
+                rule::at_least(x, 10.0)
+            }),
             rseq_np(&d, over),
         ],
         measured,
