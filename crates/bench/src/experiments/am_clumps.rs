@@ -13,7 +13,8 @@
 //! processes cost where they outnumber the cores. Each job gives, per
 //! pair, the AM round trip, the time per message of a one-way stream, the bulk bandwidth and
 //! MPI's own ping-pong; a row is the median over the repeats of each job's
-//! median block, with the repeats' spread. The two ratios the goals judge
+//! median block, with the repeats' spread (the two judged ratios: the
+//! interval around their median, from `OWN_MIN` repeats up). The two ratios the goals judge
 //! pair each repeat with the same repeat's reference (AM over MPI against
 //! the MPI ping-pong of the same job, block by block: the job alternates
 //! a block of each, and the repeat's ratio is the median of the blocks'
@@ -27,8 +28,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, ns,
-    rule, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Sel, Spread,
+    figure, ns, rule, value,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -197,7 +198,11 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             .collect());
     }
     let exe = crate::cli::am::symmetry_exe().ok_or("no symmetry binary")?;
-    let repeats = if ctx.quick { 3 } else { 5 };
+    // The two ratios are judged on their own median intervals, which need
+    // `OWN_MIN` repeats: with three, the interval ran from the fastest
+    // repeat to the slowest, and one disturbed job made the same-host
+    // ratio a tie. A quick repeat (three jobs) takes about a second.
+    let repeats = if ctx.quick { OWN_MIN } else { OWN_MIN + 2 };
     let bar = ctx.bar(EXPERIMENT.id, repeats * 3 + 9);
     // Per series, per repeat.
     let mut got: Vec<Vec<Pair>> = vec![Vec::new(); SERIES.len()];
@@ -263,7 +268,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         (MPI, 2u32, "rtt_vs_mpi_pingpong", &mpi_vs_peer),
         (HIER_SAME, 4, "rtt_vs_shm", &same_vs_shm),
     ] {
-        let s = Spread::of(xs).ok_or("am-clumps: no repeat")?;
+        let s = Spread::median_interval(xs).ok_or("am-clumps: no repeat")?;
         rows.push(
             Row::new(
                 EXPERIMENT.id,
@@ -359,7 +364,11 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
 
 fn assess(rows: &[Row], _m: &Machine) -> Assessment {
     let d = Data::new(rows);
-    let est = |s: &str, t: u32, metric: &str| d.estimate(Sel::metric(metric).series(s).threads(t));
+    // Each ratio row is the only row of its metric: with `OWN_MIN` repeats
+    // or more it carries its median interval, and is read on it (an older
+    // CSV with fewer repeats falls back to its repeat range).
+    let est =
+        |s: &str, t: u32, metric: &str| d.estimate_own(Sel::metric(metric).series(s).threads(t));
     let why = d
         .select(Sel::metric("completed"))
         .find_map(|r| r.get_param("status").map(str::to_string));
@@ -419,9 +428,17 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         None => format!(
             "Two ranks for `mpi` and its MPI ping-pong; four for `shm` (rank 0 with rank 1) and for the \
              hierarchical transport on two emulated hosts (rank 0 with rank 1 on its host, and with rank 2 on \
-             the other); each value the median over the \
-             repeats of a job's median block. The `mpi` job alternates blocks of its round trip and of MPI's \
-             ping-pong, and its ratio is the median of the blocks' ratios. Applications (quick inputs, {APP_RANKS} ranks): {}.",
+             the other); each value the median over {} of a job's median block. The `mpi` job alternates \
+             blocks of its round trip and of MPI's ping-pong, and its ratio is the median of the blocks' \
+             ratios; the two ratios' intervals are those of their medians over the repeats. Applications \
+             (quick inputs, {APP_RANKS} ranks): {}.",
+            match d
+                .row(Sel::metric("rtt_vs_mpi_pingpong"))
+                .and_then(Row::spread)
+            {
+                Some((_, _, n)) => format!("{n} repeats"),
+                None => "the repeats".to_string(),
+            },
             if apps.is_empty() {
                 "none".to_string()
             } else {
@@ -448,6 +465,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::Outcome;
     use crate::harness::testing::{self, big_metal, small_vm};
     use crate::output::report::Verdict;
 
@@ -482,6 +500,29 @@ mod tests {
         let (verdict, text) = testing::render(&EXPERIMENT, &none, &m);
         assert_eq!(verdict, Verdict::NotMeasurable);
         assert!(text.contains("not built with the `mpi` feature"), "{text}");
+    }
+
+    #[test]
+    fn ratios_with_enough_repeats_are_read_on_their_own_interval() {
+        let m = small_vm();
+        let judged = |lo: f64, hi: f64| {
+            let mut rows = rows(&m, 1.2, 1.06);
+            let same = rows
+                .iter_mut()
+                .find(|r| r.metric == "rtt_vs_shm")
+                .expect("the same-host ratio row");
+            *same = same.clone().with_spread(&Spread {
+                median: 1.06,
+                lo,
+                hi,
+                n: OWN_MIN,
+            });
+            let a = (EXPERIMENT.assess)(&rows, &m);
+            a.findings[1].outcome.clone()
+        };
+        // The median's interval inside the 1.1 goal, then across it.
+        assert_eq!(judged(1.05, 1.08), Outcome::Holds);
+        assert_eq!(judged(1.02, 1.12), Outcome::Tie);
     }
 
     #[test]
