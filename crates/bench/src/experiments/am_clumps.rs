@@ -139,10 +139,8 @@ fn job(exe: &Path, n: u32, transport: &str, hosts: u32, quick: bool) -> Result<V
     } else {
         ("10000", "7", "100000", "2000")
     };
-    let mut cmd = std::process::Command::new(crate::cli::am::mpiexec());
-    cmd.arg("-n")
-        .arg(n.to_string())
-        .arg(exe)
+    let mut cmd = crate::cli::am::mpiexec_job(n);
+    cmd.arg(exe)
         .args(["am", "clumps", "--rounds", rounds, "--blocks", blocks])
         .args(["--burst", burst, "--bulk", bulk, "--out"])
         .arg(&out)
