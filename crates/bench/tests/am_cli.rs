@@ -142,6 +142,8 @@ fn list_and_clean() {
     ] {
         assert!(stdout.contains(want), "missing `{want}` in:\n{stdout}");
     }
+    // The default the README names.
+    assert!(stdout.contains("(--algo, default stamp)"), "{stdout}");
     let out = symmetry(&["am", "clean"]);
     assert!(out.status.success());
     assert!(text(&out.stdout).contains("removed"));

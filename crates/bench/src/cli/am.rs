@@ -92,13 +92,19 @@ pub struct ClumpsArgs {
 }
 
 /// The application and how to run it (shared by `spawn` and `rank`).
+/// The claim algorithm of `am spawn` and `am rank` unless `--algo` names
+/// one: `stamp` keeps every guarantee `lock-free` gives (a killed sender
+/// costs only its own message), adds per-sender FIFO, and moves a packet's
+/// line once per message (the README's table).
+pub const DEFAULT_ALGO: &str = "stamp";
+
 #[derive(Args, Debug, Clone)]
 pub struct AppArgs {
     /// The application: fft, con-comm, con-comp or sample (LC98 Table 3).
     #[arg(value_parser = parse_app)]
     pub app: App,
     /// Claim algorithm (see `symmetry am list`).
-    #[arg(long, default_value = "lock-free", value_parser = parse_algo)]
+    #[arg(long, default_value = DEFAULT_ALGO, value_parser = parse_algo)]
     pub algo: &'static str,
     /// Problem size: quick (tests, `--quick`) or full.
     #[arg(long, default_value = "full", value_parser = parse_size)]
@@ -653,7 +659,7 @@ pub fn main(cmd: AmCommand) -> ExitCode {
             for a in App::ALL {
                 println!("  {:<10} {}", a.name(), describe(a));
             }
-            println!("claim algorithms (--algo, default lock-free):");
+            println!("claim algorithms (--algo, default {DEFAULT_ALGO}):");
             for n in claim::NAMES {
                 println!("  {n}");
             }
