@@ -141,6 +141,9 @@ fn one_senders_messages_of_every_size_arrive_in_order_and_whole_over_every_trans
         ));
         std::fs::create_dir_all(&dir).expect("a scratch directory");
         let out = dir.join("clumps.jsonl");
+        // Plain `mpiexec`, not `mpiexec_job`: UCX's default 64-message
+        // FIFOs fill here, so sends also take UCX's pending path, which
+        // must keep their order too.
         let run = Command::new(symmetry_bench::cli::am::mpiexec())
             .args(["-n", "4"])
             .arg(EXE)

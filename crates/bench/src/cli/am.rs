@@ -22,7 +22,8 @@
 //!   (`--transport hierarchical`, the default), or every pair over MPI
 //!   (`--transport mpi`); `--hosts H` splits this machine into H emulated
 //!   hosts. On a cluster, start `mpiexec -f HOSTFILE -n N symmetry am rank
-//!   APP ...` directly; every rank prints its line.
+//!   APP ...` directly (with `-genv UCX_MM_FIFO_SIZE 1024`, which `--mpi`
+//!   sets, see [`UCX_FIFO`]); every rank prints its line.
 //! - `symmetry am rank APP ...` (hidden): the body of one rank; refuses to
 //!   run outside a job started by `am spawn` or an MPI launcher.
 //!
@@ -91,13 +92,13 @@ pub struct ClumpsArgs {
     pub out: Option<PathBuf>,
 }
 
-/// The application and how to run it (shared by `spawn` and `rank`).
 /// The claim algorithm of `am spawn` and `am rank` unless `--algo` names
 /// one: `stamp` keeps every guarantee `lock-free` gives (a killed sender
 /// costs only its own message), adds per-sender FIFO, and moves a packet's
 /// line once per message (the README's table).
 pub const DEFAULT_ALGO: &str = "stamp";
 
+/// The application and how to run it (shared by `spawn` and `rank`).
 #[derive(Args, Debug, Clone)]
 pub struct AppArgs {
     /// The application: fft, con-comm, con-comp or sample (LC98 Table 3).
@@ -486,10 +487,10 @@ pub fn mpiexec() -> OsString {
 /// through UCX's shared-memory FIFOs, 64 messages each by default. Past
 /// that a send waits in the sender's pending queue until the receiver has
 /// run and drained its FIFO and the sender has run again; with more ranks
-/// than cores, that is a context switch every few messages, and the
-/// message-heavy applications (`con-comm`, `sample`) ran tens of times
-/// slower over `mpi` than over `shm`. The variable means nothing to MPI
-/// builds without UCX.
+/// than cores, that is a context switch every few messages, which makes
+/// the message-heavy applications (`con-comm`, `sample`) far slower over
+/// `mpi` than over `shm`. The variable means nothing to MPI builds
+/// without UCX.
 pub const UCX_FIFO: &str = "1024";
 
 /// `mpiexec -n n`, with [`UCX_FIFO`] unless the caller's environment sets
