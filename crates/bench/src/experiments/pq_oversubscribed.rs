@@ -70,8 +70,8 @@ const JUDGED: &[&str] = &["tas", "mcs", "mcs-tp", "tas-np-rseq"];
 /// rules read (the locks of [`JUDGED`] at 4x the cores, and `mcs` at the
 /// cores, the baseline of its collapse), so the median is a middle run
 /// and the rules read the point's own interval (the range of its runs);
-/// elsewhere [`Ctx::repeats`]. Two repeats at 4x put `mcs` at 642 and
-/// 2,717 us in one run: the median of two is the upper one.
+/// elsewhere [`Ctx::repeats`]. At 4x a run falls into one of two modes
+/// several times apart, and the median of two repeats is the upper one.
 fn repeats(ctx: &Ctx, lock: &str, t: usize) -> usize {
     let judged =
         (t == 4 * ctx.cores && JUDGED.contains(&lock)) || (t == ctx.cores && lock == "mcs");
