@@ -546,12 +546,18 @@ pub fn spawn_app_mpi(
         .env("SYMMETRY_AM_HOSTS", hosts.to_string())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    // mpiexec names one failed process by pid, not always the first to
-    // end (once one dies, it kills the others): watch the ranks' pids and
-    // name the first to go, with mpiexec's. A rank killed first can look
-    // alive to the watch for longer than one mpiexec killed after it (its
-    // exit and reaping are not ordered by when the signals were sent), so
-    // the watch alone can miss it.
+    // Once one rank dies, mpiexec kills the others (with or without
+    // `-disable-auto-cleanup`), and it names one of them by pid, not
+    // always the first to die: the watch names the first itself. A rank
+    // that was killed first can still be running its exit (freeing its
+    // memory) when the ranks killed after it are gone, so "gone" alone
+    // misorders them; the kernel marks a process exiting (`PF_EXITING`)
+    // before it closes its files, and mpiexec reacts to that close, so
+    // the first rank is marked before any rank mpiexec kills. A scan
+    // reads the ranks one after another, so the first may be marked just
+    // after the scan passed it: a second scan, which starts after the
+    // first has seen a rank ended, sees it. The named ranks are the
+    // union of the two scans: the first always, sometimes others too.
     let mut pids: Vec<Option<u32>> = vec![None; n as usize];
     let mut first_gone: Vec<(u32, u32)> = Vec::new();
     let mut watch = || {
@@ -565,20 +571,34 @@ pub fn spawn_app_mpi(
                     .and_then(|t| t.trim().parse().ok());
             }
         }
-        first_gone = (0..n)
-            .zip(&pids)
-            .filter_map(|(r, p)| Some((r, (*p)?)))
-            .filter(|&(_, pid)| !symmetry_am::segment::pid_alive(pid))
-            .collect();
+        // A rank that ended after writing its result ended well.
+        let scan = || -> Vec<(u32, u32)> {
+            (0..n)
+                .zip(&pids)
+                .filter_map(|(r, p)| Some((r, (*p)?)))
+                .filter(|&(r, pid)| ending(pid) && !result_file(dir, r).exists())
+                .collect()
+        };
+        let once = scan();
+        if !once.is_empty() {
+            first_gone = once;
+            for x in scan() {
+                if !first_gone.contains(&x) {
+                    first_gone.push(x);
+                }
+            }
+        }
     };
     let result = run_bounded(cmd, timeout, &mut watch)
         .map_err(|e| {
-            let mut named = first_gone.clone();
-            for x in ranks_in_message(dir, n, &e) {
-                if !named.contains(&x) {
-                    named.push(x);
-                }
-            }
+            // mpiexec's own message names a pid: the watch's names stand
+            // where it saw any (mpiexec names one of the ranks it killed
+            // as readily as the first); else, say whom mpiexec named.
+            let mut named = if first_gone.is_empty() {
+                ranks_in_message(dir, n, &e)
+            } else {
+                first_gone.clone()
+            };
             named.sort_unstable();
             let named: Vec<String> = named
                 .iter()
@@ -596,6 +616,27 @@ pub fn spawn_app_mpi(
         .and_then(|()| collect(dir, n, &what));
     drop(scratch);
     result
+}
+
+/// Whether process `pid` has ended or is ending: gone, a zombie, or
+/// marked exiting by the kernel (`PF_EXITING` in the flags of
+/// `/proc/PID/stat`, set as it starts to exit, before it frees its memory
+/// and closes its files).
+fn ending(pid: u32) -> bool {
+    /// The kernel's `PF_EXITING` task flag (`include/linux/sched.h`).
+    const PF_EXITING: u64 = 0x4;
+    if !symmetry_am::segment::pid_alive(pid) {
+        return true;
+    }
+    // After the command name (which may hold spaces and parentheses):
+    // state, ppid, pgrp, session, tty_nr, tpgid, flags.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let flags = s.rsplit(')').next()?.split_whitespace().nth(6)?;
+            flags.parse::<u64>().ok()
+        })
+        .is_some_and(|f| f & PF_EXITING != 0)
 }
 
 /// Runs `cmd` (stdout and stderr piped) to its end, calling `watch` every
@@ -947,6 +988,28 @@ fn rank_body(args: &RankArgs, job: &Job) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_is_ending_once_killed_before_it_is_reaped() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep starts");
+        let pid = child.id();
+        assert!(!ending(pid), "a sleeping process is not ending");
+        child.kill().expect("kill");
+        // Not reaped yet: a zombie, or still exiting, counts as ending.
+        let start = std::time::Instant::now();
+        while !ending(pid) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "never seen ending"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        child.wait().expect("reaped");
+        assert!(ending(pid), "a reaped process is gone");
+    }
 
     #[test]
     fn names_parse_and_errors_list_what_is_accepted() {
