@@ -114,6 +114,7 @@ fn a_rank_killed_under_mpiexec_ends_the_job_with_an_error_naming_it() {
         let result = handle.join().expect("the launcher thread");
         let pid = killed.expect("rank 2 was found and killed");
         let err = result.expect_err("a job with a killed rank fails");
+        // Shown with `--nocapture`, and in the log of a failed run.
         eprintln!("{transport}: {err}");
         assert!(
             err.contains(&format!("rank 2 (pid {pid})")),

@@ -251,6 +251,13 @@ pub fn pid_file(dir: &Path, rank: u32) -> PathBuf {
     dir.join(format!("rank-{rank}.pid"))
 }
 
+/// The file an MPI rank that failed on its own writes in `dir` before it
+/// ends the job with `MPI_Abort` (which has mpiexec kill the other ranks
+/// while it still runs).
+pub fn failed_file(dir: &Path, rank: u32) -> PathBuf {
+    dir.join(format!("rank-{rank}.failed"))
+}
+
 /// Names the ranks of the pids that `mpiexec`'s message mentions (Hydra
 /// says "PID n RUNNING AT host"), from the pid files in `dir`.
 fn ranks_in_message(dir: &Path, n: u32, message: &str) -> Vec<(u32, u32)> {
@@ -548,16 +555,22 @@ pub fn spawn_app_mpi(
         .stderr(std::process::Stdio::piped());
     // Once one rank dies, mpiexec kills the others (with or without
     // `-disable-auto-cleanup`), and it names one of them by pid, not
-    // always the first to die: the watch names the first itself. A rank
-    // that was killed first can still be running its exit (freeing its
-    // memory) when the ranks killed after it are gone, so "gone" alone
-    // misorders them; the kernel marks a process exiting (`PF_EXITING`)
-    // before it closes its files, and mpiexec reacts to that close, so
-    // the first rank is marked before any rank mpiexec kills. A scan
-    // reads the ranks one after another, so the first may be marked just
-    // after the scan passed it: a second scan, which starts after the
-    // first has seen a rank ended, sees it. The named ranks are the
-    // union of the two scans: the first always, sometimes others too.
+    // always the first to die: the watch names the first itself.
+    //
+    // A rank killed by a signal: it can still be running its exit
+    // (freeing its memory) when the ranks killed after it are gone, so
+    // "gone" alone misorders them. The kernel marks a process exiting
+    // (`PF_EXITING`) before it closes its files, and mpiexec reacts to
+    // that close, so the first rank is marked before any rank mpiexec
+    // kills. A rank that fails on its own writes its `failed_file`
+    // before `MPI_Abort` has the others killed.
+    //
+    // A scan reads the ranks one after another, so the first may be
+    // marked just after the scan passed it: a second scan, which starts
+    // after the first has seen a rank ending, sees it. The named ranks
+    // are the union of the two scans: the first always, sometimes others
+    // too. The watch runs once more after mpiexec has ended, for a job
+    // that ended between two of its calls.
     let mut pids: Vec<Option<u32>> = vec![None; n as usize];
     let mut first_gone: Vec<(u32, u32)> = Vec::new();
     let mut watch = || {
@@ -576,7 +589,9 @@ pub fn spawn_app_mpi(
             (0..n)
                 .zip(&pids)
                 .filter_map(|(r, p)| Some((r, (*p)?)))
-                .filter(|&(r, pid)| ending(pid) && !result_file(dir, r).exists())
+                .filter(|&(r, pid)| {
+                    (ending(pid) || failed_file(dir, r).exists()) && !result_file(dir, r).exists()
+                })
                 .collect()
         };
         let once = scan();
@@ -591,9 +606,9 @@ pub fn spawn_app_mpi(
     };
     let result = run_bounded(cmd, timeout, &mut watch)
         .map_err(|e| {
-            // mpiexec's own message names a pid: the watch's names stand
-            // where it saw any (mpiexec names one of the ranks it killed
-            // as readily as the first); else, say whom mpiexec named.
+            // Name the ranks the watch saw ending; if it saw none, the
+            // rank whose pid mpiexec's message names (one of the ranks
+            // that ended badly, not always the first).
             let mut named = if first_gone.is_empty() {
                 ranks_in_message(dir, n, &e)
             } else {
@@ -628,15 +643,22 @@ fn ending(pid: u32) -> bool {
     if !symmetry_am::segment::pid_alive(pid) {
         return true;
     }
-    // After the command name (which may hold spaces and parentheses):
-    // state, ppid, pgrp, session, tty_nr, tpgid, flags.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| {
-            let flags = s.rsplit(')').next()?.split_whitespace().nth(6)?;
-            flags.parse::<u64>().ok()
-        })
+        .and_then(|s| stat_flags(&s))
         .is_some_and(|f| f & PF_EXITING != 0)
+}
+
+/// The `flags` field of a `/proc/PID/stat` line: after the command name
+/// (in parentheses, and itself free to hold spaces and parentheses) come
+/// state, ppid, pgrp, session, tty_nr, tpgid, flags.
+fn stat_flags(stat: &str) -> Option<u64> {
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(6)?
+        .parse()
+        .ok()
 }
 
 /// Runs `cmd` (stdout and stderr piped) to its end, calling `watch` every
@@ -666,7 +688,10 @@ pub fn run_bounded(
     let start = std::time::Instant::now();
     let status = loop {
         match child.try_wait() {
-            Ok(Some(st)) => break Some(st),
+            Ok(Some(st)) => {
+                watch();
+                break Some(st);
+            }
             Ok(None) if start.elapsed() < timeout => {
                 watch();
                 std::thread::sleep(Duration::from_millis(2));
@@ -846,7 +871,11 @@ fn rank_main(args: &RankArgs) -> ExitCode {
             }
         };
         if code != ExitCode::SUCCESS {
-            // The other ranks may wait for this one forever: end the job.
+            // The other ranks may wait for this one forever: end the job,
+            // saying first that this rank is the one that failed.
+            if let Some(dir) = &args.result_dir {
+                let _ = std::fs::write(failed_file(dir, mpi.rank()), "");
+            }
             mpi.abort(1);
         }
         // Every endpoint is gone: MPI_Finalize.
@@ -988,6 +1017,18 @@ fn rank_body(args: &RankArgs, job: &Job) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stat_lines_give_their_flags_whatever_the_command_name() {
+        let line = |comm: &str, flags: u32| {
+            format!("4242 ({comm}) R 1 4242 4242 0 -1 {flags} 120 0 0 0 5 1 0 0 20 0 3 0 99")
+        };
+        assert_eq!(stat_flags(&line("symmetry", 4_210_756)), Some(4_210_756));
+        assert_eq!(stat_flags(&line("a) (b c", 4_210_752)), Some(4_210_752));
+        assert_eq!(stat_flags(&line(") R 1 2 3 4 5 6 7", 4)), Some(4));
+        assert_eq!(stat_flags("4242 (x) R 1 2"), None);
+        assert_eq!(stat_flags(""), None);
+    }
 
     #[test]
     fn a_process_is_ending_once_killed_before_it_is_reaped() {
