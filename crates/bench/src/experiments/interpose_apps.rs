@@ -1221,6 +1221,31 @@ mod tests {
         testing::assert_outcome(&a, 2, Outcome::Holds);
     }
 
+    /// Price rows for both programs: the recommended `fixed-spin-c2` at
+    /// 1.01, `always-block` at `block`.
+    fn prices(m: &Machine, block: f64) -> Vec<Row> {
+        let mut v = Vec::new();
+        for program in ["pigz", "sysbench-mutex"] {
+            let params = [("program", program), ("input_mb", "16")];
+            for (series, p) in [
+                ("spin-then-block:fixed-spin-c2", 1.01),
+                ("spin-then-block:always-block", block),
+            ] {
+                v.push(testing::row(
+                    EXPERIMENT.id,
+                    series,
+                    2,
+                    m,
+                    PRICE,
+                    p,
+                    0.0,
+                    &params,
+                ));
+            }
+        }
+        v
+    }
+
     #[test]
     fn only_policies_priced_apart_are_judged() {
         let m = small_vm();
@@ -1245,24 +1270,7 @@ mod tests {
         }
         let priced = |block: f64| {
             let mut v = base.clone();
-            for program in ["pigz", "sysbench-mutex"] {
-                let params = [("program", program), ("input_mb", "16")];
-                for (series, p) in [
-                    ("spin-then-block:fixed-spin-c2", 1.01),
-                    ("spin-then-block:always-block", block),
-                ] {
-                    v.push(testing::row(
-                        EXPERIMENT.id,
-                        series,
-                        2,
-                        &m,
-                        PRICE,
-                        p,
-                        0.0,
-                        &params,
-                    ));
-                }
-            }
+            v.extend(prices(&m, block));
             assess(&v, &m)
         };
         // Without prices (older data) every policy is judged: it fails.
@@ -1294,13 +1302,8 @@ mod tests {
                 v.push(r(ok, "ms", 50.0, 0.01));
                 let s = Spread::median_interval(&[1.59, 1.6, 1.61]).unwrap();
                 v.push(r(ok, RECOMMENDED_OVER, 1.6, 0.0).with_spread(&s));
-                for (series, p) in [
-                    ("spin-then-block:fixed-spin-c2", 1.01),
-                    ("spin-then-block:always-block", block),
-                ] {
-                    v.push(r(series, PRICE, p, 0.0));
-                }
             }
+            v.extend(prices(&m, block));
             assess(&v, &m)
         };
         testing::assert_outcome(&with_opt_known(1.9), 2, Outcome::Tie);
@@ -1316,24 +1319,7 @@ mod tests {
         // Without paired rows, against the fastest policy judged.
         let medians = |block: f64| {
             let mut v: Vec<Row> = rows(&m, 101.0, 66.7, true);
-            for program in ["pigz", "sysbench-mutex"] {
-                let params = [("program", program), ("input_mb", "16")];
-                for (series, p) in [
-                    ("spin-then-block:fixed-spin-c2", 1.01),
-                    ("spin-then-block:always-block", block),
-                ] {
-                    v.push(testing::row(
-                        EXPERIMENT.id,
-                        series,
-                        2,
-                        &m,
-                        PRICE,
-                        p,
-                        0.0,
-                        &params,
-                    ));
-                }
-            }
+            v.extend(prices(&m, block));
             assess(&v, &m)
         };
         testing::assert_outcome(&medians(3.03), 2, Outcome::Fails);
