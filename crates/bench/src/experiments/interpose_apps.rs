@@ -914,13 +914,17 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
                 r.show(1)
             ));
         } else {
-            outcomes.push(rule::at_most(r.ratio(f), 1.0));
+            let (q, how) = match c.paired(RECOMMENDED_OVER, fs) {
+                Some(q) => (q, ", paired by round"),
+                None => (r.ratio(f), ""),
+            };
+            outcomes.push(rule::at_most(q, 1.0));
             ev.push(format!(
-                "{}: `{}` / fastest judged `{}` = {}",
+                "{}: `{}` / fastest judged `{}` = {}{how}",
                 c.program,
                 short(&rec),
                 short(fs),
-                r.ratio(f).show(2)
+                q.show(2)
             ));
         }
     }
