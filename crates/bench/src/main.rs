@@ -179,26 +179,29 @@ fn ensure_dir(dir: &Path) -> Result<(), String> {
 /// Runs one experiment: CSV and its provenance first, then the figure
 /// drawn from the CSV.
 ///
-/// The placement probe is taken before and after the run; if it moved by
-/// more than [`symmetry_bench::output::provenance::PROBE_CHANGE`] (the
-/// host moved the virtual CPUs during the run, so the points were measured
-/// on two different machines), a full run runs the experiment once more
-/// and keeps the second run whatever its probe says (its provenance says
-/// so). A `--quick` run, a smoke test kept short, keeps its only
-/// run, and its provenance and report section say the probe moved.
+/// The placement probe is taken before and after the run. If it moved by
+/// more than [`symmetry_bench::output::provenance::PROBE_CHANGE`] (the host
+/// moved the virtual CPUs during the run, so the points were measured on
+/// two different machines), the experiment is run once more, in either
+/// mode (a `--quick` one only if it took at most
+/// [`symmetry_bench::output::provenance::QUICK_RETAKE_MAX_S`]). The kept
+/// run is the last one: the choice depends on the probe alone, never on
+/// what the run measured, so a retake cannot select a verdict. Its
+/// provenance counts the runs and says whether the placement still moved.
 fn run_one(e: &Experiment, ctx: &Ctx, out: &Path, machine: &Machine) -> Result<(), String> {
-    let mut attempt = 0;
+    let mut runs = 0;
     let (rows, provenance) = loop {
-        attempt += 1;
+        runs += 1;
         let probe_before = symmetry_bench::kernels::machine::core_probe_ns();
         let started = iso8601_utc(std::time::SystemTime::now());
         let t = Instant::now();
         let rows = (e.run)(ctx).map_err(|err| format!("{}: {err}", e.id))?;
         let seconds = t.elapsed().as_secs_f64();
         let probe_after = symmetry_bench::kernels::machine::core_probe_ns();
-        let p =
-            Provenance::new(e.id, machine, started, seconds).with_probe(probe_before, probe_after);
-        if ctx.quick || !p.placement_changed() || attempt == 2 {
+        let p = Provenance::new(e.id, machine, started, seconds)
+            .with_probe(probe_before, probe_after)
+            .with_runs(runs);
+        if runs == 2 || !p.should_retake() {
             break (rows, p);
         }
         if ctx.progress {
