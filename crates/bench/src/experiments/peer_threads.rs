@@ -26,7 +26,7 @@
 //!
 //! P chains run at once at P = 1 and P = cores (or `--threads`). The metric
 //! is `ns_per_thread` = elapsed / threads that ran (create + start + finish
-//! of one null thread), the median of [`Ctx::repeats`] runs interleaved
+//! of one null thread), the median of [`Ctx::judged_rounds`] runs interleaved
 //! across series so drift hits every series alike. In `--quick`, a peer
 //! whose million threads would take over 2 s (by a 20,000-thread pilot,
 //! e.g. may) runs as many as fit in about 1 s (`total` says how many).
@@ -134,17 +134,19 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     // may runs at the worker count in force: the first configuration wins.
     let may_at = peers_threads::may_workers().unwrap_or(ctx.cores);
     let cheap: Vec<&str> = NAMES.iter().copied().chain([TOKIO, MAY]).collect();
-    let len: usize = points
-        .iter()
-        .map(|&p| ctx.repeats(p) * cheap.len() + 1)
-        .sum();
+    // Every point is one the rules judge (P = 1 and all cores): each takes
+    // `judged_rounds` rounds. With five, the median interval ran from the
+    // fastest round to the slowest, and one disturbed round made
+    // `cheaper-than-tokio` a tie in one of two back-to-back runs whose
+    // medians agreed (notes of #12).
+    let len: usize = points.len() * (ctx.judged_rounds() * cheap.len() + 1);
     let bar = ctx.bar(EXPERIMENT.id, len);
     let mut rows = Vec::new();
     // Peers that ran in the strategies' rounds over the best strategy of
     // their point, paired by round.
     let mut paired = Vec::new();
     for &p in &points {
-        let runs = ctx.repeats(p);
+        let runs = ctx.judged_rounds();
         // --quick: a slow peer, whose million threads would take over 2 s
         // by a 20,000-thread pilot, runs as many as fit in about 1 s
         // instead; the total is recorded.
@@ -432,7 +434,10 @@ fn target(d: &Data<'_>, peer: &str, target: f64, ps: &[u32]) -> Finding {
                     .select(Sel::metric(VS_BEST_PAIRED).series(peer).threads(p))
                     .find(|r| !r.oversubscribed && r.get_param("best") == Some(best))
                 {
-                    Some(row) => (d.estimate_of(row), ", paired by round"),
+                    // Over `OWN_MIN` rounds or more, the paired ratio's
+                    // own median interval (`estimate_own`); fewer (a CSV
+                    // of five rounds) are widened by the pooled noise.
+                    Some(row) => (d.estimate_own_of(row), ", paired by round"),
                     None => (x.ratio(b), ""),
                 };
                 outcomes.push(rule::at_least(r, target));

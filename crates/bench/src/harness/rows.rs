@@ -173,11 +173,15 @@ impl<'a> Data<'a> {
     ///
     /// [`Spread::median_interval`]: super::stats::Spread::median_interval
     pub fn estimate_own(&self, sel: Sel<'_>) -> Option<Estimate> {
-        let r = self.row(sel)?;
-        Some(match r.spread() {
+        Some(self.estimate_own_of(self.row(sel)?))
+    }
+
+    /// [`Data::estimate_own`] of a row already found.
+    pub fn estimate_own_of(&self, r: &Row) -> Estimate {
+        match r.spread() {
             Some((lo, hi, n)) if n >= OWN_MIN => Estimate::new(r.value, lo, hi).widen(NOISE_FLOOR),
             _ => self.estimate_of(r),
-        })
+        }
     }
 
     /// The first row of `sel` widened by the pooled noise of the repeated
