@@ -26,8 +26,9 @@
 //!
 //! P chains run at once at P = 1 and P = cores (or `--threads`). The metric
 //! is `ns_per_thread` = elapsed / threads that ran (create + start + finish
-//! of one null thread), the median of [`Ctx::judged_rounds`] runs interleaved
-//! across series so drift hits every series alike. In `--quick`, a peer
+//! of one null thread), the median of runs interleaved across series so
+//! drift hits every series alike: [`Ctx::judged_rounds`] at the points the
+//! rules judge (P = 1 and all cores), [`Ctx::repeats`] at others. In `--quick`, a peer
 //! whose million threads would take over 2 s (by a 20,000-thread pilot,
 //! e.g. may) runs as many as fit in about 1 s (`total` says how many).
 //! For each peer, `ratio_to_best` = its `ns_per_thread` / the best
@@ -134,19 +135,27 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     // may runs at the worker count in force: the first configuration wins.
     let may_at = peers_threads::may_workers().unwrap_or(ctx.cores);
     let cheap: Vec<&str> = NAMES.iter().copied().chain([TOKIO, MAY]).collect();
-    // Every point is one the rules judge (P = 1 and all cores): each takes
-    // `judged_rounds` rounds. With five, the median interval ran from the
-    // fastest round to the slowest, and one disturbed round made
+    // The points the rules judge (P = 1 and all cores) take
+    // `judged_rounds` rounds; others that `--threads` asks for, which are
+    // only drawn, `Ctx::repeats`. With five rounds the median interval ran
+    // from the fastest round to the slowest, and one disturbed round made
     // `cheaper-than-tokio` a tie in one of two back-to-back runs whose
     // medians agreed (notes of #12).
-    let len: usize = points.len() * (ctx.judged_rounds() * cheap.len() + 1);
+    let rounds = |p: usize| {
+        if p == 1 || p == ctx.cores {
+            ctx.judged_rounds()
+        } else {
+            ctx.repeats(p)
+        }
+    };
+    let len: usize = points.iter().map(|&p| rounds(p) * cheap.len() + 1).sum();
     let bar = ctx.bar(EXPERIMENT.id, len);
     let mut rows = Vec::new();
     // Peers that ran in the strategies' rounds over the best strategy of
     // their point, paired by round.
     let mut paired = Vec::new();
     for &p in &points {
-        let runs = ctx.judged_rounds();
+        let runs = rounds(p);
         // --quick: a slow peer, whose million threads would take over 2 s
         // by a 20,000-thread pilot, runs as many as fit in about 1 s
         // instead; the total is recorded.
@@ -672,6 +681,42 @@ mod tests {
             ));
         }
         assert_eq!(judged(&rows), Outcome::Holds);
+    }
+
+    #[test]
+    fn a_paired_ratio_over_enough_rounds_is_judged_on_its_own_interval() {
+        let m = small_vm();
+        let ps = ends(m.cores() as u32);
+        let paired = |series: &str, p: u32, value: f64, rel: f64, n: usize| {
+            testing::row(
+                EXPERIMENT.id,
+                series,
+                p,
+                &m,
+                VS_BEST_PAIRED,
+                value,
+                rel,
+                &[("best", NAMES[0])],
+            )
+            .with_spread(&Spread {
+                median: value,
+                lo: value * (1.0 - rel),
+                hi: value * (1.0 + rel),
+                n,
+            })
+        };
+        // tokio's per-round quotients 5.2 within 1%; may's, which widen the
+        // pooled noise of the metric, within 60%.
+        let judged = |n: usize| {
+            let mut rows = rows(&m, 520.0, 20_000.0);
+            for &p in &ps {
+                rows.push(paired(TOKIO, p, 5.2, 0.01, n));
+                rows.push(paired(MAY, p, 10.0, 0.6, 3));
+            }
+            target(&Data::new(&rows), TOKIO, TOKIO_TARGET, &ps).outcome
+        };
+        assert_eq!(judged(crate::harness::OWN_MIN), Outcome::Holds);
+        assert_eq!(judged(3), Outcome::Tie);
     }
 
     #[test]
