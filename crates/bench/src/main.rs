@@ -59,6 +59,15 @@ enum Command {
         /// `reproduce` command and its start.
         #[arg(long, hide = true)]
         keep_machine: bool,
+        /// When the placement probe moves during an experiment, exit with status 75 and write
+        /// nothing instead of running it again in this process (`reproduce` then starts a
+        /// fresh one with `--second-run`).
+        #[arg(long, hide = true, conflicts_with = "second_run")]
+        retake_by_exit: bool,
+        /// This is the second run of the experiment (`reproduce`'s retake): record it as such
+        /// and do not run it again.
+        #[arg(long, hide = true)]
+        second_run: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -176,22 +185,58 @@ fn ensure_dir(dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot create output directory {}: {e}", dir.display()))
 }
 
+/// How `run_one` runs an experiment again when the placement probe moved
+/// during it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retake {
+    /// In this process (`symmetry run`).
+    InProcess,
+    /// By exiting with [`RETAKE_EXIT`] and writing nothing, for `reproduce`
+    /// to start a fresh process with [`Retake::Never`]: a reproduction
+    /// runs every experiment in a process of its own, and a retake in the
+    /// same process would run after a whole run's heap, threads and
+    /// installed constants.
+    ByExit,
+    /// Not at all: this is the second run (`reproduce`'s fresh process).
+    Never,
+}
+
+/// The exit status of `run ... --retake-by-exit` when the probe moved and
+/// the experiment is to be run again in a new process.
+const RETAKE_EXIT: u8 = 75;
+
+/// What `run_one` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ran {
+    /// Wrote the experiment's results.
+    Kept,
+    /// Wrote nothing: the probe moved and [`Retake::ByExit`] asks for a
+    /// new process.
+    RunAgain,
+}
+
 /// Runs one experiment: CSV and its provenance first, then the figure
 /// drawn from the CSV.
 ///
 /// The placement probe is taken before and after the run. If it moved by
 /// more than [`symmetry_bench::output::provenance::PROBE_CHANGE`] (the host
 /// moved the virtual CPUs during the run, so the points were measured on
-/// two different machines), the experiment is run once more, in either
-/// mode (a `--quick` one only if it took at most
-/// [`symmetry_bench::output::provenance::QUICK_RETAKE_MAX_S`]). The kept
-/// run is the last one: the choice depends on the probe alone, never on
-/// what the run measured, so a retake cannot select a verdict. Its
-/// provenance counts the runs and says whether the placement still moved.
-fn run_one(e: &Experiment, ctx: &Ctx, out: &Path, machine: &Machine) -> Result<(), String> {
-    let mut runs = 0;
+/// two different machines), the experiment is run once more (`retake`),
+/// except in a `--quick` run of one of
+/// [`experiments::NO_QUICK_RETAKE`]. The second run is kept: the choice
+/// rests on the probe and the experiment's declaration, never on what the
+/// run measured or how long it took, so a retake cannot select a verdict.
+/// Its provenance counts the runs and says whether the placement still
+/// moved.
+fn run_one(
+    e: &Experiment,
+    ctx: &Ctx,
+    out: &Path,
+    machine: &Machine,
+    retake: Retake,
+) -> Result<Ran, String> {
+    let mut runs = if retake == Retake::Never { 2 } else { 1 };
     let (rows, provenance) = loop {
-        runs += 1;
         let probe_before = symmetry_bench::kernels::machine::core_probe_ns();
         let started = iso8601_utc(std::time::SystemTime::now());
         let t = Instant::now();
@@ -201,18 +246,25 @@ fn run_one(e: &Experiment, ctx: &Ctx, out: &Path, machine: &Machine) -> Result<(
         let p = Provenance::new(e.id, machine, started, seconds)
             .with_probe(probe_before, probe_after)
             .with_runs(runs);
-        if runs == 2 || !p.should_retake() {
+        if runs == 2 || !p.placement_changed() {
             break (rows, p);
         }
-        if ctx.progress {
-            eprintln!(
-                "      {}: the cache-line round trip between CPUs 0 and 1 moved from {:.0} to {:.0} ns \
-                 during the run; running it again",
-                e.id,
-                probe_before.unwrap_or(f64::NAN),
-                probe_after.unwrap_or(f64::NAN)
-            );
+        let moved = format!(
+            "      {}: the cache-line round trip between CPUs 0 and 1 moved from {:.0} to {:.0} ns during the run",
+            e.id,
+            probe_before.unwrap_or(f64::NAN),
+            probe_after.unwrap_or(f64::NAN)
+        );
+        if ctx.quick && experiments::NO_QUICK_RETAKE.contains(&e.id) {
+            eprintln!("{moved}; a quick run does not run it again");
+            break (rows, p);
         }
+        if retake == Retake::ByExit {
+            eprintln!("{moved}; running it again in a new process");
+            return Ok(Ran::RunAgain);
+        }
+        eprintln!("{moved}; running it again");
+        runs += 1;
     };
     let csv = out.join(format!("{}.csv", e.id));
     data::write_csv(&csv, &rows)?;
@@ -222,7 +274,7 @@ fn run_one(e: &Experiment, ctx: &Ctx, out: &Path, machine: &Machine) -> Result<(
         &out.join(format!("{}.svg", e.id)),
         &(e.figure)(&rows, machine),
     )?;
-    Ok(())
+    Ok(Ran::Kept)
 }
 
 /// `--keep-machine`: the kept description must name this build and mode,
@@ -254,19 +306,22 @@ fn run_many(
     ctx: &Ctx,
     out: &Path,
     machine: &Machine,
-) -> Result<(), String> {
+    retake: Retake,
+) -> Result<Ran, String> {
     ensure_dir(out)?;
     for (i, e) in list.iter().enumerate() {
         let t = Instant::now();
         eprintln!("[{}/{}] {} — {}", i + 1, list.len(), e.id, e.title);
-        run_one(e, ctx, out, machine)?;
+        if run_one(e, ctx, out, machine, retake)? == Ran::RunAgain {
+            return Ok(Ran::RunAgain);
+        }
         eprintln!(
             "      done in {:.1} s -> {}",
             t.elapsed().as_secs_f64(),
             out.join(format!("{}.csv", e.id)).display()
         );
     }
-    Ok(())
+    Ok(Ran::Kept)
 }
 
 /// `symmetry reproduce`: every experiment, each in a child process of its
@@ -298,21 +353,30 @@ fn reproduce(common: &Common) -> Result<(), String> {
             e.id,
             e.title
         );
-        let mut child = std::process::Command::new(&exe);
-        child
-            .args(["run", e.id, "--keep-machine", "--out"])
-            .arg(&common.out);
-        if common.quick {
-            child.arg("--quick");
-        }
-        if common.no_progress {
-            child.arg("--no-progress");
-        }
-        child.envs(calibration.iter().map(|(k, v)| (k, v)));
-        end_with_parent(&mut child);
-        // The child prints its own `[1/1]` line; ours above numbers the
-        // whole reproduction.
-        match child.status() {
+        let spawn = |retake: &str| {
+            let mut child = std::process::Command::new(&exe);
+            child
+                .args(["run", e.id, "--keep-machine", retake, "--out"])
+                .arg(&common.out);
+            if common.quick {
+                child.arg("--quick");
+            }
+            if common.no_progress {
+                child.arg("--no-progress");
+            }
+            child.envs(calibration.iter().map(|(k, v)| (k, v)));
+            end_with_parent(&mut child);
+            // The child prints its own `[1/1]` line; ours above numbers
+            // the whole reproduction.
+            child.status()
+        };
+        // A moved placement probe: the child wrote nothing and asks for a
+        // fresh process, like every experiment's first run gets.
+        let status = match spawn("--retake-by-exit") {
+            Ok(s) if s.code() == Some(i32::from(RETAKE_EXIT)) => spawn("--second-run"),
+            other => other,
+        };
+        match status {
             Ok(s) if s.success() => {
                 eprintln!(
                     "      {} finished in {:.1} s",
@@ -557,6 +621,8 @@ fn main() -> ExitCode {
             threads,
             locks,
             keep_machine,
+            retake_by_exit,
+            second_run,
             common,
         } => {
             let mut list = Vec::new();
@@ -597,14 +663,23 @@ fn main() -> ExitCode {
             } else {
                 new_machine(&ctx, &common.out)
             };
-            machine.and_then(|m| run_many(&list, &ctx, &common.out, &m))
+            let retake = match (retake_by_exit, second_run) {
+                (true, _) => Retake::ByExit,
+                (_, true) => Retake::Never,
+                _ => Retake::InProcess,
+            };
+            match machine.and_then(|m| run_many(&list, &ctx, &common.out, &m, retake)) {
+                Ok(Ran::RunAgain) => return ExitCode::from(RETAKE_EXIT),
+                other => other.map(|_| ()),
+            }
         }
         Command::Reproduce { common } => reproduce(&common),
         Command::Calibrate { common } => {
             let e = experiments::find("calibrate").expect("calibrate is in the catalogue");
             let ctx = ctx(&common, None, None);
-            let run =
-                new_machine(&ctx, &common.out).and_then(|m| run_many(&[e], &ctx, &common.out, &m));
+            let run = new_machine(&ctx, &common.out)
+                .and_then(|m| run_many(&[e], &ctx, &common.out, &m, Retake::InProcess))
+                .map(|_| ());
             run.and_then(|()| {
                 let rows = data::read_csv(&common.out.join("calibrate.csv"))?;
                 let cal = symmetry_bench::kernels::klmo91::calibration_from(|m| {
@@ -700,9 +775,12 @@ mod tests {
                 threads,
                 locks,
                 keep_machine,
+                retake_by_exit,
+                second_run,
                 common,
             } => {
                 assert_eq!(ids, vec!["spin-counter".to_string()]);
+                assert!(!retake_by_exit && !second_run);
                 assert!(!keep_machine, "only reproduce's children keep machine.json");
                 assert_eq!(threads.map(|t| t.0), Some(vec![1, 2, 8]));
                 assert_eq!(locks, Some(vec!["tas".to_string(), "mcs".to_string()]));

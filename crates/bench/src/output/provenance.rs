@@ -38,24 +38,13 @@ pub struct Provenance {
     /// record written before the probe existed).
     #[serde(default)]
     pub core_rtt_ns: Vec<f64>,
-    /// How many times the experiment was run for this record: more than
-    /// one when the probe moved during a run and the harness ran it again
-    /// (`run_one` in the binary). The record is the kept run's; 1 in
-    /// records written before retakes were counted.
-    #[serde(default = "one")]
-    pub runs: usize,
+    /// How many times the experiment was run for this record: 2 when the
+    /// probe moved during the first run and the harness ran it again (see
+    /// `run_one` in the binary); the record is the second run's. `None` in
+    /// records written before runs were counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<usize>,
 }
-
-fn one() -> usize {
-    1
-}
-
-/// The longest a `--quick` run of one experiment may have taken for the
-/// harness to run it again when the probe moved: a retake doubles the
-/// experiment's time, and the quick reproduction must stay a short smoke
-/// test. Longer experiments keep their run, and their report section says
-/// the placement changed during it. A full run always runs it once more.
-pub const QUICK_RETAKE_MAX_S: f64 = 60.0;
 
 /// How much the probe may move during an experiment before the report
 /// says the placement changed (the probe's own spread between repeats is
@@ -76,26 +65,19 @@ impl Provenance {
             cores: m.cores(),
             cpu_model: m.cpu_model.clone(),
             core_rtt_ns: Vec::new(),
-            runs: 1,
+            runs: Some(1),
         }
-    }
-
-    /// Records that this was run `n` (1 or more) of the experiment.
-    pub fn with_runs(mut self, n: usize) -> Provenance {
-        self.runs = n.max(1);
-        self
-    }
-
-    /// Whether the harness should run the experiment again after this run:
-    /// the probe moved, and the run was short enough for its mode (every
-    /// full run, a quick one of at most [`QUICK_RETAKE_MAX_S`]).
-    pub fn should_retake(&self) -> bool {
-        self.placement_changed() && (self.mode != "quick" || self.seconds <= QUICK_RETAKE_MAX_S)
     }
 
     /// With the placement probe taken before and after the run.
     pub fn with_probe(mut self, before: Option<f64>, after: Option<f64>) -> Provenance {
         self.core_rtt_ns = before.into_iter().chain(after).collect();
+        self
+    }
+
+    /// Records that this was run `n` (1 or more) of the experiment.
+    pub fn with_runs(mut self, n: usize) -> Provenance {
+        self.runs = Some(n.max(1));
         self
     }
 
@@ -151,11 +133,16 @@ impl Provenance {
             _ => String::new(),
         };
         let retaken = match self.runs {
-            0 | 1 => String::new(),
-            n => format!(
-                "; run {n} times, because the placement changed during the run{} before it (this is the last run)",
-                if n == 2 { "" } else { "s" }
+            Some(2) => {
+                "; ran twice: the placement changed during the first run, and these are the \
+                        second run's data"
+                    .to_string()
+            }
+            Some(n) if n > 2 => format!(
+                "; ran {n} times: the placement changed during the earlier runs, and these are the \
+                 last run's data"
             ),
+            _ => String::new(),
         };
         let cpu = if self.cpu_model.is_empty() {
             String::new()
@@ -200,7 +187,7 @@ mod tests {
             "started_utc": "t", "seconds": 1.0, "cores": 2}"#;
         let old: Provenance = serde_json::from_str(old).unwrap();
         assert!(old.cpu_model.is_empty() && !old.markdown().contains("ran on"));
-        assert_eq!(old.runs, 1);
+        assert_eq!(old.runs, None);
         // With the probe; a record without it (older runs) still reads.
         let moved = p.clone().with_probe(Some(65.0), Some(340.0));
         assert!(moved.placement_changed());
@@ -208,9 +195,13 @@ mod tests {
         assert!(moved.markdown().contains("changed during this run"));
         let steady = p.clone().with_probe(Some(65.0), Some(70.0));
         assert!(!steady.placement_changed() && !steady.markdown().contains("changed"));
-        assert!(!steady.should_retake());
         let retaken = steady.clone().with_runs(2);
-        assert!(retaken.markdown().contains("run 2 times"));
+        assert!(
+            retaken
+                .markdown()
+                .contains("ran twice: the placement changed during the first run")
+        );
+        assert!(!steady.clone().with_runs(1).markdown().contains("ran twice"));
         steady.write(&dir).unwrap();
         assert_eq!(
             Provenance::read(&dir, "spin-counter").unwrap(),
@@ -224,22 +215,5 @@ mod tests {
                 .contains("bad.provenance.json")
         );
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn a_moved_probe_is_retaken_within_the_modes_bound() {
-        let quick = Machine::detect(true);
-        let full = Machine::detect(false);
-        let moved = |m: &Machine, seconds: f64| {
-            Provenance::new("x", m, "t".into(), seconds).with_probe(Some(45.0), Some(370.0))
-        };
-        assert!(moved(&quick, QUICK_RETAKE_MAX_S).should_retake());
-        assert!(!moved(&quick, QUICK_RETAKE_MAX_S + 1.0).should_retake());
-        assert!(moved(&full, 10.0 * QUICK_RETAKE_MAX_S).should_retake());
-        let steady =
-            Provenance::new("x", &quick, "t".into(), 1.0).with_probe(Some(45.0), Some(50.0));
-        assert!(!steady.should_retake());
-        // No probe (one CPU): nothing to retake for.
-        assert!(!Provenance::new("x", &full, "t".into(), 1.0).should_retake());
     }
 }
