@@ -132,16 +132,13 @@ impl Provenance {
             ),
             _ => String::new(),
         };
+        // `run_one` runs an experiment at most twice.
         let retaken = match self.runs {
-            Some(2) => {
-                "; ran twice: the placement changed during the first run, and these are the \
-                        second run's data"
+            Some(n) if n > 1 => {
+                "; ran twice: the placement changed during the first run, and these \
+                                 are the second run's data"
                     .to_string()
             }
-            Some(n) if n > 2 => format!(
-                "; ran {n} times: the placement changed during the earlier runs, and these are the \
-                 last run's data"
-            ),
             _ => String::new(),
         };
         let cpu = if self.cpu_model.is_empty() {
