@@ -68,6 +68,10 @@ enum Command {
         /// and do not run it again.
         #[arg(long, hide = true)]
         second_run: bool,
+        /// One of the two passes `reproduce` measures each experiment in: take about half the
+        /// repeats (`Ctx::half`).
+        #[arg(long, hide = true)]
+        half: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -177,6 +181,7 @@ fn ctx(common: &Common, threads: Option<Vec<usize>>, locks: Option<Vec<String>>)
         cores,
         progress: !common.no_progress,
         out: Some(common.out.clone()),
+        half: false,
     }
 }
 
@@ -223,7 +228,7 @@ enum Ran {
 /// moved the virtual CPUs during the run, so the points were measured on
 /// two different machines), the experiment is run once more (`retake`),
 /// except in a `--quick` run of one of
-/// [`experiments::NO_QUICK_RETAKE`]. The second run is kept: the choice
+/// [`experiments::ONE_PROCESS_WHEN_QUICK`]. The second run is kept: the choice
 /// rests on the probe and the experiment's declaration, never on what the
 /// run measured or how long it took, so a retake cannot select a verdict.
 /// Its provenance counts the runs and says whether the placement still
@@ -255,7 +260,7 @@ fn run_one(
             probe_before.unwrap_or(f64::NAN),
             probe_after.unwrap_or(f64::NAN)
         );
-        if ctx.quick && experiments::NO_QUICK_RETAKE.contains(&e.id) {
+        if ctx.quick && experiments::ONE_PROCESS_WHEN_QUICK.contains(&e.id) {
             eprintln!("{moved}; a quick run does not run it again");
             break (rows, p);
         }
@@ -324,86 +329,84 @@ fn run_many(
     Ok(Ran::Kept)
 }
 
-/// `symmetry reproduce`: every experiment, each in a child process of its
-/// own (`symmetry run ID --keep-machine`), then the report.
+/// The folder under `reproduce`'s output that holds the second pass's
+/// files (its CSVs, plots and provenance as measured, before the join).
+const SECOND_PASS: &str = "second-pass";
+
+/// `symmetry reproduce`: every experiment in two passes, each experiment
+/// in a child process of its own (`symmetry run ID --keep-machine
+/// --half`), then the two passes' points joined, then the report.
 ///
 /// A fresh process per experiment makes each one's conditions those of a
 /// `symmetry run ID`: no heap layout, thread pool, page cache or mapping
-/// left over from the experiments before it. Two reproductions that ran
-/// everything in one process disagreed on verdicts that fresh processes
-/// repeated (notes of #12). It also keeps one experiment's crash from
-/// ending the others: a failed experiment's old files are removed, the
-/// report lists it as not run, and the command fails naming it.
+/// left over from the experiments before it. It also keeps one
+/// experiment's crash from ending the others: a failed experiment's old
+/// files are removed, the report lists it as not run, and the command
+/// fails naming it.
+///
+/// Two passes, because the repeats of one process do not show how much a
+/// result moves between processes and over minutes: back-to-back
+/// reproductions in one pass each disagreed on rules whose intervals, from
+/// one process's repeats, did not overlap between the runs (notes of #12).
+/// The second pass runs every experiment again, a whole pass after its
+/// first process, each pass with about half the repeats
+/// ([`Ctx::rounds`]); [`data::join_passes`] then makes each point's
+/// interval span both processes. The rules judge the joined points. An
+/// experiment in [`experiments::ONE_PROCESS_WHEN_QUICK`] is measured in one
+/// process with all its repeats in a quick run.
 fn reproduce(common: &Common) -> Result<(), String> {
     let t = Instant::now();
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find this program's own path to re-run it: {e}"))?;
     let ctx = ctx(common, None, None);
-    new_machine(&ctx, &common.out)?;
+    let machine = new_machine(&ctx, &common.out)?;
+    let second = common.out.join(SECOND_PASS);
+    ensure_dir(&second)?;
+    machine.write_json(&second)?;
+    let order = experiments::run_order();
+    let two =
+        |e: &Experiment| !(common.quick && experiments::ONE_PROCESS_WHEN_QUICK.contains(&e.id));
+    let twice: Vec<&Experiment> = order.iter().copied().filter(|e| two(e)).collect();
+    let steps = order.len() + twice.len();
     let mut failed = Vec::new();
-    // The spin-then-block constants `cs-calibrate` measured, for the
-    // experiments after it (in one process they were shared in memory).
+    // The spin-then-block constants `cs-calibrate` measured in the first
+    // pass, for the experiments after it and for the whole second pass
+    // (in one process they were shared in memory).
     let mut calibration: Vec<(String, String)> = Vec::new();
-    for (i, e) in experiments::run_order().into_iter().enumerate() {
-        let started = Instant::now();
+    for (i, e) in order.iter().enumerate() {
+        eprintln!("[{}/{steps}] {} — {}", i + 1, e.id, e.title);
+        let ok = run_child(&exe, common, e, &common.out, two(e), &calibration)?;
+        if !ok {
+            remove_results(&common.out, e.id);
+            failed.push(e.id.to_string());
+        } else if e.id == experiments::cs_calibrate::EXPERIMENT.id {
+            match calibration_of(&common.out) {
+                Ok(env) => calibration = env,
+                Err(err) => {
+                    eprintln!("      {err}; the experiments after it measure their own constants")
+                }
+            }
+        }
+    }
+    for (i, e) in twice.iter().enumerate() {
+        remove_results(&second, e.id);
+        if failed.iter().any(|f| f == e.id) {
+            continue;
+        }
         eprintln!(
-            "[{}/{}] {} — {}",
-            i + 1,
-            experiments::ALL.len(),
+            "[{}/{steps}] {} (second pass) — {}",
+            order.len() + i + 1,
             e.id,
             e.title
         );
-        let spawn = |retake: &str| {
-            let mut child = std::process::Command::new(&exe);
-            child
-                .args(["run", e.id, "--keep-machine", retake, "--out"])
-                .arg(&common.out);
-            if common.quick {
-                child.arg("--quick");
-            }
-            if common.no_progress {
-                child.arg("--no-progress");
-            }
-            child.envs(calibration.iter().map(|(k, v)| (k, v)));
-            end_with_parent(&mut child);
-            // The child prints its own `[1/1]` line; ours above numbers
-            // the whole reproduction.
-            child.status()
-        };
-        // A moved placement probe: the child wrote nothing and asks for a
-        // fresh process, like every experiment's first run gets.
-        let status = match spawn("--retake-by-exit") {
-            Ok(s) if s.code() == Some(i32::from(RETAKE_EXIT)) => spawn("--second-run"),
-            other => other,
-        };
-        match status {
-            Ok(s) if s.success() => {
-                eprintln!(
-                    "      {} finished in {:.1} s",
-                    e.id,
-                    started.elapsed().as_secs_f64()
-                );
-                if e.id == experiments::cs_calibrate::EXPERIMENT.id {
-                    match calibration_of(&common.out) {
-                        Ok(env) => calibration = env,
-                        Err(err) => eprintln!(
-                            "      {err}; the experiments after it measure their own constants"
-                        ),
-                    }
-                }
-            }
-            Ok(s) => {
-                eprintln!("      {} failed ({s}); going on with the others", e.id);
-                remove_results(&common.out, e.id);
-                failed.push(e.id);
-            }
-            Err(err) => {
-                return Err(format!(
-                    "cannot start {} for {}: {err}",
-                    exe.display(),
-                    e.id
-                ));
-            }
+        if !run_child(&exe, common, e, &second, true, &calibration)? {
+            remove_results(&second, e.id);
+            failed.push(format!("{} (second pass)", e.id));
+        }
+    }
+    for e in &order {
+        if !failed.iter().any(|f| f == e.id) {
+            join_second_pass(e, &common.out, &second, &machine, two(e))?;
         }
     }
     build_report(&common.out)?;
@@ -412,12 +415,129 @@ fn reproduce(common: &Common) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{} of {} experiments failed: {} (see their errors above; the report lists them as not run)",
+            "{} of {steps} experiment processes failed: {} (see their errors above; the report lists \
+             an experiment whose first pass failed as not run)",
             failed.len(),
-            experiments::ALL.len(),
             failed.join(", ")
         ))
     }
+}
+
+/// Runs experiment `e` in a child process writing to `out` (retaken in a
+/// fresh process if the placement probe moved, see `run_one`), with
+/// `--half` if `half`; whether it succeeded. An error only if the child
+/// could not be started.
+fn run_child(
+    exe: &Path,
+    common: &Common,
+    e: &Experiment,
+    out: &Path,
+    half: bool,
+    calibration: &[(String, String)],
+) -> Result<bool, String> {
+    let started = Instant::now();
+    let spawn = |retake: &str| {
+        let mut child = std::process::Command::new(exe);
+        child
+            .args(["run", e.id, "--keep-machine", retake, "--out"])
+            .arg(out);
+        if half {
+            child.arg("--half");
+        }
+        if common.quick {
+            child.arg("--quick");
+        }
+        if common.no_progress {
+            child.arg("--no-progress");
+        }
+        child.envs(calibration.iter().map(|(k, v)| (k, v)));
+        end_with_parent(&mut child);
+        // The child prints its own `[1/1]` line; the caller's numbers the
+        // whole reproduction.
+        child.status()
+    };
+    // A moved placement probe: the child wrote nothing and asks for a
+    // fresh process, like every experiment's first run gets.
+    let status = match spawn("--retake-by-exit") {
+        Ok(s) if s.code() == Some(i32::from(RETAKE_EXIT)) => spawn("--second-run"),
+        other => other,
+    };
+    match status {
+        Ok(s) if s.success() => {
+            eprintln!(
+                "      {} finished in {:.1} s",
+                e.id,
+                started.elapsed().as_secs_f64()
+            );
+            Ok(true)
+        }
+        Ok(s) => {
+            eprintln!("      {} failed ({s}); going on with the others", e.id);
+            Ok(false)
+        }
+        Err(err) => Err(format!(
+            "cannot start {} for {}: {err}",
+            exe.display(),
+            e.id
+        )),
+    }
+}
+
+/// Joins experiment `e`'s second pass (in `second`) into its first (in
+/// `out`): the joined rows replace the first pass's CSV, its provenance
+/// records the second pass, and the plot is drawn again from the joined
+/// CSV. Where there is no second pass (`two` false, or it failed) or its
+/// points cannot be joined, the first pass's rows stand and the
+/// provenance says why.
+fn join_second_pass(
+    e: &Experiment,
+    out: &Path,
+    second: &Path,
+    machine: &Machine,
+    two: bool,
+) -> Result<(), String> {
+    let Some(mut first) = Provenance::read(out, e.id)? else {
+        return Err(format!("{}: no provenance record after its run", e.id));
+    };
+    let csv = out.join(format!("{}.csv", e.id));
+    let rows = data::read_csv(&csv)?;
+    let joined = match (two, Provenance::read(second, e.id)?) {
+        (false, _) => {
+            first.not_joined = Some(
+                "a quick reproduction measures this experiment in one process, with all its repeats \
+                 (one run of it takes minutes)"
+                    .into(),
+            );
+            None
+        }
+        (true, None) => {
+            first.not_joined = Some("its second process failed".into());
+            None
+        }
+        (true, Some(p)) => {
+            let other = data::read_csv(&second.join(format!("{}.csv", e.id)))?;
+            match data::join_passes(&rows, &other) {
+                Ok(rows) => {
+                    first.second_pass = Some(Box::new(p));
+                    Some(rows)
+                }
+                Err(why) => {
+                    eprintln!("      {}: the two passes cannot be joined: {why}", e.id);
+                    first.not_joined = Some(format!("the two processes' points differ ({why})"));
+                    None
+                }
+            }
+        }
+    };
+    if let Some(rows) = &joined {
+        data::write_csv(&csv, rows)?;
+    }
+    first.write(out)?;
+    let rows = data::read_csv(&csv)?;
+    plot::write_svg(
+        &out.join(format!("{}.svg", e.id)),
+        &(e.figure)(&rows, machine),
+    )
 }
 
 /// The environment that installs the calibration `cs-calibrate` wrote to
@@ -623,6 +743,7 @@ fn main() -> ExitCode {
             keep_machine,
             retake_by_exit,
             second_run,
+            half,
             common,
         } => {
             let mut list = Vec::new();
@@ -657,7 +778,10 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             }
-            let ctx = ctx(&common, threads.map(|t| t.0), locks);
+            let ctx = Ctx {
+                half,
+                ..ctx(&common, threads.map(|t| t.0), locks)
+            };
             let machine = if keep_machine {
                 Machine::read_json(&common.out).and_then(|m| kept_machine_matches(m, &ctx))
             } else {
@@ -777,10 +901,11 @@ mod tests {
                 keep_machine,
                 retake_by_exit,
                 second_run,
+                half,
                 common,
             } => {
                 assert_eq!(ids, vec!["spin-counter".to_string()]);
-                assert!(!retake_by_exit && !second_run);
+                assert!(!retake_by_exit && !second_run && !half);
                 assert!(!keep_machine, "only reproduce's children keep machine.json");
                 assert_eq!(threads.map(|t| t.0), Some(vec![1, 2, 8]));
                 assert_eq!(locks, Some(vec!["tas".to_string(), "mcs".to_string()]));

@@ -122,7 +122,7 @@ fn measure(series: &str, total: u64) -> Result<Vec<BulkOut>, String> {
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let total: u64 = if ctx.quick { 8 << 20 } else { 16 << 20 };
-    let repeats = if ctx.quick { 7 } else { 11 };
+    let repeats = ctx.rounds(if ctx.quick { 7 } else { 11 });
     let series: Vec<&str> = [MEMCPY, CROSS]
         .into_iter()
         .chain(symmetry_am::claim::NAMES.iter().copied())

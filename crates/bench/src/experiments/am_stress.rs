@@ -165,11 +165,11 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     // rounds at least, so the ratios' median interval leaves out the
     // outermost round on each side.
     let one = writers.contains(&1);
-    let rounds = match (one, ctx.quick) {
+    let rounds = ctx.rounds(match (one, ctx.quick) {
         (false, _) => 3,
         (true, true) => OWN_MIN,
         (true, false) => 15,
-    };
+    });
     let bar = ctx.bar(EXPERIMENT.id, names.len() * (rounds + writers.len()));
     let paired: Vec<Vec<(f64, Option<StressRun>)>> = try_in_rounds(rounds, names.len(), |_, i| {
         let alg = names[i];

@@ -93,14 +93,15 @@ pub const RUN_LAST: &[&str] = &[
     "peer-skynet",
 ];
 
-/// Experiments a `--quick` run does not run again when the placement probe
-/// moved during them: a quick run of each takes minutes (it runs Debian
-/// programs under every lock configuration), and the quick reproduction is
-/// kept short. Declared here rather than judged from how long a run took,
-/// so that whether an experiment is retaken never depends on how fast the
-/// machine was during it. A full run retakes any experiment whose probe
-/// moved.
-pub const NO_QUICK_RETAKE: &[&str] = &["interpose-apps"];
+/// Experiments a `--quick` run measures in one process: not in a second
+/// pass of `symmetry reproduce`, and not run again when the placement
+/// probe moved during them. A quick run of each takes minutes (it runs
+/// Debian programs under every lock configuration), and the quick
+/// reproduction is kept short. Declared here rather than judged from how
+/// long a run took, so that how an experiment is measured never depends on
+/// how fast the machine was during it. A full run measures every
+/// experiment in two passes and retakes any whose probe moved.
+pub const ONE_PROCESS_WHEN_QUICK: &[&str] = &["interpose-apps"];
 
 /// The order `reproduce` runs the catalogue in: [`ALL`]'s, with
 /// [`RUN_LAST`] moved to the end (in [`ALL`]'s order among themselves).
@@ -120,13 +121,13 @@ pub const PENDING: &[&str] = &[];
 
 #[cfg(test)]
 mod tests {
-    use super::{ALL, NO_QUICK_RETAKE, RUN_LAST, run_order};
+    use super::{ALL, ONE_PROCESS_WHEN_QUICK, RUN_LAST, run_order};
 
     /// `reproduce` runs every experiment exactly once, the ones that
     /// use a million threads last.
     #[test]
     fn run_order_is_the_catalogue_with_the_heavy_ones_last() {
-        for id in RUN_LAST.iter().chain(NO_QUICK_RETAKE) {
+        for id in RUN_LAST.iter().chain(ONE_PROCESS_WHEN_QUICK) {
             assert!(ALL.iter().any(|e| e.id == *id), "{id} is not in ALL");
         }
         let order: Vec<&str> = run_order().iter().map(|e| e.id).collect();

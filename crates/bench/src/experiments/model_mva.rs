@@ -328,7 +328,10 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     // Null-thread latency per strategy on one processor.
     let budget = ctx.budget(2_000, 20_000);
     let null_total: u64 = if ctx.quick { 200_000 } else { 1_000_000 };
-    let repeats = |p: u32| ctx.repeats(p as usize).min(if ctx.quick { 3 } else { 5 });
+    let repeats = |p: u32| {
+        ctx.repeats(p as usize)
+            .min(ctx.rounds(if ctx.quick { 3 } else { 5 }))
+    };
     let mut null = Vec::new();
     for s in TM {
         bar.set_message(format!("null {s}"));

@@ -93,15 +93,16 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         None => vec![ctx.cores, 4 * ctx.cores],
     };
     let budget = ctx.budget(300, 2000);
+    let repeats = ctx.rounds(REPEATS);
     let bar = ctx.bar(
         EXPERIMENT.id,
-        REPEATS * (locks.len() + 1) + locks.len() * contended_threads.len(),
+        repeats * (locks.len() + 1) + locks.len() * contended_threads.len(),
     );
     // Uncontended: repeats interleaved across locks so that drift (turbo,
     // a noisy neighbour) hits every lock alike; median of the repeats.
     bar.set_message("uncontended");
     let samples = on_pinned_thread(|| {
-        in_rounds(REPEATS, locks.len() + 1, |_, i| {
+        in_rounds(repeats, locks.len() + 1, |_, i| {
             let ns = match i {
                 0 => uncontended_bare_atomic(iters),
                 i => (locks[i - 1].uncontended)(iters),
@@ -209,9 +210,10 @@ fn workload_rows(ctx: &Ctx) -> Result<Vec<Row>, String> {
         .chain(WORKLOAD_PEERS)
         .chain([(UNPROFILED, random_walk_unprofiled as Runner)])
         .collect();
+    let repeats = ctx.rounds(WORKLOAD_REPEATS);
     let bar = ctx.bar(
         "peer-locks workloads",
-        Workload::ALL.len() * (1 + runners.len() * WORKLOAD_REPEATS),
+        Workload::ALL.len() * (1 + runners.len() * repeats),
     );
     let mut rows = Vec::new();
     for w in Workload::ALL {
@@ -226,7 +228,7 @@ fn workload_rows(ctx: &Ctx) -> Result<Vec<Row>, String> {
         bar.set_message(format!("{} x{t}: profile", w.name()));
         install_opt_known(&pt)?;
         bar.inc(1);
-        let res = median_runs(&pt, &runners, WORKLOAD_REPEATS, |n| {
+        let res = median_runs(&pt, &runners, repeats, |n| {
             bar.set_message(format!("{} x{t}: {n}", w.name()));
             bar.inc(1);
         })?;
@@ -524,8 +526,12 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         below,
     ];
     let locks = uncontended.iter().filter(|n| *n != BARE).count();
+    let rounds = d
+        .row(Sel::metric("uncontended_ns"))
+        .and_then(Row::spread)
+        .map_or(1, |(_, _, n)| n);
     let mut measured = format!(
-        "Uncontended lock+unlock of {locks} lock{} beside `{BARE}` on one pinned thread ({REPEATS} rounds, each \
+        "Uncontended lock+unlock of {locks} lock{} beside `{BARE}` on one pinned thread ({rounds} rounds, each \
          timing every lock once; a lock's ratio to `{BARE}` is the median of its per-round ratios), and time per \
          acquisition of a contended counter with no work.",
         if locks == 1 { "" } else { "s" }

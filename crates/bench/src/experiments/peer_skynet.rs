@@ -112,7 +112,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     // Built once; its directory goes when `go` is dropped.
     let go = GoSkynet::build();
     for &p in &ps {
-        let repeats = ctx.repeats(p).min(3);
+        let repeats = ctx.repeats(p).min(ctx.rounds(3));
         for name in NAMES {
             for order in ORDERS {
                 bar.set_message(format!("{name} ({order}) x{p}"));

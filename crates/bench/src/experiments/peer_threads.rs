@@ -131,7 +131,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let points = ctx.ends();
     let budget = ctx.budget(3_000, 20_000);
     let std_budget = ctx.budget(500, 3_000);
-    let std_repeats = |p: usize| ctx.repeats(p).min(3);
+    let std_repeats = |p: usize| ctx.repeats(p).min(ctx.rounds(3));
     // may runs at the worker count in force: the first configuration wins.
     let may_at = peers_threads::may_workers().unwrap_or(ctx.cores);
     let cheap: Vec<&str> = NAMES.iter().copied().chain([TOKIO, MAY]).collect();

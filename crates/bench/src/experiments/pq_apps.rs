@@ -68,7 +68,8 @@ const LIMIT_FACTOR: f64 = 10.0;
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let locks = select_emulated(None)?;
     let p = ctx.cores;
-    let bar = ctx.bar(EXPERIMENT.id, ROUNDS * locks.len() * APPS.len());
+    let rounds = ctx.rounds(ROUNDS);
+    let bar = ctx.bar(EXPERIMENT.id, rounds * locks.len() * APPS.len());
     let sq = locks.iter().position(|l| l.name == "smart-q");
     // Within an application, `smart-q` runs first in each round: its time
     // sets the limit of the others'.
@@ -78,7 +79,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         .collect();
     let mut limit: Option<Duration> = None;
     // Series `a * locks + k`: application `a` under lock `order[k]`.
-    let by_order = try_in_rounds(ROUNDS, APPS.len() * locks.len(), |round, i| {
+    let by_order = try_in_rounds(rounds, APPS.len() * locks.len(), |round, i| {
         let (app, lock) = (APPS[i / locks.len()], locks[order[i % locks.len()]]);
         bar.set_message(format!("{app} with {}, round {}", lock.name, round + 1));
         let f = if app == "cholesky" {

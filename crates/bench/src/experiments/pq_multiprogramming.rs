@@ -73,7 +73,7 @@ fn mpl(level: f64) -> String {
 const VS_TAS_NP: &str = "vs_tas_np";
 
 /// Runs of each point (seeds 1, 2, ...).
-const REPEATS: u64 = 3;
+const REPEATS: usize = 3;
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let locks = select_emulated(None)?;
@@ -81,7 +81,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let levels = Config::levels(p, 4.0, if ctx.quick { p } else { 1 });
     let ncs = kernel::scaled_ncs_ns(p);
     let budget = ctx.budget(250, 2000);
-    let bar = ctx.bar(EXPERIMENT.id, locks.len() * levels.len() * REPEATS as usize);
+    let repeats = ctx.rounds(REPEATS);
+    let bar = ctx.bar(EXPERIMENT.id, locks.len() * levels.len() * repeats);
     let tas_np = locks.iter().position(|l| l.name == "tas-np");
     // Rows per lock, so the file keeps one lock's curve together.
     let mut rows: Vec<Vec<Row>> = vec![Vec::new(); locks.len()];
@@ -90,7 +91,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         // Rounds: seed `s` of every lock, then seed `s + 1`, so a change of
         // the VM's speed between rounds hits every lock alike and each
         // lock's run is paired with `tas-np`'s of the same round and seed.
-        let mut runs = try_in_rounds(REPEATS as usize, locks.len(), |round, i| {
+        let mut runs = try_in_rounds(repeats, locks.len(), |round, i| {
             bar.set_message(format!("{} at {level:.2}", locks[i].name));
             let seed = round as u64 + 1;
             let run = (locks[i].synthetic)(&cfg, &kernel::emu_config(p, level, seed));

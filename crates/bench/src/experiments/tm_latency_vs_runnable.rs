@@ -287,8 +287,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let judged = [1, p.saturating_sub(1), p, 4 * p];
     let repeats = |r: usize| match (judged.contains(&r), ctx.quick) {
         (true, _) => ctx.judged_rounds(),
-        (false, true) => 5,
-        (false, false) => 9,
+        (false, true) => ctx.rounds(5),
+        (false, false) => ctx.rounds(9),
     };
     let budget = ctx.budget(1_000, 10_000);
     let bar = ctx.bar(EXPERIMENT.id, names.len() * rs.len());

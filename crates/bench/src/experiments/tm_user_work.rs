@@ -127,7 +127,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     // --quick: at most 3 repeats (a 1-processor point costs `target_s`).
     let repeats = |p: usize| {
         if ctx.quick {
-            ctx.repeats(p).min(3)
+            ctx.repeats(p).min(ctx.rounds(3))
         } else {
             ctx.repeats(p)
         }

@@ -55,6 +55,13 @@ pub struct Ctx {
     /// include files besides the CSV (e.g. `cs-analytic`'s recorded lock
     /// profiles); `None`: such files are not written.
     pub out: Option<PathBuf>,
+    /// This run is one of the two passes `symmetry reproduce` measures an
+    /// experiment in (two processes, started a whole pass apart, whose rows
+    /// are then joined): each pass takes about half the repeats
+    /// ([`Ctx::rounds`]), so the pair costs about what one run did, and
+    /// the joined points' intervals hold what changes between processes
+    /// and over minutes, which the repeats of one process never see.
+    pub half: bool,
 }
 
 impl Ctx {
@@ -68,6 +75,22 @@ impl Ctx {
             cores: cores.max(1),
             progress: false,
             out: None,
+            half: false,
+        }
+    }
+
+    /// How many repeats to take in this process of an experiment that
+    /// wants `n`: `n`, or in one of two passes ([`Ctx::half`]) half of it
+    /// rounded up, but never fewer than [`OWN_MIN`] where `n` is at least
+    /// that: a point judged on its own median interval keeps, in each
+    /// pass, enough rounds that no single round sets an end of it.
+    pub fn rounds(&self, n: usize) -> usize {
+        if !self.half || n <= 1 {
+            n
+        } else if n >= OWN_MIN {
+            n.div_ceil(2).max(OWN_MIN)
+        } else {
+            n.div_ceil(2)
         }
     }
 
@@ -99,8 +122,9 @@ impl Ctx {
     /// repeats a point whose runs fall into two modes (a spin lock that
     /// sometimes hands over within a core's cache and sometimes not) took
     /// its median from either mode, and its rule flipped between runs.
+    /// In one of two passes, [`Ctx::rounds`] of that: 3 and 1.
     pub fn repeats(&self, threads: usize) -> usize {
-        if self.over(threads) { 2 } else { 5 }
+        self.rounds(if self.over(threads) { 2 } else { 5 })
     }
 
     /// Rounds at a point a rule judges: 21 (25 in a full run). Where
@@ -109,9 +133,10 @@ impl Ctx {
     /// rule, 21 paired rounds give [`Spread::median_interval`] from the
     /// 6th to the 16th, which a few disturbed rounds move by a rank each.
     /// Points that are only drawn take fewer (each experiment says how
-    /// many; most [`Ctx::repeats`]).
+    /// many; most [`Ctx::repeats`]). In one of two passes, [`Ctx::rounds`]
+    /// of that: 11 (13).
     pub fn judged_rounds(&self) -> usize {
-        if self.quick { 21 } else { 25 }
+        self.rounds(if self.quick { 21 } else { 25 })
     }
 
     /// Whether `threads` exceeds the cores.

@@ -283,6 +283,100 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// Joins one experiment's rows from two processes (the two passes of
+/// `symmetry reproduce`) into one row per point, so that a point's
+/// interval holds what moved between the processes: their heap and code
+/// layout, the placement of the CPUs and the host's load minutes apart,
+/// which the repeats of one process share and never show.
+///
+/// The passes must have measured the same points in the same order: row
+/// by row the same experiment, series, threads, oversubscription, metric
+/// and unit. Otherwise the error says where they part, and the caller
+/// keeps one pass. For each point:
+/// - the value is the mean of the two passes' values (each the median of
+///   its pass's repeats) weighted by their repeats;
+/// - `lo` and `hi` span both passes' intervals and values, and `repeats`
+///   counts both passes' repeats. A point measured once in each pass gains
+///   the two values as its spread, unless they are equal (a computed
+///   value that did not move keeps no spread, which would read as a
+///   noiseless repeat);
+/// - a `bool` is true only if it was true in both passes (a run that
+///   completed once did not complete);
+/// - a value that is not finite in either pass keeps the first pass's row;
+/// - every other parameter is the first pass's.
+pub fn join_passes(first: &[Row], second: &[Row]) -> Result<Vec<Row>, String> {
+    if first.len() != second.len() {
+        return Err(format!(
+            "the passes measured {} and {} points",
+            first.len(),
+            second.len()
+        ));
+    }
+    first
+        .iter()
+        .zip(second)
+        .enumerate()
+        .map(|(i, (a, b))| {
+            let same = a.experiment == b.experiment
+                && a.series == b.series
+                && a.threads == b.threads
+                && a.oversubscribed == b.oversubscribed
+                && a.metric == b.metric
+                && a.unit == b.unit;
+            if !same {
+                return Err(format!(
+                    "point {} is `{}` {} at {} threads in the first pass but `{}` {} at {} in the second",
+                    i + 1,
+                    a.series,
+                    a.metric,
+                    a.threads,
+                    b.series,
+                    b.metric,
+                    b.threads
+                ));
+            }
+            Ok(join_point(a, b))
+        })
+        .collect()
+}
+
+/// One point of [`join_passes`].
+fn join_point(a: &Row, b: &Row) -> Row {
+    if a.unit == "bool" {
+        let both = if a.value != 0.0 && b.value != 0.0 {
+            a.value
+        } else {
+            0.0
+        };
+        return Row {
+            value: both,
+            ..a.clone()
+        };
+    }
+    if !a.value.is_finite() || !b.value.is_finite() {
+        return a.clone();
+    }
+    let (sa, sb) = (a.spread(), b.spread());
+    if sa.is_none() && sb.is_none() && a.value == b.value {
+        return a.clone();
+    }
+    let ends = |r: &Row, s: Option<(f64, f64, usize)>| s.unwrap_or((r.value, r.value, 1));
+    let (alo, ahi, an) = ends(a, sa);
+    let (blo, bhi, bn) = ends(b, sb);
+    let n = an + bn;
+    let value = (a.value * an as f64 + b.value * bn as f64) / n as f64;
+    let lo = [alo, blo, a.value, b.value]
+        .into_iter()
+        .fold(f64::INFINITY, f64::min);
+    let hi = [ahi, bhi, a.value, b.value]
+        .into_iter()
+        .fold(f64::NEG_INFINITY, f64::max);
+    Row { value, ..a.clone() }
+        .param("lo", lo)
+        .param("hi", hi)
+        .param("repeats", n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -418,5 +512,55 @@ mod tests {
         let rows = [Row::new("e", "s", 1, false, "m", 1.0, "u").param("value", 3)];
         let err = write_csv(&path, &rows).unwrap_err();
         assert!(err.contains("base column"), "{err}");
+    }
+
+    #[test]
+    fn two_passes_join_into_one_point_with_both_spreads() {
+        use crate::harness::stats::Spread;
+        let spread = |v: f64, lo: f64, hi: f64, n: usize| Spread {
+            median: v,
+            lo,
+            hi,
+            n,
+        };
+        let a = vec![
+            Row::new("x", "tas", 2, false, "ns", 100.0, "ns")
+                .param("cs_ns", 50)
+                .with_spread(&spread(100.0, 95.0, 104.0, 3)),
+            Row::new("x", "tas", 4, true, "ns", 300.0, "ns"),
+            Row::new("x", "model", 2, false, "speedup", 1.5, "x"),
+            Row::new("x", "tas", 2, false, "completed", 1.0, "bool"),
+            Row::new("x", "mcs", 2, false, "ns", f64::NAN, "ns"),
+        ];
+        let b = vec![
+            Row::new("x", "tas", 2, false, "ns", 120.0, "ns")
+                .param("cs_ns", 50)
+                .with_spread(&spread(120.0, 118.0, 130.0, 1)),
+            Row::new("x", "tas", 4, true, "ns", 340.0, "ns"),
+            Row::new("x", "model", 2, false, "speedup", 1.5, "x"),
+            Row::new("x", "tas", 2, false, "completed", 0.0, "bool"),
+            Row::new("x", "mcs", 2, false, "ns", 7.0, "ns"),
+        ];
+        let j = join_passes(&a, &b).unwrap();
+        // Weighted by repeats: (3 * 100 + 1 * 120) / 4; the interval spans
+        // both passes; the other parameters are kept.
+        assert_eq!(j[0].value, 105.0);
+        assert_eq!(j[0].spread(), Some((95.0, 130.0, 4)));
+        assert_eq!(j[0].get_param("cs_ns"), Some("50"));
+        // Measured once in each pass: the two values are its spread.
+        assert_eq!(j[1].value, 320.0);
+        assert_eq!(j[1].spread(), Some((300.0, 340.0, 2)));
+        // A computed value that did not move gets no spread.
+        assert_eq!(j[2], a[2]);
+        // Completed in one pass only: not completed.
+        assert_eq!(j[3].value, 0.0);
+        // Not finite in one pass: the first pass's row.
+        assert!(j[4].value.is_nan() && j[4].spread().is_none());
+        // Points that differ are refused, naming the first that does.
+        let mut c = b.clone();
+        c[2].series = "mva".into();
+        let err = join_passes(&a, &c).unwrap_err();
+        assert!(err.contains("point 3") && err.contains("`mva`"), "{err}");
+        assert!(join_passes(&a, &b[..4]).unwrap_err().contains("5 and 4"));
     }
 }

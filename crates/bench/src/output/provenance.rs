@@ -44,6 +44,15 @@ pub struct Provenance {
     /// records written before runs were counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs: Option<usize>,
+    /// The second of the two processes `symmetry reproduce` measures an
+    /// experiment in, whose rows were joined with this one's
+    /// ([`super::data::join_passes`]); `None` for a run in one process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second_pass: Option<Box<Provenance>>,
+    /// Why a second pass was not joined (it failed, or measured other
+    /// points): the rows are this record's alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_joined: Option<String>,
 }
 
 /// How much the probe may move during an experiment before the report
@@ -66,6 +75,8 @@ impl Provenance {
             cpu_model: m.cpu_model.clone(),
             core_rtt_ns: Vec::new(),
             runs: Some(1),
+            second_pass: None,
+            not_joined: None,
         }
     }
 
@@ -118,8 +129,44 @@ impl Provenance {
     }
 
     /// One line for the report: commit, mode, start, duration, command,
-    /// the machine's CPU and the placement probe where recorded.
+    /// the machine's CPU and the placement probe where recorded, and the
+    /// second pass if there was one.
     pub fn markdown(&self) -> String {
+        let passes = match (&self.second_pass, &self.not_joined) {
+            (Some(p), _) => format!(
+                "; measured in two processes, each with about half the repeats, and the points joined \
+                 (each point's interval spans both): the second started {}, {:.0} s{}",
+                p.started_utc,
+                p.seconds,
+                p.conditions()
+            ),
+            (None, Some(why)) => format!("; one process only: {why}"),
+            (None, None) => String::new(),
+        };
+        let cpu = if self.cpu_model.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; ran on {} ({} logical CPU{})",
+                self.cpu_model,
+                self.cores,
+                if self.cores == 1 { "" } else { "s" }
+            )
+        };
+        format!(
+            "commit `{}`, {} mode, started {}, {:.0} s, command `{}`{cpu}{}{passes}",
+            self.commit,
+            self.mode,
+            self.started_utc,
+            self.seconds,
+            self.command.replace('`', "'"),
+            self.conditions()
+        )
+    }
+
+    /// The placement probe and the retake, in words (empty if neither was
+    /// recorded).
+    fn conditions(&self) -> String {
         let probe = match self.core_rtt_ns[..] {
             [a, b] => format!(
                 "; cache-line round trip between CPUs 0 and 1: {a:.0} ns before, {b:.0} ns after{}",
@@ -141,24 +188,7 @@ impl Provenance {
             }
             _ => String::new(),
         };
-        let cpu = if self.cpu_model.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; ran on {} ({} logical CPU{})",
-                self.cpu_model,
-                self.cores,
-                if self.cores == 1 { "" } else { "s" }
-            )
-        };
-        format!(
-            "commit `{}`, {} mode, started {}, {:.0} s, command `{}`{cpu}{probe}{retaken}",
-            self.commit,
-            self.mode,
-            self.started_utc,
-            self.seconds,
-            self.command.replace('`', "'")
-        )
+        format!("{probe}{retaken}")
     }
 }
 
@@ -205,6 +235,28 @@ mod tests {
             Some(steady)
         );
         assert_eq!(Provenance::read(&dir, "nope").unwrap(), None);
+        // Two passes: the second is recorded inside the first and named.
+        let second = p.clone().with_probe(Some(48.0), Some(410.0)).with_runs(2);
+        let joined = Provenance {
+            second_pass: Some(Box::new(second)),
+            ..p.clone()
+        };
+        let line = joined.markdown();
+        assert!(line.contains("two processes") && line.contains("48 ns before, 410 ns after"));
+        joined.write(&dir).unwrap();
+        assert_eq!(
+            Provenance::read(&dir, "spin-counter").unwrap(),
+            Some(joined)
+        );
+        let alone = Provenance {
+            not_joined: Some("the second pass failed".into()),
+            ..p.clone()
+        };
+        assert!(
+            alone
+                .markdown()
+                .ends_with("; one process only: the second pass failed")
+        );
         std::fs::write(dir.join("bad.provenance.json"), "{").unwrap();
         assert!(
             Provenance::read(&dir, "bad")
