@@ -486,9 +486,8 @@ fn run_child(
 /// Joins experiment `e`'s second pass (in `second`) into its first (in
 /// `out`): the joined rows replace the first pass's CSV, its provenance
 /// records the second pass, and the plot is drawn again from the joined
-/// CSV. Where there is no second pass (`two` false, or it failed) or its
-/// points cannot be joined, the first pass's rows stand and the
-/// provenance says why.
+/// CSV. Where there is no second pass (`two` false, or it failed), the
+/// first pass's rows stand and the provenance says why.
 fn join_second_pass(
     e: &Experiment,
     out: &Path,
@@ -516,17 +515,10 @@ fn join_second_pass(
         }
         (true, Some(p)) => {
             let other = data::read_csv(&second.join(format!("{}.csv", e.id)))?;
-            match data::join_passes(&rows, &other) {
-                Ok(rows) => {
-                    first.second_pass = Some(Box::new(p));
-                    Some(rows)
-                }
-                Err(why) => {
-                    eprintln!("      {}: the two passes cannot be joined: {why}", e.id);
-                    first.not_joined = Some(format!("the two processes' points differ ({why})"));
-                    None
-                }
-            }
+            let joined = data::join_passes(&rows, &other);
+            first.second_pass = Some(Box::new(p));
+            first.one_pass_points = joined.one_pass;
+            Some(joined.rows)
         }
     };
     if let Some(rows) = &joined {

@@ -289,10 +289,15 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>, String> {
 /// layout, the placement of the CPUs and the host's load minutes apart,
 /// which the repeats of one process share and never show.
 ///
-/// The passes must have measured the same points in the same order: row
-/// by row the same experiment, series, threads, oversubscription, metric
-/// and unit. Otherwise the error says where they part, and the caller
-/// keeps one pass. For each point:
+/// A point is found in both passes by its series, threads,
+/// oversubscription, metric, unit and *setting* parameters: the parameter
+/// columns (other than `lo`, `hi` and `repeats`) whose distinct values in
+/// one pass are all among the other's, such as `cs_ns` or `mpl`. A
+/// measured parameter (a baseline in ns) takes other values in each pass
+/// and is no part of the key. A measured one that happens to pass as a
+/// setting (a count that came out the same) only keeps points apart: it
+/// never pairs two different points. Rows with equal keys are paired in
+/// the order they were written. For each pair:
 /// - the value is the mean of the two passes' values (each the median of
 ///   its pass's repeats) weighted by their repeats;
 /// - `lo` and `hi` span both passes' intervals and values, and `repeats`
@@ -304,40 +309,71 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>, String> {
 ///   completed once did not complete);
 /// - a value that is not finite in either pass keeps the first pass's row;
 /// - every other parameter is the first pass's.
-pub fn join_passes(first: &[Row], second: &[Row]) -> Result<Vec<Row>, String> {
-    if first.len() != second.len() {
-        return Err(format!(
-            "the passes measured {} and {} points",
-            first.len(),
-            second.len()
-        ));
+///
+/// A point written in one pass only (a row an experiment writes only when
+/// a run reached its target within the budget, say) is kept as that pass
+/// measured it: the first pass's in its place, the second's after all the
+/// first's. [`Joined::one_pass`] counts them.
+pub fn join_passes(first: &[Row], second: &[Row]) -> Joined {
+    let spread_keys = ["lo", "hi", "repeats"];
+    fn distinct<'r>(rows: &'r [Row], key: &str) -> Vec<Option<&'r str>> {
+        let mut v: Vec<Option<&str>> = rows.iter().map(|r| r.get_param(key)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
     }
-    first
-        .iter()
-        .zip(second)
-        .enumerate()
-        .map(|(i, (a, b))| {
-            let same = a.experiment == b.experiment
-                && a.series == b.series
-                && a.threads == b.threads
-                && a.oversubscribed == b.oversubscribed
-                && a.metric == b.metric
-                && a.unit == b.unit;
-            if !same {
-                return Err(format!(
-                    "point {} is `{}` {} at {} threads in the first pass but `{}` {} at {} in the second",
-                    i + 1,
-                    a.series,
-                    a.metric,
-                    a.threads,
-                    b.series,
-                    b.metric,
-                    b.threads
-                ));
-            }
-            Ok(join_point(a, b))
+    let settings: Vec<&str> = param_keys(first)
+        .into_iter()
+        .filter(|k| !spread_keys.contains(k))
+        .filter(|k| {
+            let (a, b) = (distinct(first, k), distinct(second, k));
+            a.iter().all(|v| b.contains(v)) || b.iter().all(|v| a.contains(v))
         })
-        .collect()
+        .collect();
+    let key = |r: &Row| {
+        (
+            r.series.clone(),
+            r.threads,
+            r.oversubscribed,
+            r.metric.clone(),
+            r.unit.clone(),
+            settings
+                .iter()
+                .map(|k| r.get_param(k).map(str::to_string))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let mut unused: Vec<Option<&Row>> = second.iter().map(Some).collect();
+    let keys: Vec<_> = second.iter().map(key).collect();
+    let mut one_pass = 0;
+    let mut rows: Vec<Row> = first
+        .iter()
+        .map(|a| {
+            let k = key(a);
+            let found = (0..second.len()).find(|&i| unused[i].is_some() && keys[i] == k);
+            match found.and_then(|i| unused[i].take()) {
+                Some(b) => join_point(a, b),
+                None => {
+                    one_pass += 1;
+                    a.clone()
+                }
+            }
+        })
+        .collect();
+    for b in unused.into_iter().flatten() {
+        one_pass += 1;
+        rows.push(b.clone());
+    }
+    Joined { rows, one_pass }
+}
+
+/// What [`join_passes`] made of two passes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Joined {
+    /// The joined rows.
+    pub rows: Vec<Row>,
+    /// How many of them were written in one pass only.
+    pub one_pass: usize,
 }
 
 /// One point of [`join_passes`].
@@ -541,7 +577,9 @@ mod tests {
             Row::new("x", "tas", 2, false, "completed", 0.0, "bool"),
             Row::new("x", "mcs", 2, false, "ns", 7.0, "ns"),
         ];
-        let j = join_passes(&a, &b).unwrap();
+        let joined = join_passes(&a, &b);
+        assert_eq!(joined.one_pass, 0);
+        let j = &joined.rows;
         // Weighted by repeats: (3 * 100 + 1 * 120) / 4; the interval spans
         // both passes; the other parameters are kept.
         assert_eq!(j[0].value, 105.0);
@@ -556,11 +594,33 @@ mod tests {
         assert_eq!(j[3].value, 0.0);
         // Not finite in one pass: the first pass's row.
         assert!(j[4].value.is_nan() && j[4].spread().is_none());
-        // Points that differ are refused, naming the first that does.
-        let mut c = b.clone();
-        c[2].series = "mva".into();
-        let err = join_passes(&a, &c).unwrap_err();
-        assert!(err.contains("point 3") && err.contains("`mva`"), "{err}");
-        assert!(join_passes(&a, &b[..4]).unwrap_err().contains("5 and 4"));
+        // A point written in one pass only is kept as measured, the
+        // second pass's after the first's; a measured parameter (`parks`)
+        // is no part of a point's key, a setting (`cs_ns`) is.
+        let c = vec![
+            a[0].clone().param("parks", 3),
+            Row::new("x", "tas", 2, false, "elapsed_s", 1.0, "s"),
+        ];
+        let d = vec![
+            Row::new("x", "tas", 2, false, "elapsed_s", 2.0, "s"),
+            b[0].clone().param("parks", 9),
+            Row::new("x", "tas", 4, false, "elapsed_s", 5.0, "s"),
+        ];
+        let joined = join_passes(&c, &d);
+        assert_eq!(joined.one_pass, 1);
+        assert_eq!(joined.rows.len(), 3);
+        assert_eq!(joined.rows[0].value, 105.0);
+        assert_eq!(joined.rows[0].get_param("parks"), Some("3"));
+        assert_eq!(joined.rows[1].spread(), Some((1.0, 2.0, 2)));
+        assert_eq!(joined.rows[2], d[2]);
+        let e = vec![b[0].clone().param("cs_ns", 80)];
+        let f = vec![
+            a[0].clone().param("cs_ns", 50),
+            a[0].clone().param("cs_ns", 80),
+        ];
+        let joined = join_passes(&f, &e);
+        assert_eq!(joined.one_pass, 1, "cs_ns 50 and 80 are two points");
+        assert_eq!(joined.rows[0], f[0]);
+        assert_eq!(joined.rows[1].spread(), Some((95.0, 130.0, 4)));
     }
 }

@@ -53,6 +53,14 @@ pub struct Provenance {
     /// points): the rows are this record's alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_joined: Option<String>,
+    /// With a second pass: how many points were written in one of the two
+    /// processes only (see [`super::data::join_passes`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub one_pass_points: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// How much the probe may move during an experiment before the report
@@ -77,6 +85,7 @@ impl Provenance {
             runs: Some(1),
             second_pass: None,
             not_joined: None,
+            one_pass_points: 0,
         }
     }
 
@@ -135,7 +144,12 @@ impl Provenance {
         let passes = match (&self.second_pass, &self.not_joined) {
             (Some(p), _) => format!(
                 "; measured in two processes, each with about half the repeats, and the points joined \
-                 (each point's interval spans both): the second started {}, {:.0} s{}",
+                 (each point's interval spans both{}): the second started {}, {:.0} s{}",
+                match self.one_pass_points {
+                    0 => String::new(),
+                    1 => "; 1 point was written by one of them only".to_string(),
+                    n => format!("; {n} points were written by one of them only"),
+                },
                 p.started_utc,
                 p.seconds,
                 p.conditions()
@@ -239,10 +253,12 @@ mod tests {
         let second = p.clone().with_probe(Some(48.0), Some(410.0)).with_runs(2);
         let joined = Provenance {
             second_pass: Some(Box::new(second)),
+            one_pass_points: 2,
             ..p.clone()
         };
         let line = joined.markdown();
         assert!(line.contains("two processes") && line.contains("48 ns before, 410 ns after"));
+        assert!(line.contains("2 points were written by one of them only"));
         joined.write(&dir).unwrap();
         assert_eq!(
             Provenance::read(&dir, "spin-counter").unwrap(),
