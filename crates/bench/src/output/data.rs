@@ -290,14 +290,19 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>, String> {
 /// which the repeats of one process share and never show.
 ///
 /// A point is found in both passes by its series, threads,
-/// oversubscription, metric, unit and *setting* parameters: the parameter
-/// columns (other than `lo`, `hi` and `repeats`) whose distinct values in
-/// one pass are all among the other's, such as `cs_ns` or `mpl`. A
-/// measured parameter (a baseline in ns) takes other values in each pass
-/// and is no part of the key. A measured one that happens to pass as a
-/// setting (a count that came out the same) only keeps points apart: it
-/// never pairs two different points. Rows with equal keys are paired in
-/// the order they were written. For each pair:
+/// oversubscription, metric, unit and *setting* parameters, such as
+/// `cs_ns` or `mpl`. Which parameter columns (other than `lo`, `hi` and
+/// `repeats`) are settings is read from the rows: group each pass's rows
+/// by series, threads, oversubscription, metric and unit; a column is a
+/// setting unless some group that holds as many rows in both passes holds
+/// other values of it in one pass than in the other. A measured parameter
+/// (a count of parks, a load average) differs between the passes at some
+/// point and is no part of the key. Groups whose counts differ (rows an
+/// experiment writes only sometimes) are left out of that test, so a
+/// setting is not lost to them; a measured parameter that passes the test
+/// only keeps points apart, it never pairs two different points. Rows
+/// with equal keys are paired in the order they were written. For each
+/// pair:
 /// - the value is the mean of the two passes' values (each the median of
 ///   its pass's repeats) weighted by their repeats;
 /// - `lo` and `hi` span both passes' intervals and values, and `repeats`
@@ -316,19 +321,42 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>, String> {
 /// first's. [`Joined::one_pass`] counts them.
 pub fn join_passes(first: &[Row], second: &[Row]) -> Joined {
     let spread_keys = ["lo", "hi", "repeats"];
-    fn distinct<'r>(rows: &'r [Row], key: &str) -> Vec<Option<&'r str>> {
-        let mut v: Vec<Option<&str>> = rows.iter().map(|r| r.get_param(key)).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+    type Group = (String, u32, bool, String, String);
+    fn groups(rows: &[Row]) -> std::collections::BTreeMap<Group, Vec<&Row>> {
+        let mut g: std::collections::BTreeMap<Group, Vec<&Row>> = Default::default();
+        for r in rows {
+            let k = (
+                r.series.clone(),
+                r.threads,
+                r.oversubscribed,
+                r.metric.clone(),
+                r.unit.clone(),
+            );
+            g.entry(k).or_default().push(r);
+        }
+        g
     }
+    let (ga, gb) = (groups(first), groups(second));
+    let same_values = |column: &str| {
+        ga.iter().all(|(k, a)| match gb.get(k) {
+            Some(b) if b.len() == a.len() => {
+                let values = |rows: &[&Row]| {
+                    let mut v: Vec<Option<String>> = rows
+                        .iter()
+                        .map(|r| r.get_param(column).map(str::to_string))
+                        .collect();
+                    v.sort_unstable();
+                    v
+                };
+                values(a) == values(b)
+            }
+            _ => true,
+        })
+    };
     let settings: Vec<&str> = param_keys(first)
         .into_iter()
         .filter(|k| !spread_keys.contains(k))
-        .filter(|k| {
-            let (a, b) = (distinct(first, k), distinct(second, k));
-            a.iter().all(|v| b.contains(v)) || b.iter().all(|v| a.contains(v))
-        })
+        .filter(|k| same_values(k))
         .collect();
     let key = |r: &Row| {
         (
@@ -622,5 +650,18 @@ mod tests {
         assert_eq!(joined.one_pass, 1, "cs_ns 50 and 80 are two points");
         assert_eq!(joined.rows[0], f[0]);
         assert_eq!(joined.rows[1].spread(), Some((95.0, 130.0, 4)));
+        // A count that takes the same values in both passes, but at other
+        // points, is measured: the points still pair.
+        let g = vec![
+            a[1].clone().param("parks", 0),
+            Row::new("x", "mcs", 4, true, "ns", 10.0, "ns").param("parks", 3),
+        ];
+        let h = vec![
+            b[1].clone().param("parks", 3),
+            Row::new("x", "mcs", 4, true, "ns", 12.0, "ns").param("parks", 0),
+        ];
+        let joined = join_passes(&g, &h);
+        assert_eq!(joined.one_pass, 0);
+        assert_eq!(joined.rows[1].spread(), Some((10.0, 12.0, 2)));
     }
 }
