@@ -351,9 +351,11 @@ const SECOND_PASS: &str = "second-pass";
 /// The second pass runs every experiment again, a whole pass after its
 /// first process, each pass with about half the repeats
 /// ([`Ctx::rounds`]); [`data::join_passes`] then makes each point's
-/// interval span both processes. The rules judge the joined points. An
-/// experiment in [`experiments::ONE_PROCESS_WHEN_QUICK`] is measured in one
-/// process with all its repeats in a quick run.
+/// interval span both processes. The rules judge the joined points. Both
+/// passes over the other experiments come first, then both over
+/// [`experiments::RUN_LAST`]'s. An experiment in
+/// [`experiments::ONE_PROCESS_WHEN_QUICK`] is measured in one process with
+/// all its repeats in a quick run.
 fn reproduce(common: &Common) -> Result<(), String> {
     let t = Instant::now();
     let exe = std::env::current_exe()
@@ -366,47 +368,64 @@ fn reproduce(common: &Common) -> Result<(), String> {
     let order = experiments::run_order();
     let two =
         |e: &Experiment| !(common.quick && experiments::ONE_PROCESS_WHEN_QUICK.contains(&e.id));
-    let twice: Vec<&Experiment> = order.iter().copied().filter(|e| two(e)).collect();
-    let steps = order.len() + twice.len();
-    let mut failed = Vec::new();
+    // Both passes over the other experiments, then both over the ones
+    // `RUN_LAST` names, which leave the kernel's memory in another state
+    // for whatever runs after them.
+    let (heavy, light): (Vec<&Experiment>, Vec<&Experiment>) = order
+        .iter()
+        .copied()
+        .partition(|e| experiments::RUN_LAST.contains(&e.id));
+    let mut steps: Vec<(&Experiment, bool)> = Vec::new();
+    for group in [light, heavy] {
+        steps.extend(group.iter().map(|&e| (e, false)));
+        steps.extend(group.iter().filter(|e| two(e)).map(|&e| (e, true)));
+    }
+    for e in &order {
+        remove_results(&second, e.id);
+    }
+    let mut failed: Vec<String> = Vec::new();
     // The spin-then-block constants `cs-calibrate` measured in the first
     // pass, for the experiments after it and for the whole second pass
     // (in one process they were shared in memory).
     let mut calibration: Vec<(String, String)> = Vec::new();
-    for (i, e) in order.iter().enumerate() {
-        eprintln!("[{}/{steps}] {} — {}", i + 1, e.id, e.title);
-        let ok = run_child(&exe, common, e, &common.out, two(e), &calibration)?;
-        if !ok {
-            remove_results(&common.out, e.id);
-            failed.push(e.id.to_string());
-        } else if e.id == experiments::cs_calibrate::EXPERIMENT.id {
-            match calibration_of(&common.out) {
-                Ok(env) => calibration = env,
-                Err(err) => {
-                    eprintln!("      {err}; the experiments after it measure their own constants")
+    for (i, &(e, second_pass)) in steps.iter().enumerate() {
+        if !second_pass {
+            eprintln!("[{}/{}] {} — {}", i + 1, steps.len(), e.id, e.title);
+            if !run_child(&exe, common, e, &common.out, two(e), &calibration)? {
+                remove_results(&common.out, e.id);
+                failed.push(e.id.to_string());
+            } else if e.id == experiments::cs_calibrate::EXPERIMENT.id {
+                match calibration_of(&common.out) {
+                    Ok(env) => calibration = env,
+                    Err(err) => eprintln!(
+                        "      {err}; the experiments after it measure their own constants"
+                    ),
                 }
+            }
+        } else if !failed.iter().any(|f| f == e.id) {
+            eprintln!(
+                "[{}/{}] {} (second pass) — {}",
+                i + 1,
+                steps.len(),
+                e.id,
+                e.title
+            );
+            if !run_child(&exe, common, e, &second, true, &calibration)? {
+                remove_results(&second, e.id);
+                failed.push(format!("{} (second pass)", e.id));
             }
         }
     }
-    for (i, e) in twice.iter().enumerate() {
-        remove_results(&second, e.id);
+    for e in &order {
         if failed.iter().any(|f| f == e.id) {
             continue;
         }
-        eprintln!(
-            "[{}/{steps}] {} (second pass) — {}",
-            order.len() + i + 1,
-            e.id,
-            e.title
-        );
-        if !run_child(&exe, common, e, &second, true, &calibration)? {
-            remove_results(&second, e.id);
-            failed.push(format!("{} (second pass)", e.id));
-        }
-    }
-    for e in &order {
-        if !failed.iter().any(|f| f == e.id) {
-            join_second_pass(e, &common.out, &second, &machine, two(e))?;
+        if let Err(err) = join_second_pass(e, &common.out, &second, &machine, two(e)) {
+            eprintln!(
+                "      {}: cannot join its two passes ({err}); the report shows what is there",
+                e.id
+            );
+            failed.push(format!("{} (join)", e.id));
         }
     }
     build_report(&common.out)?;
@@ -415,9 +434,10 @@ fn reproduce(common: &Common) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{} of {steps} experiment processes failed: {} (see their errors above; the report lists \
-             an experiment whose first pass failed as not run)",
+            "{} of {} experiment processes failed: {} (see their errors above; the report lists an \
+             experiment whose first pass failed as not run)",
             failed.len(),
+            steps.len(),
             failed.join(", ")
         ))
     }

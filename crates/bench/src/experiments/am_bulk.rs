@@ -168,6 +168,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     spread.hi,
                     "MB/s",
                 )
+                .param(crate::output::data::STAT, "max")
                 .param("bytes", size)
                 .param("total_bytes", peak.bytes)
                 .param("median_mb_s", format!("{:.1}", spread.median))

@@ -137,9 +137,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     // slowest pair sat at 1.24 in two back-to-back reproductions, with
     // lower ends of 1.18 and 1.15 against its 1.15 line.
     let (rounds, repeats) = if ctx.quick {
-        (20_000u64, ctx.rounds(25))
+        (20_000u64, ctx.own_rounds(25))
     } else {
-        (100_000, ctx.rounds(31))
+        (100_000, ctx.own_rounds(31))
     };
     // Each algorithm's measurement is preceded by a ping-pong of its own
     // (its ratio's denominator); the ping-pong row is the median of all.

@@ -165,7 +165,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     // rounds at least, so the ratios' median interval leaves out the
     // outermost round on each side.
     let one = writers.contains(&1);
-    let rounds = ctx.rounds(match (one, ctx.quick) {
+    let rounds = ctx.own_rounds(match (one, ctx.quick) {
         (false, _) => 3,
         (true, true) => OWN_MIN,
         (true, false) => 15,

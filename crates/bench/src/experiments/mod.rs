@@ -123,8 +123,8 @@ pub const PENDING: &[&str] = &[];
 mod tests {
     use super::{ALL, ONE_PROCESS_WHEN_QUICK, RUN_LAST, run_order};
 
-    /// `reproduce` runs every experiment exactly once, the ones that
-    /// use a million threads last.
+    /// `run_order` holds every experiment exactly once, the ones that use
+    /// a million threads last.
     #[test]
     fn run_order_is_the_catalogue_with_the_heavy_ones_last() {
         for id in RUN_LAST.iter().chain(ONE_PROCESS_WHEN_QUICK) {

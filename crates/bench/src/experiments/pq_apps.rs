@@ -68,7 +68,7 @@ const LIMIT_FACTOR: f64 = 10.0;
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let locks = select_emulated(None)?;
     let p = ctx.cores;
-    let rounds = ctx.rounds(ROUNDS);
+    let rounds = ctx.own_rounds(ROUNDS);
     let bar = ctx.bar(EXPERIMENT.id, rounds * locks.len() * APPS.len());
     let sq = locks.iter().position(|l| l.name == "smart-q");
     // Within an application, `smart-q` runs first in each round: its time

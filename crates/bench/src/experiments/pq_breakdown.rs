@@ -98,7 +98,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         for &level in &levels {
             bar.set_message(format!("ratio {ratio} at {level:.2}"));
             let cfg = kernel::loop_cfg(p, ncs, budget, true);
-            let runs = seeded_runs(RUNS, |seed| {
+            let runs = seeded_runs(ctx.rounds(RUNS), |seed| {
                 kernel::emulated::<TasNp<Emulated>>(&cfg, &kernel::emu_config(p, level, seed))
             })?;
             // Each share's range over the runs; the row's value is the
@@ -322,7 +322,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
              and the non-critical section set so that the processors ask as much of the lock as SMARTQ's 31 did \
              at its work:CS ratios 16.7, 66.7 and 120 (where the demand exceeds what the processors can make, \
              the non-critical section is zero). Each worker times its phases, less the time it spent \
-             descheduled in them; shares are of the workers' summed time (the median run of {RUNS}; the rules judge each share with \
+             descheduled in them; shares are of the workers' summed time (the median of its runs; the rules judge each share with \
              the range of its runs):",
             ls.join(", ")
         )

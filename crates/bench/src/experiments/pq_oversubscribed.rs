@@ -76,8 +76,8 @@ fn repeats(ctx: &Ctx, lock: &str, t: usize) -> usize {
     let judged =
         (t == 4 * ctx.cores && JUDGED.contains(&lock)) || (t == ctx.cores && lock == "mcs");
     match (judged, ctx.quick) {
-        (true, true) => ctx.rounds(OWN_MIN),
-        (true, false) => ctx.rounds(15),
+        (true, true) => ctx.own_rounds(OWN_MIN),
+        (true, false) => ctx.own_rounds(15),
         (false, _) => ctx.repeats(t),
     }
 }

@@ -73,7 +73,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         for &p in &ps {
             bar.set_message(format!("{} on {p}", lock.name));
             let cfg = kernel::loop_cfg(p, ncs, budget, false);
-            let (out, spread) = median_point(3, |seed| {
+            let (out, spread) = median_point(ctx.rounds(3), |seed| {
                 (lock.synthetic)(&cfg, &kernel::emu_config(p, LEVEL, seed))
             })?;
             let k = p as f64;

@@ -142,7 +142,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for &p in &sweep {
         let judged = p == 1 || p == ctx.cores;
         let repeats = if judged {
-            if ctx.quick { 9 } else { 15 }
+            ctx.rounds(if ctx.quick { 9 } else { 15 })
         } else {
             ctx.repeats(p)
         };
@@ -217,13 +217,16 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             ));
             // The least disturbed repeat: other load on the machine only
             // ever adds time to a fixed amount of work.
-            rows.push(row(
-                "ns_per_thread_min",
-                best.ns_per_thread(),
-                "ns",
-                None,
-                &per_spread,
-            ));
+            rows.push(
+                row(
+                    "ns_per_thread_min",
+                    best.ns_per_thread(),
+                    "ns",
+                    None,
+                    &per_spread,
+                )
+                .param(crate::output::data::STAT, "min"),
+            );
             if *name != BUILTIN {
                 // Paired with the built-in pool's run of the same repeat,
                 // so a drift of the machine during the sweep cancels; the

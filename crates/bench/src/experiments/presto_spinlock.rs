@@ -190,8 +190,8 @@ fn rounds(ctx: &Ctx, t: usize, compute: u64, computes: &[u64]) -> usize {
     let contended = computes.iter().copied().find(|&c| c > 0);
     let judged = (compute == 0 && t == 1) || (Some(compute) == contended && t == ctx.cores);
     match (judged, ctx.quick) {
-        (true, true) => ctx.rounds(OWN_MIN),
-        (true, false) => ctx.rounds(15),
+        (true, true) => ctx.own_rounds(OWN_MIN),
+        (true, false) => ctx.own_rounds(15),
         (false, _) => ctx.repeats(t),
     }
 }

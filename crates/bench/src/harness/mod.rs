@@ -81,16 +81,20 @@ impl Ctx {
 
     /// How many repeats to take in this process of an experiment that
     /// wants `n`: `n`, or in one of two passes ([`Ctx::half`]) half of it
-    /// rounded up, but never fewer than [`OWN_MIN`] where `n` is at least
-    /// that: a point judged on its own median interval keeps, in each
-    /// pass, enough rounds that no single round sets an end of it.
+    /// rounded up.
     pub fn rounds(&self, n: usize) -> usize {
-        if !self.half || n <= 1 {
-            n
-        } else if n >= OWN_MIN {
-            n.div_ceil(2).max(OWN_MIN)
+        if self.half { n.div_ceil(2) } else { n }
+    }
+
+    /// [`Ctx::rounds`] for a point a rule judges on its own median
+    /// interval ([`Data::estimate_own`]): never fewer than [`OWN_MIN`]
+    /// where `n` is at least that, so that in each pass no single round
+    /// sets an end of the interval.
+    pub fn own_rounds(&self, n: usize) -> usize {
+        if n >= OWN_MIN {
+            self.rounds(n).max(OWN_MIN)
         } else {
-            n.div_ceil(2)
+            self.rounds(n)
         }
     }
 
@@ -133,10 +137,10 @@ impl Ctx {
     /// rule, 21 paired rounds give [`Spread::median_interval`] from the
     /// 6th to the 16th, which a few disturbed rounds move by a rank each.
     /// Points that are only drawn take fewer (each experiment says how
-    /// many; most [`Ctx::repeats`]). In one of two passes, [`Ctx::rounds`]
-    /// of that: 11 (13).
+    /// many; most [`Ctx::repeats`]). In one of two passes,
+    /// [`Ctx::own_rounds`] of that: 11 (13).
     pub fn judged_rounds(&self) -> usize {
-        self.rounds(if self.quick { 21 } else { 25 })
+        self.own_rounds(if self.quick { 21 } else { 25 })
     }
 
     /// Whether `threads` exceeds the cores.
@@ -421,6 +425,21 @@ fn tally(outcomes: &[Outcome]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pass_of_two_takes_half_the_repeats() {
+        let whole = Ctx::new(true, 2);
+        let half = Ctx {
+            half: true,
+            ..whole.clone()
+        };
+        assert_eq!((whole.repeats(1), whole.repeats(4)), (5, 2));
+        assert_eq!((half.repeats(1), half.repeats(4)), (3, 1));
+        assert_eq!((whole.judged_rounds(), half.judged_rounds()), (21, 11));
+        assert_eq!((half.rounds(9), half.own_rounds(9)), (5, OWN_MIN));
+        assert_eq!((half.rounds(1), half.own_rounds(1)), (1, 1));
+        assert_eq!(whole.own_rounds(15), 15);
+    }
 
     #[test]
     fn verdicts_from_outcomes() {

@@ -300,19 +300,22 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>, String> {
 /// point and is no part of the key. Groups whose counts differ (rows an
 /// experiment writes only sometimes) are left out of that test, so a
 /// setting is not lost to them; a measured parameter that passes the test
-/// only keeps points apart, it never pairs two different points. Rows
-/// with equal keys are paired in the order they were written. For each
-/// pair:
+/// only keeps points apart, it never pairs two different points. A column
+/// that holds a word anywhere (a series name such as `fastest`, a flag
+/// such as `completed`) is always a setting: a point whose reference or
+/// outcome differs between the passes is two points. Rows with equal keys
+/// are paired in the order they were written. For each pair:
 /// - the value is the mean of the two passes' values (each the median of
-///   its pass's repeats) weighted by their repeats;
-/// - `lo` and `hi` span both passes' intervals and values, and `repeats`
-///   counts both passes' repeats. A point measured once in each pass gains
-///   the two values as its spread, unless they are equal (a computed
-///   value that did not move keeps no spread, which would read as a
-///   noiseless repeat);
-/// - a `bool` is true only if it was true in both passes (a run that
-///   completed once did not complete);
-/// - a value that is not finite in either pass keeps the first pass's row;
+///   its pass's repeats) weighted by their repeats, or the smaller or the
+///   larger of the two where the row names its statistic ([`STAT`]);
+/// - `repeats` counts both passes' repeats, and `lo` and `hi` span both
+///   passes' intervals and values. A row written without `lo` and `hi`
+///   (a computed value, a point measured once) gets none: some
+///   experiments leave them out on purpose, and the rules read such rows
+///   as exact;
+/// - a `bool` row that is false in one pass is that pass's row (a run
+///   that completed once did not complete), and so is a value that is not
+///   finite in one pass;
 /// - every other parameter is the first pass's.
 ///
 /// A point written in one pass only (a row an experiment writes only when
@@ -353,10 +356,20 @@ pub fn join_passes(first: &[Row], second: &[Row]) -> Joined {
             _ => true,
         })
     };
+    // A column holding a word anywhere (a name, `true`/`false`) is a
+    // setting whatever its values: a point whose reference or outcome
+    // differs between the passes is two points.
+    let numeric = |column: &str| {
+        first
+            .iter()
+            .chain(second)
+            .filter_map(|r| r.get_param(column))
+            .all(|v| v.parse::<f64>().is_ok())
+    };
     let settings: Vec<&str> = param_keys(first)
         .into_iter()
         .filter(|k| !spread_keys.contains(k))
-        .filter(|k| same_values(k))
+        .filter(|k| !numeric(k) || same_values(k))
         .collect();
     let key = |r: &Row| {
         (
@@ -404,41 +417,54 @@ pub struct Joined {
     pub one_pass: usize,
 }
 
+/// The parameter that names the statistic a row's value is when it is
+/// not the median of its repeats: `min` (the least disturbed repeat) or
+/// `max` (a peak). [`join_passes`] joins such a value as the smaller or
+/// larger of the two passes'.
+pub const STAT: &str = "stat";
+
 /// One point of [`join_passes`].
 fn join_point(a: &Row, b: &Row) -> Row {
+    // A pass that failed at the point (did not complete, measured no
+    // finite value) stands for it, with its own parameters.
     if a.unit == "bool" {
-        let both = if a.value != 0.0 && b.value != 0.0 {
-            a.value
+        return if b.value == 0.0 && a.value != 0.0 {
+            b.clone()
         } else {
-            0.0
-        };
-        return Row {
-            value: both,
-            ..a.clone()
+            a.clone()
         };
     }
-    if !a.value.is_finite() || !b.value.is_finite() {
+    if !a.value.is_finite() {
         return a.clone();
+    }
+    if !b.value.is_finite() {
+        return b.clone();
+    }
+    let repeats = |r: &Row| r.get_param("repeats").and_then(|n| n.parse::<usize>().ok());
+    let (na, nb) = (repeats(a).unwrap_or(1), repeats(b).unwrap_or(1));
+    let value = match a.get_param(STAT) {
+        Some("min") => a.value.min(b.value),
+        Some("max") => a.value.max(b.value),
+        _ => (a.value * na as f64 + b.value * nb as f64) / (na + nb) as f64,
+    };
+    let mut row = Row { value, ..a.clone() };
+    if repeats(a).is_some() && repeats(b).is_some() {
+        row = row.param("repeats", na + nb);
     }
     let (sa, sb) = (a.spread(), b.spread());
-    if sa.is_none() && sb.is_none() && a.value == b.value {
-        return a.clone();
+    if sa.is_some() || sb.is_some() {
+        let ends =
+            |r: &Row, s: Option<(f64, f64, usize)>| s.map_or((r.value, r.value), |s| (s.0, s.1));
+        let ((alo, ahi), (blo, bhi)) = (ends(a, sa), ends(b, sb));
+        let lo = [alo, blo, a.value, b.value]
+            .into_iter()
+            .fold(f64::INFINITY, f64::min);
+        let hi = [ahi, bhi, a.value, b.value]
+            .into_iter()
+            .fold(f64::NEG_INFINITY, f64::max);
+        row = row.param("lo", lo).param("hi", hi);
     }
-    let ends = |r: &Row, s: Option<(f64, f64, usize)>| s.unwrap_or((r.value, r.value, 1));
-    let (alo, ahi, an) = ends(a, sa);
-    let (blo, bhi, bn) = ends(b, sb);
-    let n = an + bn;
-    let value = (a.value * an as f64 + b.value * bn as f64) / n as f64;
-    let lo = [alo, blo, a.value, b.value]
-        .into_iter()
-        .fold(f64::INFINITY, f64::min);
-    let hi = [ahi, bhi, a.value, b.value]
-        .into_iter()
-        .fold(f64::NEG_INFINITY, f64::max);
-    Row { value, ..a.clone() }
-        .param("lo", lo)
-        .param("hi", hi)
-        .param("repeats", n)
+    row
 }
 
 #[cfg(test)]
@@ -613,15 +639,43 @@ mod tests {
         assert_eq!(j[0].value, 105.0);
         assert_eq!(j[0].spread(), Some((95.0, 130.0, 4)));
         assert_eq!(j[0].get_param("cs_ns"), Some("50"));
-        // Measured once in each pass: the two values are its spread.
+        // Written without a spread: the mean, and still no spread.
         assert_eq!(j[1].value, 320.0);
-        assert_eq!(j[1].spread(), Some((300.0, 340.0, 2)));
+        assert_eq!(j[1].spread(), None);
         // A computed value that did not move gets no spread.
         assert_eq!(j[2], a[2]);
         // Completed in one pass only: not completed.
         assert_eq!(j[3].value, 0.0);
-        // Not finite in one pass: the first pass's row.
+        // Not finite in one pass: that pass's row.
         assert!(j[4].value.is_nan() && j[4].spread().is_none());
+        let k = join_passes(&b[4..], &a[4..]);
+        assert!(k.rows[0].value.is_nan());
+        let k = join_passes(&b[3..4], &a[3..4]);
+        assert_eq!(k.rows[0], b[3], "the pass that did not complete stands");
+        // A peak joins as the larger, a least disturbed repeat as the
+        // smaller; repeats written without lo and hi are counted.
+        let peak = |v: f64| {
+            Row::new("x", "memcpy", 1, false, "mb_s", v, "MB/s")
+                .param(STAT, "max")
+                .with_spread(&spread(v * 0.9, v * 0.8, v, 5))
+        };
+        let k = join_passes(&[peak(10.0)], &[peak(12.0)]);
+        assert_eq!(k.rows[0].value, 12.0);
+        assert_eq!(k.rows[0].spread(), Some((8.0, 12.0, 10)));
+        let least = |v: f64| {
+            Row::new("x", "fifo", 1, false, "ns_min", v, "ns")
+                .param("repeats", 3)
+                .param(STAT, "min")
+        };
+        let k = join_passes(&[least(7.0)], &[least(5.0)]);
+        assert_eq!(k.rows[0].value, 5.0);
+        assert_eq!(k.rows[0].get_param("repeats"), Some("6"));
+        // A word in a column keeps points apart when it differs.
+        let named = |best: &str, v: f64| {
+            Row::new("x", "tas", 1, false, "ratio", v, "x").param("fastest", best)
+        };
+        let k = join_passes(&[named("tas", 1.0)], &[named("mcs", 1.2)]);
+        assert_eq!(k.one_pass, 2);
         // A point written in one pass only is kept as measured, the
         // second pass's after the first's; a measured parameter (`parks`)
         // is no part of a point's key, a setting (`cs_ns`) is.
@@ -639,7 +693,7 @@ mod tests {
         assert_eq!(joined.rows.len(), 3);
         assert_eq!(joined.rows[0].value, 105.0);
         assert_eq!(joined.rows[0].get_param("parks"), Some("3"));
-        assert_eq!(joined.rows[1].spread(), Some((1.0, 2.0, 2)));
+        assert_eq!(joined.rows[1].value, 1.5);
         assert_eq!(joined.rows[2], d[2]);
         let e = vec![b[0].clone().param("cs_ns", 80)];
         let f = vec![
@@ -662,6 +716,6 @@ mod tests {
         ];
         let joined = join_passes(&g, &h);
         assert_eq!(joined.one_pass, 0);
-        assert_eq!(joined.rows[1].spread(), Some((10.0, 12.0, 2)));
+        assert_eq!(joined.rows[1].value, 11.0);
     }
 }

@@ -49,8 +49,9 @@ pub struct Provenance {
     /// ([`super::data::join_passes`]); `None` for a run in one process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub second_pass: Option<Box<Provenance>>,
-    /// Why a second pass was not joined (it failed, or measured other
-    /// points): the rows are this record's alone.
+    /// Why there is no second pass (it failed, or a quick reproduction
+    /// measures the experiment in one process): the rows are this record's
+    /// alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_joined: Option<String>,
     /// With a second pass: how many points were written in one of the two
