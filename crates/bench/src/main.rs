@@ -348,8 +348,8 @@ const SECOND_PASS: &str = "second-pass";
 /// result moves between processes and over minutes: back-to-back
 /// reproductions in one pass each disagreed on rules whose intervals, from
 /// one process's repeats, did not overlap between the runs (notes of #12).
-/// The second pass runs every experiment again, a whole pass after its
-/// first process, each pass with about half the repeats
+/// The second pass runs every experiment again, after the rest of its
+/// group's first pass, each pass with about half the repeats
 /// ([`Ctx::rounds`]); [`data::join_passes`] then makes each point's
 /// interval span both processes. The rules judge the joined points. Both
 /// passes over the other experiments come first, then both over
@@ -425,6 +425,15 @@ fn reproduce(common: &Common) -> Result<(), String> {
                 "      {}: cannot join its two passes ({err}); the report shows what is there",
                 e.id
             );
+            // Say so in its provenance, if there is one to amend.
+            if let Ok(Some(mut p)) = Provenance::read(&common.out, e.id) {
+                p.second_pass = None;
+                p.one_pass_points = 0;
+                p.not_joined = Some(format!("joining its two passes failed: {err}"));
+                if let Err(w) = p.write(&common.out) {
+                    eprintln!("      {w}");
+                }
+            }
             failed.push(format!("{} (join)", e.id));
         }
     }
@@ -434,8 +443,8 @@ fn reproduce(common: &Common) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{} of {} experiment processes failed: {} (see their errors above; the report lists an \
-             experiment whose first pass failed as not run)",
+            "{} of {} steps failed: {} (see their errors above; the report lists an experiment whose \
+             first pass failed as not run)",
             failed.len(),
             steps.len(),
             failed.join(", ")

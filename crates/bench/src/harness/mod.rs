@@ -58,9 +58,11 @@ pub struct Ctx {
     /// This run is one of the two passes `symmetry reproduce` measures an
     /// experiment in (two processes, started a whole pass apart, whose rows
     /// are then joined): each pass takes about half the repeats
-    /// ([`Ctx::rounds`]), so the pair costs about what one run did, and
-    /// the joined points' intervals hold what changes between processes
-    /// and over minutes, which the repeats of one process never see.
+    /// ([`Ctx::rounds`]; points judged on their own interval keep
+    /// [`OWN_MIN`] rounds in each, [`Ctx::own_rounds`]), so the pair costs
+    /// somewhat more than one run, and the joined points' intervals hold
+    /// what changes between processes and over minutes, which the
+    /// repeats of one process never see.
     pub half: bool,
 }
 

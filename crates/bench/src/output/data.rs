@@ -366,7 +366,13 @@ pub fn join_passes(first: &[Row], second: &[Row]) -> Joined {
             .filter_map(|r| r.get_param(column))
             .all(|v| v.parse::<f64>().is_ok())
     };
-    let settings: Vec<&str> = param_keys(first)
+    let mut columns = param_keys(first);
+    for k in param_keys(second) {
+        if !columns.contains(&k) {
+            columns.push(k);
+        }
+    }
+    let settings: Vec<&str> = columns
         .into_iter()
         .filter(|k| !spread_keys.contains(k))
         .filter(|k| !numeric(k) || same_values(k))
@@ -448,10 +454,10 @@ fn join_point(a: &Row, b: &Row) -> Row {
         _ => (a.value * na as f64 + b.value * nb as f64) / (na + nb) as f64,
     };
     let mut row = Row { value, ..a.clone() };
-    if repeats(a).is_some() && repeats(b).is_some() {
+    let (sa, sb) = (a.spread(), b.spread());
+    if repeats(a).is_some() || repeats(b).is_some() || sa.is_some() || sb.is_some() {
         row = row.param("repeats", na + nb);
     }
-    let (sa, sb) = (a.spread(), b.spread());
     if sa.is_some() || sb.is_some() {
         let ends =
             |r: &Row, s: Option<(f64, f64, usize)>| s.map_or((r.value, r.value), |s| (s.0, s.1));
@@ -667,6 +673,12 @@ mod tests {
                 .param("repeats", 3)
                 .param(STAT, "min")
         };
+        // A spread in one pass only still counts both passes' repeats.
+        let k = join_passes(
+            &a[..1],
+            &[Row::new("x", "tas", 2, false, "ns", 90.0, "ns").param("cs_ns", 50)],
+        );
+        assert_eq!(k.rows[0].spread(), Some((90.0, 104.0, 4)));
         let k = join_passes(&[least(7.0)], &[least(5.0)]);
         assert_eq!(k.rows[0].value, 5.0);
         assert_eq!(k.rows[0].get_param("repeats"), Some("6"));
