@@ -325,17 +325,19 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>, String> {
 pub fn join_passes(first: &[Row], second: &[Row]) -> Joined {
     let spread_keys = ["lo", "hi", "repeats"];
     type Group = (String, u32, bool, String, String);
+    fn group(r: &Row) -> Group {
+        (
+            r.series.clone(),
+            r.threads,
+            r.oversubscribed,
+            r.metric.clone(),
+            r.unit.clone(),
+        )
+    }
     fn groups(rows: &[Row]) -> std::collections::BTreeMap<Group, Vec<&Row>> {
         let mut g: std::collections::BTreeMap<Group, Vec<&Row>> = Default::default();
         for r in rows {
-            let k = (
-                r.series.clone(),
-                r.threads,
-                r.oversubscribed,
-                r.metric.clone(),
-                r.unit.clone(),
-            );
-            g.entry(k).or_default().push(r);
+            g.entry(group(r)).or_default().push(r);
         }
         g
     }
@@ -379,11 +381,7 @@ pub fn join_passes(first: &[Row], second: &[Row]) -> Joined {
         .collect();
     let key = |r: &Row| {
         (
-            r.series.clone(),
-            r.threads,
-            r.oversubscribed,
-            r.metric.clone(),
-            r.unit.clone(),
+            group(r),
             settings
                 .iter()
                 .map(|k| r.get_param(k).map(str::to_string))
@@ -462,13 +460,11 @@ fn join_point(a: &Row, b: &Row) -> Row {
         let ends =
             |r: &Row, s: Option<(f64, f64, usize)>| s.map_or((r.value, r.value), |s| (s.0, s.1));
         let ((alo, ahi), (blo, bhi)) = (ends(a, sa), ends(b, sb));
-        let lo = [alo, blo, a.value, b.value]
-            .into_iter()
-            .fold(f64::INFINITY, f64::min);
-        let hi = [ahi, bhi, a.value, b.value]
-            .into_iter()
-            .fold(f64::NEG_INFINITY, f64::max);
-        row = row.param("lo", lo).param("hi", hi);
+        // Both values are finite here, so there is a spread.
+        if let Some(s) = crate::harness::stats::Spread::of(&[alo, ahi, blo, bhi, a.value, b.value])
+        {
+            row = row.param("lo", s.lo).param("hi", s.hi);
+        }
     }
     row
 }
