@@ -105,6 +105,11 @@ enum Command {
     /// LC98's applications; `am list`, `am clean`.
     #[command(subcommand)]
     Am(symmetry_bench::cli::am::AmCommand),
+    /// Judge two result directories (e.g. `reference` and `results`) with this build's rules and
+    /// list the experiments whose verdicts differ, each rule that moved, and each run's placement
+    /// probe. Exit status 0 when every verdict agrees, 1 when some differ, 2 on an unreadable
+    /// directory.
+    Compare(symmetry_bench::cli::compare::CompareArgs),
     /// Rebuild OUT/REPORT.md and OUT/REPORT.html from the CSV files already in OUT.
     Report {
         /// Directory holding the CSV files and machine.json.
@@ -874,6 +879,7 @@ fn main() -> ExitCode {
         Command::Report { out } => build_report(&out),
         Command::Profile(args) => return symmetry_bench::cli::profile::main(args),
         Command::Am(cmd) => return symmetry_bench::cli::am::main(cmd),
+        Command::Compare(args) => return symmetry_bench::cli::compare::main(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

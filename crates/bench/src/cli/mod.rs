@@ -1,4 +1,5 @@
 //! Sub-commands beyond the experiment runner.
 
 pub mod am;
+pub mod compare;
 pub mod profile;

@@ -300,6 +300,13 @@ impl Experiment {
     pub fn section(&self, rows: &[Row], m: &Machine) -> Section {
         section(self, m, (self.assess)(rows, m))
     }
+
+    /// Each claim's finding for `rows` measured on `m`, in declaration
+    /// order, as the report prints them ([`findings`]); the verdict is
+    /// [`verdict_of`] their outcomes.
+    pub fn judge(&self, rows: &[Row], m: &Machine) -> Vec<Finding> {
+        findings(self, m, &(self.assess)(rows, m))
+    }
 }
 
 /// The verdict of a list of outcomes (the not-measurable ones left out),
@@ -333,21 +340,31 @@ pub fn verdict_of(outcomes: &[Outcome]) -> Verdict {
     }
 }
 
-/// The report section of `e` from its assessment on machine `m`: the
-/// claims quoted, the measurement, every rule with its outcome and
-/// evidence, the verdict and why.
-pub fn section(e: &Experiment, m: &Machine, a: Assessment) -> Section {
-    let mut outcomes = Vec::new();
-    let mut rules = String::new();
-    for (i, c) in e.claims.iter().enumerate() {
-        let finding = match c.needs.unmet(m) {
+/// One finding per claim of `e`, in declaration order: the assessment's,
+/// or "not measurable here" where `m` does not meet the claim's declared
+/// needs or the assessment gave none.
+pub fn findings(e: &Experiment, m: &Machine, a: &Assessment) -> Vec<Finding> {
+    e.claims
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match c.needs.unmet(m) {
             Some(why) => Finding::not_measurable(why),
             None => a
                 .findings
                 .get(i)
                 .cloned()
                 .unwrap_or_else(|| Finding::not_measurable("the assessment gave no finding")),
-        };
+        })
+        .collect()
+}
+
+/// The report section of `e` from its assessment on machine `m`: the
+/// claims quoted, the measurement, every rule with its outcome and
+/// evidence, the verdict and why.
+pub fn section(e: &Experiment, m: &Machine, a: Assessment) -> Section {
+    let mut outcomes = Vec::new();
+    let mut rules = String::new();
+    for (c, finding) in e.claims.iter().zip(findings(e, m, &a)) {
         let needs = c
             .needs
             .describe()
