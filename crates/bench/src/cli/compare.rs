@@ -28,7 +28,7 @@ use crate::experiments::{self, Experiment};
 use crate::harness::{Finding, Outcome, verdict_of};
 use crate::output::data;
 use crate::output::machine::Machine;
-use crate::output::provenance::Provenance;
+use crate::output::provenance::{PROBE_CHANGE, Provenance};
 use crate::output::report::Verdict;
 
 /// Arguments of `symmetry compare`.
@@ -103,6 +103,10 @@ pub struct Pair {
     /// Each run of it in words, from its provenance record: commit, mode
     /// and placement probe.
     pub runs: [String; 2],
+    /// Whether both runs measured it at one placement: every probe either
+    /// run recorded for it (before and after, in each process) within
+    /// [`PROBE_CHANGE`] of every other. `None` where a run recorded none.
+    pub same_placement: Option<bool>,
 }
 
 impl Pair {
@@ -143,23 +147,45 @@ fn machine_of(dir: &Path) -> Result<Machine, String> {
 /// the placement probe before and after it (and in its second process),
 /// from its provenance record. A directory may hold runs of several
 /// commits (the committed reference does), so this is per experiment.
-fn run_of(dir: &Path, id: &str) -> Result<String, String> {
+fn run_of(dir: &Path, id: &str) -> Result<(String, Vec<f64>), String> {
     let probe = |p: &Provenance| match p.core_rtt_ns[..] {
         [a, b] => format!("{a:.0} then {b:.0} ns"),
         _ => "not recorded".to_string(),
     };
     Ok(match Provenance::read(dir, id)? {
-        None => "no provenance record".to_string(),
-        Some(p) => format!(
-            "commit {}, {}, probe {}{}",
-            p.commit,
-            p.mode,
-            probe(&p),
-            p.second_pass
-                .as_ref()
-                .map_or(String::new(), |q| format!(", second process {}", probe(q)))
+        None => ("no provenance record".to_string(), Vec::new()),
+        Some(p) => (
+            format!(
+                "commit {}, {}, probe {}{}",
+                p.commit,
+                p.mode,
+                probe(&p),
+                p.second_pass
+                    .as_ref()
+                    .map_or(String::new(), |q| format!(", second process {}", probe(q)))
+            ),
+            p.core_rtt_ns
+                .iter()
+                .chain(p.second_pass.iter().flat_map(|q| &q.core_rtt_ns))
+                .copied()
+                .collect(),
         ),
     })
+}
+
+/// Whether the probes `a` and `b` of two runs are all at one placement
+/// (the largest within [`PROBE_CHANGE`] of the smallest); `None` if
+/// either run recorded no positive probe.
+fn one_placement(a: &[f64], b: &[f64]) -> Option<bool> {
+    let ok = |v: &[f64]| v.iter().any(|x| *x > 0.0);
+    if !ok(a) || !ok(b) {
+        return None;
+    }
+    let all = a.iter().chain(b).copied().filter(|x| *x > 0.0);
+    let (lo, hi) = all.fold((f64::INFINITY, 0.0_f64), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
+    Some(hi / lo <= PROBE_CHANGE)
 }
 
 /// Judges experiment `e` on `dir`'s CSV, or `None` if `dir` has none.
@@ -205,12 +231,14 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
                 })
             })
             .collect();
+        let (ra, rb) = (run_of(a, e.id)?, run_of(b, e.id)?);
         pairs.push(Pair {
             id: e.id,
             verdicts,
             rules: e.claims.len(),
             moved,
-            runs: [run_of(a, e.id)?, run_of(b, e.id)?],
+            same_placement: one_placement(&ra.1, &rb.1),
+            runs: [ra.0, rb.0],
         });
     }
     if pairs.is_empty() {
@@ -257,14 +285,20 @@ impl Comparison {
         out.push_str(&format!(
             "Both judged by this build's rules (commit {}) from each directory's CSV files and \
              machine.json. Under each experiment: the commit and mode of each run, and its placement \
-             probe (the cache-line round trip between CPUs 0 and 1 before and after it).\n\n",
+             probe (the cache-line round trip between CPUs 0 and 1 before and after it); \"one \
+             placement\" when every probe of both runs is within {PROBE_CHANGE}x of every other.\n\n",
             option_env!("SYMMETRY_GIT").unwrap_or("unknown")
         ));
         let differ = self.differing().count();
+        let placed = self
+            .differing()
+            .filter(|p| p.same_placement == Some(true))
+            .count();
         let rules: usize = self.pairs.iter().map(|p| p.rules).sum();
         let [reversed, tie, measurable] = self.moves();
         out.push_str(&format!(
-            "Experiments in both: {}; same verdict: {}; different verdict: {differ}.\n\
+            "Experiments in both: {}; same verdict: {}; different verdict: {differ} ({placed} of them \
+             measured at one placement in both runs).\n\
              Rules in both: {rules}; moved: {} ({reversed} reversed, {tie} between a decision and a \
              tie, {measurable} measurable in one run only).\n",
             self.pairs.len(),
@@ -278,10 +312,15 @@ impl Comparison {
             out.push_str(&format!("\n{title}:\n"));
             for p in pairs {
                 out.push_str(&format!(
-                    "  {}: {} | {}\n    A: {}\n    B: {}\n",
+                    "  {}: {} | {}{}\n    A: {}\n    B: {}\n",
                     p.id,
                     p.verdicts[0].label(),
                     p.verdicts[1].label(),
+                    match p.same_placement {
+                        Some(true) => " (one placement)",
+                        Some(false) => " (different placements)",
+                        None => "",
+                    },
                     p.runs[0],
                     p.runs[1]
                 ));
@@ -358,6 +397,20 @@ mod tests {
         assert_eq!(Move::of(&Tie, &na()), Some(Move::Measurable));
     }
 
+    #[test]
+    fn placements_are_told_apart_by_the_probe_ratio() {
+        assert_eq!(
+            one_placement(&[45.0, 48.0], &[50.0, 44.0, 47.0, 46.0]),
+            Some(true)
+        );
+        // The two levels this project's VMs move between.
+        assert_eq!(one_placement(&[45.0, 48.0], &[405.0, 398.0]), Some(false));
+        assert_eq!(one_placement(&[45.0, 400.0], &[45.0, 48.0]), Some(false));
+        // No probe (one CPU, or a record from before the probe).
+        assert_eq!(one_placement(&[], &[45.0, 48.0]), None);
+        assert_eq!(one_placement(&[45.0], &[f64::NAN]), None);
+    }
+
     /// Copies `files` of the committed reference into a new scratch
     /// directory.
     fn reference_copy(files: &[&str]) -> ScratchDir {
@@ -399,7 +452,16 @@ mod tests {
         assert_eq!(p.verdicts[1], Verdict::NotMeasurable);
         assert!(p.moved.iter().all(|m| m.how == Move::Measurable));
         let text = c.text(true);
-        assert!(text.contains("different verdict: 1."), "{text}");
+        // Both sides hold the same provenance record: one placement.
+        assert_eq!(p.same_placement, Some(true));
+        assert!(
+            text.contains("different verdict: 1 (1 of them measured at one placement"),
+            "{text}"
+        );
+        assert!(
+            text.contains("am-logp: partly holds | not measurable here (one placement)"),
+            "{text}"
+        );
         assert!(text.contains("Only in A: model-mva"), "{text}");
         assert!(
             text.contains("needs 2 or more cores, the run had 1"),
