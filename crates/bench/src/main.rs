@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 
 use symmetry_bench::experiments::{self, Ctx, Experiment};
 use symmetry_bench::output::machine::{Machine, iso8601_utc};
-use symmetry_bench::output::provenance::Provenance;
+use symmetry_bench::output::provenance::{PROBE_CHANGE, Provenance};
 use symmetry_bench::output::{data, plot, report};
 use symmetry_bench::registry::locks as locks_table;
 
@@ -644,6 +644,7 @@ fn build_report(out: &Path) -> Result<(), String> {
     let machine = Machine::read_json(out)?;
     let mut sections = Vec::new();
     let mut missing = Vec::new();
+    let mut probes = Vec::new();
     for e in experiments::ALL {
         let csv = out.join(format!("{}.csv", e.id));
         if !csv.exists() {
@@ -656,7 +657,12 @@ fn build_report(out: &Path) -> Result<(), String> {
             &(e.figure)(&rows, &machine),
         )?;
         let mut section = e.section(&rows, &machine);
-        section.provenance = Provenance::read(out, e.id)?.map(|p| p.markdown());
+        let provenance = Provenance::read(out, e.id)?;
+        if let Some(p) = &provenance {
+            probes.extend(&p.core_rtt_ns);
+            probes.extend(p.second_pass.iter().flat_map(|q| &q.core_rtt_ns));
+        }
+        section.provenance = provenance.map(|p| p.markdown());
         sections.push(section);
     }
     if sections.is_empty() {
@@ -665,7 +671,7 @@ fn build_report(out: &Path) -> Result<(), String> {
             out.display()
         ));
     }
-    let intro = report_intro(&machine, &missing);
+    let intro = report_intro(&machine, &missing, &probes);
     report::write_report(
         out,
         "symmetry — reproduction report",
@@ -681,9 +687,9 @@ fn build_report(out: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The report's introduction, generated from `machine.json` and the set
-/// of experiments found.
-fn report_intro(machine: &Machine, missing: &[&str]) -> String {
+/// The report's introduction, generated from `machine.json`, the set of
+/// experiments found and the placement probes their provenance recorded.
+fn report_intro(machine: &Machine, missing: &[&str], probes: &[f64]) -> String {
     let code_list = |ids: &[&str]| {
         ids.iter()
             .map(|m| format!("`{m}`"))
@@ -700,6 +706,7 @@ fn report_intro(machine: &Machine, missing: &[&str]) -> String {
          oversubscribed points (more threads than the {} logical CPUs of the run).\n\n",
         machine.cores()
     );
+    intro.push_str(&placement_words(probes));
     if !missing.is_empty() {
         intro.push_str(&format!(
             "Not run in this directory: {}.\n\n",
@@ -713,6 +720,30 @@ fn report_intro(machine: &Machine, missing: &[&str]) -> String {
         ));
     }
     intro
+}
+
+/// What the placement probes of a directory's runs say, as a paragraph of
+/// the report's introduction (empty without a probe): the range they
+/// span, and whether the CPUs stayed at one placement (every probe within
+/// [`PROBE_CHANGE`] of every other) or moved between the runs.
+fn placement_words(probes: &[f64]) -> String {
+    let probes: Vec<f64> = probes.iter().copied().filter(|x| *x > 0.0).collect();
+    let Some(lo) = probes.iter().copied().reduce(f64::min) else {
+        return String::new();
+    };
+    let hi = probes.iter().copied().fold(lo, f64::max);
+    let what = "The placement probe (the cache-line round trip between CPUs 0 and 1, taken before and \
+                after each experiment)";
+    if hi / lo <= PROBE_CHANGE {
+        format!("{what} stayed between {lo:.0} and {hi:.0} ns in every run of this directory.\n\n")
+    } else {
+        format!(
+            "{what} ranged from {lo:.0} to {hi:.0} ns over the runs of this directory: the CPUs were \
+             not at one placement throughout, so two sections may describe different placements, and \
+             each names its own probe. Compare two directories' verdicts where their probes agree \
+             (`symmetry compare` marks those experiments).\n\n"
+        )
+    }
 }
 
 /// `--locks` narrows only experiments that run locks: refuse it when an
@@ -894,6 +925,17 @@ fn main() -> ExitCode {
 mod tests {
     use super::{Cli, Command, parse_threads};
     use clap::Parser;
+
+    #[test]
+    fn the_intro_says_whether_the_placement_moved() {
+        use super::placement_words;
+        assert_eq!(placement_words(&[]), "");
+        let one = placement_words(&[45.0, 50.0, 48.0]);
+        assert!(one.contains("stayed between 45 and 50 ns"), "{one}");
+        let moved = placement_words(&[45.0, 50.0, 405.0, f64::NAN]);
+        assert!(moved.contains("ranged from 45 to 405 ns"), "{moved}");
+        assert!(moved.contains("not at one placement"), "{moved}");
+    }
 
     #[test]
     fn threads_lists_and_ranges() {

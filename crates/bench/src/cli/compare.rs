@@ -271,6 +271,18 @@ impl Comparison {
         n
     }
 
+    /// How many rules were reversed in experiments that both runs
+    /// measured at one placement: a claim judged the other way on what
+    /// the probe says was the same machine.
+    pub fn reversed_at_one_placement(&self) -> usize {
+        self.pairs
+            .iter()
+            .filter(|p| p.same_placement == Some(true))
+            .flat_map(|p| &p.moved)
+            .filter(|m| m.how == Move::Reversed)
+            .count()
+    }
+
     /// The listing `symmetry compare` prints; with `evidence`, both runs'
     /// evidence under every rule that moved.
     pub fn text(&self, evidence: bool) -> String {
@@ -299,11 +311,12 @@ impl Comparison {
         out.push_str(&format!(
             "Experiments in both: {}; same verdict: {}; different verdict: {differ} ({placed} of them \
              measured at one placement in both runs).\n\
-             Rules in both: {rules}; moved: {} ({reversed} reversed, {tie} between a decision and a \
-             tie, {measurable} measurable in one run only).\n",
+             Rules in both: {rules}; moved: {} ({reversed} reversed, {} of them at one placement; \
+             {tie} between a decision and a tie; {measurable} measurable in one run only).\n",
             self.pairs.len(),
             self.pairs.len() - differ,
-            reversed + tie + measurable
+            reversed + tie + measurable,
+            self.reversed_at_one_placement()
         ));
         let list = |out: &mut String, title: &str, pairs: Vec<&Pair>| {
             if pairs.is_empty() {
@@ -409,6 +422,49 @@ mod tests {
         // No probe (one CPU, or a record from before the probe).
         assert_eq!(one_placement(&[], &[45.0, 48.0]), None);
         assert_eq!(one_placement(&[45.0], &[f64::NAN]), None);
+    }
+
+    #[test]
+    fn reversals_are_counted_by_placement() {
+        let dir = reference_copy(&["machine.json"]);
+        let m = Machine::read_json(dir.path()).expect("reference machine");
+        let moved = |how| Moved {
+            key: "k",
+            how,
+            findings: [
+                Finding::new(Outcome::Holds, ""),
+                Finding::new(Outcome::Fails, ""),
+            ],
+        };
+        let pair = |same, moved: Vec<Moved>| Pair {
+            id: "x",
+            verdicts: [Verdict::Holds, Verdict::Differs],
+            rules: 2,
+            moved,
+            runs: Default::default(),
+            same_placement: same,
+        };
+        let c = Comparison {
+            dirs: Default::default(),
+            machines: [m.clone(), m],
+            pairs: vec![
+                pair(Some(true), vec![moved(Move::Reversed), moved(Move::Tie)]),
+                pair(Some(false), vec![moved(Move::Reversed)]),
+                pair(None, vec![moved(Move::Reversed), moved(Move::Measurable)]),
+            ],
+            only: Default::default(),
+        };
+        assert_eq!(c.moves(), [3, 1, 1]);
+        assert_eq!(c.reversed_at_one_placement(), 1);
+        let text = c.text(false);
+        assert!(
+            text.contains("different verdict: 3 (1 of them measured at one placement"),
+            "{text}"
+        );
+        assert!(
+            text.contains("moved: 5 (3 reversed, 1 of them at one placement; 1 between"),
+            "{text}"
+        );
     }
 
     /// Copies `files` of the committed reference into a new scratch
