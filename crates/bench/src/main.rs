@@ -107,8 +107,8 @@ enum Command {
     Am(symmetry_bench::cli::am::AmCommand),
     /// Judge two result directories (e.g. `reference` and `results`) with this build's rules and
     /// list the experiments whose verdicts differ, each rule that moved, and each run's placement
-    /// probe. Exit status 0 when every verdict agrees, 1 when some differ, 2 on an unreadable
-    /// directory.
+    /// probe. Exit status 0 when every verdict agrees, 1 when some differ, 2 when it cannot compare
+    /// (no machine.json, an unreadable CSV, no experiment in common).
     Compare(symmetry_bench::cli::compare::CompareArgs),
     /// Rebuild OUT/REPORT.md and OUT/REPORT.html from the CSV files already in OUT.
     Report {
@@ -733,15 +733,19 @@ fn placement_words(probes: &[f64]) -> String {
     };
     let hi = probes.iter().copied().fold(lo, f64::max);
     let what = "The placement probe (the cache-line round trip between CPUs 0 and 1, taken before and \
-                after each experiment)";
-    if hi / lo <= PROBE_CHANGE {
+                after each experiment, which tells how close to each other the host placed the two \
+                CPUs)";
+    if format!("{lo:.0}") == format!("{hi:.0}") {
+        format!("{what} read {lo:.0} ns in every run of this directory.\n\n")
+    } else if hi / lo <= PROBE_CHANGE {
         format!("{what} stayed between {lo:.0} and {hi:.0} ns in every run of this directory.\n\n")
     } else {
         format!(
             "{what} ranged from {lo:.0} to {hi:.0} ns over the runs of this directory: the CPUs were \
-             not at one placement throughout, so two sections may describe different placements, and \
-             each names its own probe. Compare two directories' verdicts where their probes agree \
-             (`symmetry compare` marks those experiments).\n\n"
+             not always placed at the same distance from each other, so two sections may describe \
+             different placements, and each names its own probe. `symmetry compare` says, for each \
+             experiment whose verdict differs between two directories, whether both measured it at \
+             one placement.\n\n"
         )
     }
 }
@@ -930,11 +934,16 @@ mod tests {
     fn the_intro_says_whether_the_placement_moved() {
         use super::placement_words;
         assert_eq!(placement_words(&[]), "");
+        let same = placement_words(&[80.2, 79.9]);
+        assert!(same.contains("read 80 ns in every run"), "{same}");
         let one = placement_words(&[45.0, 50.0, 48.0]);
         assert!(one.contains("stayed between 45 and 50 ns"), "{one}");
         let moved = placement_words(&[45.0, 50.0, 405.0, f64::NAN]);
         assert!(moved.contains("ranged from 45 to 405 ns"), "{moved}");
-        assert!(moved.contains("not at one placement"), "{moved}");
+        assert!(
+            moved.contains("not always placed at the same distance"),
+            "{moved}"
+        );
     }
 
     #[test]

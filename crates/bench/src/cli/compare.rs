@@ -6,11 +6,14 @@
 //! by the rules compiled into this binary, not taken from the
 //! `REPORT.md` beside them, so two runs of different builds, or a run and
 //! the committed `reference/`, are compared claim by claim under the same
-//! rules. For every experiment in both directories it lists the two
-//! verdicts, each rule whose outcome differs and how it moved, and the
-//! placement probe each run recorded (the cache-line round trip between
-//! CPUs 0 and 1 before and after the experiment, and in its second
-//! process), which tells whether two runs measured the same machine.
+//! rules. Only experiments with results in both directories are judged;
+//! the others are named. It counts the verdicts that agree and lists each
+//! experiment whose verdict differs or where some rule moved: both
+//! verdicts, each rule whose outcome differs and how it moved, and each
+//! run's commit, mode and placement probe (the cache-line round trip
+//! between CPUs 0 and 1 before and after the experiment, and in its
+//! second process), from which it says whether the two runs measured it
+//! at one placement ([`Placement`]).
 //!
 //! A rule moves in one of three ways ([`Move`]): it is reversed (holds in
 //! one run and does not hold in the other), it moves between a decision
@@ -19,12 +22,14 @@
 //! need the other machine does not meet, or a series that run lacks).
 //!
 //! Exit status: 0 when every experiment in both directories has the same
-//! verdict, 1 when some differ, 2 when a directory cannot be read.
+//! verdict, 1 when some differ, 2 when it cannot compare (a directory
+//! without `machine.json`, an unreadable CSV, or no experiment in
+//! common); an unreadable CSV is named and the rest still compared.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::experiments::{self, Experiment};
+use crate::experiments;
 use crate::harness::{Finding, Outcome, verdict_of};
 use crate::output::data;
 use crate::output::machine::Machine;
@@ -103,10 +108,37 @@ pub struct Pair {
     /// Each run of it in words, from its provenance record: commit, mode
     /// and placement probe.
     pub runs: [String; 2],
-    /// Whether both runs measured it at one placement: every probe either
-    /// run recorded for it (before and after, in each process) within
-    /// [`PROBE_CHANGE`] of every other. `None` where a run recorded none.
-    pub same_placement: Option<bool>,
+    /// Where the two runs measured it.
+    pub placement: Placement,
+}
+
+/// Where two runs of an experiment were measured, as their provenance
+/// records and the directories' `machine.json` say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// The same CPU model and count, and every probe either run recorded
+    /// (before and after, in each process) within [`PROBE_CHANGE`] of
+    /// every other: as far as the probe can tell, one machine.
+    One,
+    /// The same CPU model and count, but probes further apart: the host
+    /// placed the CPUs differently (two machines, in effect).
+    Moved,
+    /// A different CPU model or count.
+    OtherMachine,
+    /// A run recorded no probe.
+    Unknown,
+}
+
+impl Placement {
+    /// The mark after the experiment's verdicts in the listing.
+    pub fn mark(self) -> &'static str {
+        match self {
+            Placement::One => " (one placement)",
+            Placement::Moved => " (different placements)",
+            Placement::OtherMachine => " (different machines)",
+            Placement::Unknown => "",
+        }
+    }
 }
 
 impl Pair {
@@ -128,11 +160,19 @@ pub struct Comparison {
     /// Experiments with results in one directory only: `[only in a, only
     /// in b]`.
     pub only: [Vec<&'static str>; 2],
+    /// Experiments in both whose CSV could not be read, with the error.
+    pub unreadable: Vec<(&'static str, String)>,
 }
 
 /// Reads `dir`'s machine description, with an error that says what the
 /// directory should hold.
 fn machine_of(dir: &Path) -> Result<Machine, String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "{} does not exist or is not a directory",
+            dir.display()
+        ));
+    }
     if !dir.join("machine.json").is_file() {
         return Err(format!(
             "{} holds no results (no machine.json): give a directory written by `symmetry run` or \
@@ -143,19 +183,46 @@ fn machine_of(dir: &Path) -> Result<Machine, String> {
     Machine::read_json(dir)
 }
 
-/// The run of `id` that `dir` holds, in words: its commit and mode and
-/// the placement probe before and after it (and in its second process),
-/// from its provenance record. A directory may hold runs of several
-/// commits (the committed reference does), so this is per experiment.
-fn run_of(dir: &Path, id: &str) -> Result<(String, Vec<f64>), String> {
-    let probe = |p: &Provenance| match p.core_rtt_ns[..] {
-        [a, b] => format!("{a:.0} then {b:.0} ns"),
-        _ => "not recorded".to_string(),
+/// One run of an experiment, from its provenance record.
+#[derive(Debug, Clone)]
+struct Run {
+    /// Commit, mode and probe, in words.
+    words: String,
+    /// Every probe it recorded, in ns.
+    probes: Vec<f64>,
+    /// The CPU model and logical CPUs it ran on.
+    cpu: (String, usize),
+}
+
+/// The run of `id` that `dir` holds: its commit and mode, the placement
+/// probe before and after it (and in its second process) and its CPU,
+/// from its provenance record, else from `m` (`dir`'s `machine.json`). A
+/// directory may hold runs of several commits and machines (the committed
+/// reference does), so this is per experiment. An unreadable record is
+/// said so, not an error: the verdicts do not rest on it.
+fn run_of(dir: &Path, id: &str, m: &Machine) -> Run {
+    let probe = |p: &Provenance| {
+        if p.core_rtt_ns.is_empty() {
+            "not recorded".to_string()
+        } else {
+            let ns: Vec<String> = p.core_rtt_ns.iter().map(|x| format!("{x:.0}")).collect();
+            format!("{} ns", ns.join(" then "))
+        }
     };
-    Ok(match Provenance::read(dir, id)? {
-        None => ("no provenance record".to_string(), Vec::new()),
-        Some(p) => (
-            format!(
+    let own = (m.cpu_model.clone(), m.cores());
+    match Provenance::read(dir, id) {
+        Err(e) => Run {
+            words: format!("provenance unreadable: {e}"),
+            probes: Vec::new(),
+            cpu: own,
+        },
+        Ok(None) => Run {
+            words: "no provenance record".to_string(),
+            probes: Vec::new(),
+            cpu: own,
+        },
+        Ok(Some(p)) => Run {
+            words: format!(
                 "commit {}, {}, probe {}{}",
                 p.commit,
                 p.mode,
@@ -164,13 +231,19 @@ fn run_of(dir: &Path, id: &str) -> Result<(String, Vec<f64>), String> {
                     .as_ref()
                     .map_or(String::new(), |q| format!(", second process {}", probe(q)))
             ),
-            p.core_rtt_ns
+            probes: p
+                .core_rtt_ns
                 .iter()
                 .chain(p.second_pass.iter().flat_map(|q| &q.core_rtt_ns))
                 .copied()
                 .collect(),
-        ),
-    })
+            cpu: if p.cpu_model.is_empty() {
+                (m.cpu_model.clone(), p.cores)
+            } else {
+                (p.cpu_model.clone(), p.cores)
+            },
+        },
+    }
 }
 
 /// Whether the probes `a` and `b` of two runs are all at one placement
@@ -188,34 +261,45 @@ fn one_placement(a: &[f64], b: &[f64]) -> Option<bool> {
     Some(hi / lo <= PROBE_CHANGE)
 }
 
-/// Judges experiment `e` on `dir`'s CSV, or `None` if `dir` has none.
-fn judged(e: &Experiment, dir: &Path, m: &Machine) -> Result<Option<Vec<Finding>>, String> {
-    let csv = dir.join(format!("{}.csv", e.id));
-    if !csv.is_file() {
-        return Ok(None);
+/// Where runs `a` and `b` were measured, judged on machines `ma` and `mb`.
+fn placement(a: &Run, b: &Run, ma: &Machine, mb: &Machine) -> Placement {
+    if a.cpu != b.cpu || ma.cpu_model != mb.cpu_model || ma.cores() != mb.cores() {
+        return Placement::OtherMachine;
     }
-    Ok(Some(e.judge(&data::read_csv(&csv)?, m)))
+    match one_placement(&a.probes, &b.probes) {
+        Some(true) => Placement::One,
+        Some(false) => Placement::Moved,
+        None => Placement::Unknown,
+    }
 }
 
-/// Judges every experiment with results in `a` or `b` and pairs them.
+/// Judges every experiment with results in both `a` and `b` and pairs
+/// them; names those in one only and those whose CSV cannot be read.
 pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
     let machines = [machine_of(a)?, machine_of(b)?];
     let mut pairs = Vec::new();
     let mut only: [Vec<&'static str>; 2] = Default::default();
+    let mut unreadable = Vec::new();
     for e in experiments::ALL {
-        let fa = judged(e, a, &machines[0])?;
-        let fb = judged(e, b, &machines[1])?;
-        let (fa, fb) = match (fa, fb) {
-            (Some(fa), Some(fb)) => (fa, fb),
-            (Some(_), None) => {
+        let csv = |dir: &Path| dir.join(format!("{}.csv", e.id));
+        match (csv(a).is_file(), csv(b).is_file()) {
+            (true, true) => {}
+            (true, false) => {
                 only[0].push(e.id);
                 continue;
             }
-            (None, Some(_)) => {
+            (false, true) => {
                 only[1].push(e.id);
                 continue;
             }
-            (None, None) => continue,
+            (false, false) => continue,
+        }
+        let (fa, fb) = match (data::read_csv(&csv(a)), data::read_csv(&csv(b))) {
+            (Ok(ra), Ok(rb)) => (e.judge(&ra, &machines[0]), e.judge(&rb, &machines[1])),
+            (Err(err), _) | (_, Err(err)) => {
+                unreadable.push((e.id, err));
+                continue;
+            }
         };
         let outcomes = |f: &[Finding]| f.iter().map(|x| x.outcome.clone()).collect::<Vec<_>>();
         let verdicts = [verdict_of(&outcomes(&fa)), verdict_of(&outcomes(&fb))];
@@ -231,17 +315,17 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
                 })
             })
             .collect();
-        let (ra, rb) = (run_of(a, e.id)?, run_of(b, e.id)?);
+        let (ra, rb) = (run_of(a, e.id, &machines[0]), run_of(b, e.id, &machines[1]));
         pairs.push(Pair {
             id: e.id,
             verdicts,
             rules: e.claims.len(),
             moved,
-            same_placement: one_placement(&ra.1, &rb.1),
-            runs: [ra.0, rb.0],
+            placement: placement(&ra, &rb, &machines[0], &machines[1]),
+            runs: [ra.words, rb.words],
         });
     }
-    if pairs.is_empty() {
+    if pairs.is_empty() && unreadable.is_empty() {
         return Err(format!(
             "{} and {} have no experiment in common (run the same experiments in both)",
             a.display(),
@@ -253,6 +337,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
         machines,
         pairs,
         only,
+        unreadable,
     })
 }
 
@@ -277,7 +362,7 @@ impl Comparison {
     pub fn reversed_at_one_placement(&self) -> usize {
         self.pairs
             .iter()
-            .filter(|p| p.same_placement == Some(true))
+            .filter(|p| p.placement == Placement::One)
             .flat_map(|p| &p.moved)
             .filter(|m| m.how == Move::Reversed)
             .count()
@@ -296,15 +381,17 @@ impl Comparison {
         }
         out.push_str(&format!(
             "Both judged by this build's rules (commit {}) from each directory's CSV files and \
-             machine.json. Under each experiment: the commit and mode of each run, and its placement \
-             probe (the cache-line round trip between CPUs 0 and 1 before and after it); \"one \
-             placement\" when every probe of both runs is within {PROBE_CHANGE}x of every other.\n\n",
+             machine.json; only experiments with results in both are judged. Under each experiment: \
+             the commit and mode of each run, and its placement probe (the cache-line round trip \
+             between CPUs 0 and 1 before and after it); \"one placement\" when both ran on the same \
+             CPU model and count and every probe of both runs is within {PROBE_CHANGE}x of every \
+             other.\n\n",
             option_env!("SYMMETRY_GIT").unwrap_or("unknown")
         ));
         let differ = self.differing().count();
         let placed = self
             .differing()
-            .filter(|p| p.same_placement == Some(true))
+            .filter(|p| p.placement == Placement::One)
             .count();
         let rules: usize = self.pairs.iter().map(|p| p.rules).sum();
         let [reversed, tie, measurable] = self.moves();
@@ -329,11 +416,7 @@ impl Comparison {
                     p.id,
                     p.verdicts[0].label(),
                     p.verdicts[1].label(),
-                    match p.same_placement {
-                        Some(true) => " (one placement)",
-                        Some(false) => " (different placements)",
-                        None => "",
-                    },
+                    p.placement.mark(),
                     p.runs[0],
                     p.runs[1]
                 ));
@@ -367,17 +450,30 @@ impl Comparison {
                 out.push_str(&format!("\nOnly in {name}: {}\n", ids.join(", ")));
             }
         }
+        if !self.unreadable.is_empty() {
+            out.push_str("\nNot compared, a CSV could not be read:\n");
+            for (id, err) in &self.unreadable {
+                out.push_str(&format!("  {id}: {err}\n"));
+            }
+        }
         out
     }
 }
 
 /// `symmetry compare`: prints the comparison; exit status 0 when every
-/// verdict agrees, 1 when some differ, 2 when a directory cannot be read.
+/// verdict agrees, 1 when some differ, 2 when it cannot compare (see the
+/// module docs).
 pub fn main(args: CompareArgs) -> ExitCode {
     match compare(&args.a, &args.b) {
         Ok(c) => {
             print!("{}", c.text(args.evidence));
-            if c.differing().next().is_some() {
+            if !c.unreadable.is_empty() {
+                eprintln!(
+                    "error: {} experiment(s) not compared: a CSV could not be read",
+                    c.unreadable.len()
+                );
+                ExitCode::from(2)
+            } else if c.differing().next().is_some() {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
@@ -436,33 +532,49 @@ mod tests {
                 Finding::new(Outcome::Fails, ""),
             ],
         };
-        let pair = |same, moved: Vec<Moved>| Pair {
+        let pair = |placement, moved: Vec<Moved>| Pair {
             id: "x",
             verdicts: [Verdict::Holds, Verdict::Differs],
             rules: 2,
             moved,
             runs: Default::default(),
-            same_placement: same,
+            placement,
         };
         let c = Comparison {
             dirs: Default::default(),
             machines: [m.clone(), m],
             pairs: vec![
-                pair(Some(true), vec![moved(Move::Reversed), moved(Move::Tie)]),
-                pair(Some(false), vec![moved(Move::Reversed)]),
-                pair(None, vec![moved(Move::Reversed), moved(Move::Measurable)]),
+                pair(
+                    Placement::One,
+                    vec![moved(Move::Reversed), moved(Move::Tie)],
+                ),
+                pair(Placement::Moved, vec![moved(Move::Reversed)]),
+                pair(
+                    Placement::Unknown,
+                    vec![moved(Move::Reversed), moved(Move::Measurable)],
+                ),
+                pair(Placement::OtherMachine, vec![moved(Move::Reversed)]),
             ],
             only: Default::default(),
+            unreadable: vec![("am-bulk", "am-bulk.csv: line 3: too few columns".into())],
         };
-        assert_eq!(c.moves(), [3, 1, 1]);
+        assert_eq!(c.moves(), [4, 1, 1]);
         assert_eq!(c.reversed_at_one_placement(), 1);
         let text = c.text(false);
         assert!(
-            text.contains("different verdict: 3 (1 of them measured at one placement"),
+            text.contains("different verdict: 4 (1 of them measured at one placement"),
             "{text}"
         );
         assert!(
-            text.contains("moved: 5 (3 reversed, 1 of them at one placement; 1 between"),
+            text.contains("moved: 6 (4 reversed, 1 of them at one placement; 1 between"),
+            "{text}"
+        );
+        assert!(
+            text.contains("x: holds | differs (different machines)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Not compared, a CSV could not be read:\n  am-bulk: am-bulk.csv: line 3"),
             "{text}"
         );
     }
@@ -480,6 +592,7 @@ mod tests {
 
     #[test]
     fn a_run_agrees_with_itself_and_not_with_a_smaller_machine() {
+        use std::io::Write;
         let files = [
             "machine.json",
             "am-logp.csv",
@@ -508,14 +621,15 @@ mod tests {
         assert_eq!(p.verdicts[1], Verdict::NotMeasurable);
         assert!(p.moved.iter().all(|m| m.how == Move::Measurable));
         let text = c.text(true);
-        // Both sides hold the same provenance record: one placement.
-        assert_eq!(p.same_placement, Some(true));
+        // Both sides hold the same provenance record, but the machines
+        // the rules were judged on differ.
+        assert_eq!(p.placement, Placement::OtherMachine);
         assert!(
-            text.contains("different verdict: 1 (1 of them measured at one placement"),
+            text.contains("different verdict: 1 (0 of them measured at one placement"),
             "{text}"
         );
         assert!(
-            text.contains("am-logp: partly holds | not measurable here (one placement)"),
+            text.contains("am-logp: partly holds | not measurable here (different machines)"),
             "{text}"
         );
         assert!(text.contains("Only in A: model-mva"), "{text}");
@@ -526,6 +640,31 @@ mod tests {
         // The probe comes from the provenance record; B's model-mva has
         // none, but it is not in both, so it is not listed.
         assert!(!text.contains("no provenance record"), "{text}");
+
+        // A CSV that cannot be read is named, and the rest compared; a
+        // provenance record that cannot be read is said so.
+        std::fs::copy(
+            a.path().join("model-mva.csv"),
+            b.path().join("model-mva.csv"),
+        )
+        .unwrap();
+        let mut bad = std::fs::OpenOptions::new()
+            .append(true)
+            .open(b.path().join("am-logp.csv"))
+            .unwrap();
+        writeln!(bad, "am-logp,not,a,row").unwrap();
+        std::fs::write(b.path().join("am-logp.provenance.json"), "{").unwrap();
+        std::fs::write(a.path().join("model-mva.provenance.json"), "[]").unwrap();
+        let c = compare(a.path(), b.path()).expect("comparable");
+        assert_eq!(c.pairs.len(), 1);
+        assert_eq!(c.unreadable.len(), 1);
+        assert_eq!(c.unreadable[0].0, "am-logp");
+        assert!(
+            c.pairs[0].runs[0].starts_with("provenance unreadable"),
+            "{:?}",
+            c.pairs[0].runs
+        );
+        assert_eq!(c.pairs[0].runs[1], "no provenance record");
     }
 
     #[test]
@@ -534,6 +673,11 @@ mod tests {
         let a = reference_copy(&["machine.json", "am-logp.csv"]);
         let err = compare(a.path(), empty.path()).unwrap_err();
         assert!(err.contains("no machine.json"), "{err}");
+        let err = compare(a.path(), &empty.path().join("nowhere")).unwrap_err();
+        assert!(
+            err.contains("does not exist or is not a directory"),
+            "{err}"
+        );
         let b = reference_copy(&["machine.json", "model-mva.csv"]);
         let err = compare(a.path(), b.path()).unwrap_err();
         assert!(err.contains("no experiment in common"), "{err}");
