@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 
 use symmetry_bench::experiments::{self, Ctx, Experiment};
 use symmetry_bench::output::machine::{Machine, iso8601_utc};
-use symmetry_bench::output::provenance::{PROBE_CHANGE, Provenance};
+use symmetry_bench::output::provenance::{Provenance, one_placement, probe_span};
 use symmetry_bench::output::{data, plot, report};
 use symmetry_bench::registry::locks as locks_table;
 
@@ -634,14 +634,7 @@ fn remove_results(out: &Path, id: &str) {
 
 /// Builds the report from the files in `out` (never from memory).
 fn build_report(out: &Path) -> Result<(), String> {
-    if !out.join("machine.json").is_file() {
-        return Err(format!(
-            "{} holds no results (no machine.json): run `symmetry run ID --out {0}` or \
-             `symmetry reproduce --out {0}` first",
-            out.display()
-        ));
-    }
-    let machine = Machine::read_json(out)?;
+    let machine = Machine::read_results(out)?;
     let mut sections = Vec::new();
     let mut missing = Vec::new();
     let mut probes = Vec::new();
@@ -659,8 +652,7 @@ fn build_report(out: &Path) -> Result<(), String> {
         let mut section = e.section(&rows, &machine);
         let provenance = Provenance::read(out, e.id)?;
         if let Some(p) = &provenance {
-            probes.extend(&p.core_rtt_ns);
-            probes.extend(p.second_pass.iter().flat_map(|q| &q.core_rtt_ns));
+            probes.extend(p.probes());
         }
         section.provenance = provenance.map(|p| p.markdown());
         sections.push(section);
@@ -725,19 +717,18 @@ fn report_intro(machine: &Machine, missing: &[&str], probes: &[f64]) -> String {
 /// What the placement probes of a directory's runs say, as a paragraph of
 /// the report's introduction (empty without a probe): the range they
 /// span, and whether the CPUs stayed at one placement (every probe within
-/// [`PROBE_CHANGE`] of every other) or moved between the runs.
+/// [`PROBE_CHANGE`](symmetry_bench::output::provenance::PROBE_CHANGE) of
+/// every other, [`one_placement`]) or moved between the runs.
 fn placement_words(probes: &[f64]) -> String {
-    let probes: Vec<f64> = probes.iter().copied().filter(|x| *x > 0.0).collect();
-    let Some(lo) = probes.iter().copied().reduce(f64::min) else {
+    let Some((lo, hi)) = probe_span(probes.iter().copied()) else {
         return String::new();
     };
-    let hi = probes.iter().copied().fold(lo, f64::max);
     let what = "The placement probe (the cache-line round trip between CPUs 0 and 1, taken before and \
                 after each experiment, which tells how close to each other the host placed the two \
                 CPUs)";
     if format!("{lo:.0}") == format!("{hi:.0}") {
         format!("{what} read {lo:.0} ns in every run of this directory.\n\n")
-    } else if hi / lo <= PROBE_CHANGE {
+    } else if one_placement((lo, hi)) {
         format!("{what} stayed between {lo:.0} and {hi:.0} ns in every run of this directory.\n\n")
     } else {
         format!(

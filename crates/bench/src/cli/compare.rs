@@ -33,7 +33,7 @@ use crate::experiments;
 use crate::harness::{Finding, Outcome, verdict_of};
 use crate::output::data;
 use crate::output::machine::Machine;
-use crate::output::provenance::{PROBE_CHANGE, Provenance};
+use crate::output::provenance::{self, PROBE_CHANGE, Provenance, probe_span};
 use crate::output::report::Verdict;
 
 /// Arguments of `symmetry compare`.
@@ -164,25 +164,6 @@ pub struct Comparison {
     pub unreadable: Vec<(&'static str, String)>,
 }
 
-/// Reads `dir`'s machine description, with an error that says what the
-/// directory should hold.
-fn machine_of(dir: &Path) -> Result<Machine, String> {
-    if !dir.is_dir() {
-        return Err(format!(
-            "{} does not exist or is not a directory",
-            dir.display()
-        ));
-    }
-    if !dir.join("machine.json").is_file() {
-        return Err(format!(
-            "{} holds no results (no machine.json): give a directory written by `symmetry run` or \
-             `symmetry reproduce` (e.g. `reference`)",
-            dir.display()
-        ));
-    }
-    Machine::read_json(dir)
-}
-
 /// One run of an experiment, from its provenance record.
 #[derive(Debug, Clone)]
 struct Run {
@@ -231,12 +212,7 @@ fn run_of(dir: &Path, id: &str, m: &Machine) -> Run {
                     .as_ref()
                     .map_or(String::new(), |q| format!(", second process {}", probe(q)))
             ),
-            probes: p
-                .core_rtt_ns
-                .iter()
-                .chain(p.second_pass.iter().flat_map(|q| &q.core_rtt_ns))
-                .copied()
-                .collect(),
+            probes: p.probes().collect(),
             cpu: if p.cpu_model.is_empty() {
                 (m.cpu_model.clone(), p.cores)
             } else {
@@ -246,19 +222,13 @@ fn run_of(dir: &Path, id: &str, m: &Machine) -> Run {
     }
 }
 
-/// Whether the probes `a` and `b` of two runs are all at one placement
-/// (the largest within [`PROBE_CHANGE`] of the smallest); `None` if
-/// either run recorded no positive probe.
+/// Whether the probes `a` and `b` of two runs were all taken at one
+/// placement ([`provenance::one_placement`] over both); `None` if either
+/// run recorded no positive probe.
 fn one_placement(a: &[f64], b: &[f64]) -> Option<bool> {
-    let ok = |v: &[f64]| v.iter().any(|x| *x > 0.0);
-    if !ok(a) || !ok(b) {
-        return None;
-    }
-    let all = a.iter().chain(b).copied().filter(|x| *x > 0.0);
-    let (lo, hi) = all.fold((f64::INFINITY, 0.0_f64), |(lo, hi), x| {
-        (lo.min(x), hi.max(x))
-    });
-    Some(hi / lo <= PROBE_CHANGE)
+    probe_span(a.iter().copied())?;
+    probe_span(b.iter().copied())?;
+    probe_span(a.iter().chain(b).copied()).map(provenance::one_placement)
 }
 
 /// Where runs `a` and `b` were measured, judged on machines `ma` and `mb`.
@@ -276,7 +246,7 @@ fn placement(a: &Run, b: &Run, ma: &Machine, mb: &Machine) -> Placement {
 /// Judges every experiment with results in both `a` and `b` and pairs
 /// them; names those in one only and those whose CSV cannot be read.
 pub fn compare(a: &Path, b: &Path) -> Result<Comparison, String> {
-    let machines = [machine_of(a)?, machine_of(b)?];
+    let machines = [Machine::read_results(a)?, Machine::read_results(b)?];
     let mut pairs = Vec::new();
     let mut only: [Vec<&'static str>; 2] = Default::default();
     let mut unreadable = Vec::new();

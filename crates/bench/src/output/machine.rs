@@ -106,6 +106,26 @@ impl Machine {
         std::fs::write(&path, text).map_err(|e| format!("{}: cannot write: {e}", path.display()))
     }
 
+    /// Reads the machine description of a results directory, with an
+    /// error that says what to do when `dir` is missing or holds no
+    /// results (`symmetry report` and `symmetry compare` read theirs so).
+    pub fn read_results(dir: &Path) -> Result<Machine, String> {
+        if !dir.is_dir() {
+            return Err(format!(
+                "{} does not exist or is not a directory",
+                dir.display()
+            ));
+        }
+        if !dir.join(MACHINE_FILE).is_file() {
+            return Err(format!(
+                "{0} holds no results (no machine.json): run `symmetry run ID --out {0}` or \
+                 `symmetry reproduce --out {0}` first",
+                dir.display()
+            ));
+        }
+        Machine::read_json(dir)
+    }
+
     /// Reads `dir/machine.json`.
     pub fn read_json(dir: &Path) -> Result<Machine, String> {
         let path = dir.join(MACHINE_FILE);

@@ -69,6 +69,24 @@ fn is_zero(n: &usize) -> bool {
 /// a few percent; a host moving virtual CPUs changes it severalfold).
 pub const PROBE_CHANGE: f64 = 1.5;
 
+/// The smallest and the largest of `probes`, leaving out what is not a
+/// positive reading (a probe not taken, NaN); `None` if none is left.
+pub fn probe_span(probes: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
+    probes
+        .into_iter()
+        .filter(|x| *x > 0.0)
+        .fold(None, |span, x| match span {
+            None => Some((x, x)),
+            Some((lo, hi)) => Some((f64::min(lo, x), f64::max(hi, x))),
+        })
+}
+
+/// Whether probes spanning `(lo, hi)` ([`probe_span`]) were all taken at
+/// one placement: the largest within [`PROBE_CHANGE`] of the smallest.
+pub fn one_placement((lo, hi): (f64, f64)) -> bool {
+    hi / lo <= PROBE_CHANGE
+}
+
 impl Provenance {
     /// The provenance of experiment `id` run on `m` (whose commit, command
     /// and mode it copies), started at `started_utc`, lasting `seconds`.
@@ -104,10 +122,16 @@ impl Provenance {
 
     /// Whether the probe moved by more than [`PROBE_CHANGE`] during the run.
     pub fn placement_changed(&self) -> bool {
-        match self.core_rtt_ns[..] {
-            [a, b] if a > 0.0 && b > 0.0 => a.max(b) / a.min(b) > PROBE_CHANGE,
-            _ => false,
-        }
+        probe_span(self.core_rtt_ns.iter().copied()).is_some_and(|s| !one_placement(s))
+    }
+
+    /// Every probe of this record: before and after the run, and in its
+    /// second process if it had one.
+    pub fn probes(&self) -> impl Iterator<Item = f64> + '_ {
+        self.core_rtt_ns
+            .iter()
+            .chain(self.second_pass.iter().flat_map(|q| &q.core_rtt_ns))
+            .copied()
     }
 
     /// The file name for experiment `id`.
@@ -237,6 +261,18 @@ mod tests {
         assert!(moved.markdown().contains("changed during this run"));
         let steady = p.clone().with_probe(Some(65.0), Some(70.0));
         assert!(!steady.placement_changed() && !steady.markdown().contains("changed"));
+        // One probe missing: nothing to compare.
+        assert!(!p.clone().with_probe(Some(65.0), None).placement_changed());
+        // Every probe of a record, its second process's included.
+        let mut joined = steady.clone();
+        joined.second_pass = Some(Box::new(moved.clone()));
+        assert_eq!(
+            joined.probes().collect::<Vec<_>>(),
+            [65.0, 70.0, 65.0, 340.0]
+        );
+        assert_eq!(probe_span(joined.probes()), Some((65.0, 340.0)));
+        assert_eq!(probe_span([f64::NAN, 0.0]), None);
+        assert!(one_placement((65.0, 97.5)) && !one_placement((65.0, 98.0)));
         let retaken = steady.clone().with_runs(2);
         assert!(
             retaken
