@@ -178,3 +178,132 @@ unsafe impl<const P: bool, const MIN: u32, const MAX: u32> lock_api::RawMutex
         self.state.load(Ordering::Relaxed) != 0
     }
 }
+
+/// What a waiter does between two polls of the word it waits on: the
+/// waiting side of a lock, separate from its protocol (which word it
+/// polls, who hands the lock over). A type parameter of the lock, so the
+/// choice costs no call through a pointer.
+///
+/// | policy | waits by | on a machine with more runnable threads than cores |
+/// |---|---|---|
+/// | [`Spin`] | spin-wait hints, forever (the papers' locks) | a waiter keeps its core for its whole time slice while the thread it waits for (a holder, or the next owner of a FIFO hand-off) may be descheduled: SMARTQ's convoy |
+/// | [`SpinThenYield`] | spin-wait hints for [`SpinThenYield::SPIN_NS`], then `sched_yield` at every poll | the waiter gives its core to the runnable threads after a bounded spin, so a descheduled holder or next owner runs again within a few yields instead of a time slice |
+///
+/// The yield is KLMO91's "block" made cheap: the waiter stays runnable
+/// (no wake-up is needed, so nothing in the lock's release changes), and
+/// on a core with nothing else to run `sched_yield` returns at once, so
+/// on an idle machine the policy costs one system call per poll after
+/// the spin budget. Both policies are async-signal-safe (`clock_gettime`
+/// and `sched_yield`), as a lock path must be.
+pub trait Wait: 'static {
+    /// Name, for tables and series (`spin`, `spin-yield`).
+    const NAME: &'static str;
+
+    /// One poll found the word unchanged; `w` counts this wait's polls.
+    fn pause(w: &mut Waiting);
+}
+
+/// The state of one wait: polls made, and when the waiter stopped
+/// spinning (reading the clock once per 16 polls).
+#[derive(Debug, Default)]
+pub struct Waiting {
+    polls: u32,
+    /// When the wait started (ns, [`crate::clock::now_ns`]); 0 until the
+    /// first clock read.
+    since: u64,
+    /// The spin budget is spent: yield at every poll.
+    yielding: bool,
+}
+
+impl Waiting {
+    /// A wait that has not polled yet.
+    #[inline(always)]
+    pub const fn new() -> Self {
+        Self {
+            polls: 0,
+            since: 0,
+            yielding: false,
+        }
+    }
+
+    /// Polls made so far.
+    #[inline(always)]
+    pub fn polls(&self) -> u32 {
+        self.polls
+    }
+
+    /// Whether the wait has spent its spin budget and now yields.
+    #[inline(always)]
+    pub fn yielding(&self) -> bool {
+        self.yielding
+    }
+}
+
+/// Spin-wait hints for as long as the wait lasts: the behaviour the
+/// papers measure (ALL89, MCS, SMARTQ's "Queued" lock).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Spin;
+
+impl Wait for Spin {
+    const NAME: &'static str = "spin";
+
+    #[inline(always)]
+    fn pause(w: &mut Waiting) {
+        w.polls = w.polls.wrapping_add(1);
+        spin_hint();
+    }
+}
+
+/// Spin for [`SpinThenYield::SPIN_NS`], then yield the processor at every
+/// poll (see [`Wait`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpinThenYield;
+
+impl SpinThenYield {
+    /// The spin budget, ns: about the cost of a context switch (a
+    /// `sched_yield` that runs another thread and comes back), so a wait
+    /// that ends within it never pays one, and a wait for a descheduled
+    /// thread spins at most this long per turn on the core. KLMO91's
+    /// fixed-spin(C) with the yield as the block.
+    pub const SPIN_NS: u64 = 1_000;
+    /// Polls between two clock reads while spinning.
+    const CLOCK_EVERY: u32 = 16;
+}
+
+impl Wait for SpinThenYield {
+    const NAME: &'static str = "spin-yield";
+
+    #[inline]
+    fn pause(w: &mut Waiting) {
+        w.polls = w.polls.wrapping_add(1);
+        if w.yielding {
+            yield_now();
+            return;
+        }
+        #[cfg(not(loom))]
+        if w.polls.is_multiple_of(Self::CLOCK_EVERY) {
+            let now = crate::clock::now_ns();
+            if w.since == 0 {
+                w.since = now;
+            } else if now.saturating_sub(w.since) >= Self::SPIN_NS {
+                w.yielding = true;
+            }
+        }
+        // Under loom there is no time: the budget is a few polls, so the
+        // models see both the spinning and the yielding waiter.
+        #[cfg(loom)]
+        if w.polls >= 2 {
+            w.yielding = true;
+        }
+        spin_hint();
+    }
+}
+
+/// `sched_yield`, or a model-checker yield under loom.
+#[inline]
+fn yield_now() {
+    #[cfg(not(loom))]
+    std::thread::yield_now();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}

@@ -35,6 +35,7 @@ use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
+use crate::backoff::{SpinThenYield, Wait, Waiting};
 use crate::list_queue::{self, Linked, NodeToken};
 use crate::sched::{ContextBlock, NpGuard, Scheduler, Stock, current};
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU8, Ordering, spin_hint};
@@ -101,12 +102,13 @@ fn put(word: &AtomicU8, v: u8) {
     word.swap(v, Ordering::Release);
 }
 
-/// Spins until `word` holds `want`.
+/// Waits until `word` holds `want`.
 #[inline]
 fn await_u8(word: &AtomicU8, want: u8) {
+    let mut w = Waiting::new();
     // Acquire: pairs with the Release store of `want`.
     while word.load(Ordering::Acquire) != want {
-        spin_hint();
+        SpinThenYield::pause(&mut w);
     }
 }
 
@@ -145,6 +147,7 @@ impl<S: Scheduler> Handshake<S> {
         // Release: the releaser's Acquire load of `next` sees our node.
         p.next
             .store(ptr::from_ref(me).cast_mut().cast(), Ordering::Release);
+        let mut w = Waiting::new();
         loop {
             if asked {
                 // "cb->preemptable := true; if cb->warning yield;
@@ -159,7 +162,7 @@ impl<S: Scheduler> Handshake<S> {
             if me.status.load(Ordering::Acquire) != NOT_YET {
                 break;
             }
-            spin_hint();
+            SpinThenYield::pause(&mut w);
         }
         // AcqRel: races the releaser's rescinding exchange.
         let mut val = me.status.swap(GOT_IT, Ordering::AcqRel);
@@ -173,8 +176,9 @@ impl<S: Scheduler> Handshake<S> {
             await_u8(&me.status, ACK);
             return true;
         }
+        let mut w = Waiting::new();
         while val != NACK {
-            spin_hint();
+            SpinThenYield::pause(&mut w);
             // Acquire: pairs with the releaser's Release `Nack`.
             val = me.status.load(Ordering::Acquire);
         }
@@ -203,9 +207,11 @@ impl<S: Scheduler> Handshake<S> {
             }
             // AcqRel: races the successor's exchange to `GotIt`.
             if n.status.swap(LOST_IT, Ordering::AcqRel) == GOT_IT {
-                // The successor was awake after all.
+                // The successor was awake after all; it may be preempted
+                // before it answers.
+                let mut w = Waiting::new();
                 while !me.next_done.load(Ordering::Acquire) {
-                    spin_hint();
+                    SpinThenYield::pause(&mut w);
                 }
                 put(&n.status, ACK);
                 return;
@@ -218,7 +224,7 @@ impl<S: Scheduler> Handshake<S> {
                     put(&n.status, NACK);
                     return;
                 }
-                None => list_queue::wait_next(&**n),
+                None => list_queue::wait_next::<SpinThenYield, _>(&**n),
             };
             // SAFETY: `succ` waits in the queue (status `NotYet`) and reads
             // `pred` only after our next `CanGo`.
@@ -286,7 +292,7 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for Handshake<S> {
         let node = guard.into_inner().0;
         // SAFETY: the caller holds the lock through this node.
         let me = unsafe { node.as_ref() };
-        let next = list_queue::successor_or_free(&self.tail, node);
+        let next = list_queue::successor_or_free::<SpinThenYield, _>(&self.tail, node);
         if let Some(first) = next {
             self.hand_over(me, node, first);
         }

@@ -119,13 +119,13 @@ pub mod ttas;
 
 pub use anderson::Anderson;
 pub use atomic_int::{AtomicInt, AtomicIntDyn, DynLock};
-pub use backoff::{Backoff, BackoffLock, BackoffPersistent, ExpBackoff};
+pub use backoff::{Backoff, BackoffLock, BackoffPersistent, ExpBackoff, Spin, SpinThenYield, Wait};
 #[cfg(not(loom))]
 pub use baselines::{ParkingLot, Pthread, PthreadAdaptive, StdMutex};
 pub use clh::Clh;
 pub use graunke_thakkar::GraunkeThakkar;
 pub use handshake::Handshake;
-pub use mcs::Mcs;
+pub use mcs::{Mcs, McsYield};
 pub use mcs_tp::McsTp;
 #[cfg(not(loom))]
 pub use no_preempt::NativeNp;
@@ -188,13 +188,17 @@ pub type McsMutex<T> = lock_api::Mutex<Mcs, T>;
 pub type ClhMutex<T> = lock_api::Mutex<Clh, T>;
 
 /// Implements the `INIT` constant of `lock_api::RawMutex` from the type's
-/// `new()`. Under loom (whose atomics are not `const`) the constant panics if
-/// evaluated; loom tests construct locks with `new()`.
+/// `new()` (or the constructor named). Under loom (whose atomics are not
+/// `const`) the constant panics if evaluated; loom tests construct locks
+/// with `new()`.
 macro_rules! raw_init {
     () => {
+        crate::raw_init!(new);
+    };
+    ($ctor:ident) => {
         #[cfg(not(loom))]
         #[allow(clippy::declare_interior_mutable_const)]
-        const INIT: Self = Self::new();
+        const INIT: Self = Self::$ctor();
         #[cfg(loom)]
         #[allow(clippy::declare_interior_mutable_const)]
         const INIT: Self = panic!("under loom, construct locks with new()");

@@ -5,13 +5,22 @@
 //! store into `next`, the holder's node carried in the guard, and, for
 //! `smart-q` and `mcs-tp`, the release walk that grants the first running
 //! waiter and removes the others.
+//!
+//! A releaser waits for one thing only: the link of a successor that has
+//! swapped itself into `tail` but not yet written `pred.next` (a few
+//! instructions, unless it is preempted between them, which on a busy
+//! machine happens). That wait follows the lock's waiting policy `W`
+//! ([`Wait`]): [`Spin`](crate::backoff::Spin) for the paper's locks,
+//! [`SpinThenYield`](crate::backoff::SpinThenYield) where a descheduled
+//! successor must get a core back.
 
 use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
+use crate::backoff::{Wait, Waiting};
 use crate::registry::GuardWord;
-use crate::sync::{AtomicPtr, Ordering, spin_hint};
+use crate::sync::{AtomicPtr, Ordering};
 
 /// A queue node with a successor link.
 pub(crate) trait Linked: Sized {
@@ -40,17 +49,18 @@ unsafe impl<N> GuardWord for NodeToken<N> {
     }
 }
 
-/// The successor of `node`, waiting for its link if `tail` has moved
-/// past `node`.
+/// The successor of `node`, waiting (by `W`) for its link if `tail` has
+/// moved past `node`.
 #[cold]
 #[inline(never)]
-pub(crate) fn wait_next<N: Linked>(node: &N) -> NonNull<CachePadded<N>> {
+pub(crate) fn wait_next<W: Wait, N: Linked>(node: &N) -> NonNull<CachePadded<N>> {
+    let mut w = Waiting::new();
     loop {
         // Acquire: pairs with the successor's Release store of the link.
         if let Some(n) = NonNull::new(node.next().load(Ordering::Acquire)) {
             return n;
         }
-        spin_hint();
+        W::pause(&mut w);
     }
 }
 
@@ -70,7 +80,7 @@ pub(crate) fn free<N>(tail: &AtomicPtr<CachePadded<N>>, node: NonNull<CachePadde
 /// The start of every release: the holder's successor, or `None` if there
 /// is none and the lock is now free.
 #[inline]
-pub(crate) fn successor_or_free<N: Linked>(
+pub(crate) fn successor_or_free<W: Wait, N: Linked>(
     tail: &AtomicPtr<CachePadded<N>>,
     node: NonNull<CachePadded<N>>,
 ) -> Option<NonNull<CachePadded<N>>> {
@@ -80,7 +90,7 @@ pub(crate) fn successor_or_free<N: Linked>(
     match NonNull::new(me.next().load(Ordering::Acquire)) {
         Some(n) => Some(n),
         None if free(tail, node) => None,
-        None => Some(wait_next(&**me)),
+        None => Some(wait_next::<W, N>(&**me)),
     }
 }
 
@@ -113,7 +123,7 @@ pub(crate) fn enqueue_if_free<N>(
 /// Fig. 3 writes `failure` first and may then spin on that node's `next`.)
 #[cold]
 #[inline(never)]
-pub(crate) fn grant_first_running<N: Linked>(
+pub(crate) fn grant_first_running<W: Wait, N: Linked>(
     tail: &AtomicPtr<CachePadded<N>>,
     first: NonNull<CachePadded<N>>,
     claim: impl Fn(&N) -> bool,
@@ -137,7 +147,7 @@ pub(crate) fn grant_first_running<N: Linked>(
         match NonNull::new(c.next().load(Ordering::Acquire)) {
             Some(n) => candidate = n,
             None if free(tail, candidate) => break,
-            None => candidate = wait_next(&**c),
+            None => candidate = wait_next::<W, N>(&**c),
         }
     }
     if let Some(s) = skipped {

@@ -13,13 +13,34 @@
 //! so wait for `next`, then clear `next.locked`. O(1) remote references per
 //! acquisition, FIFO, a node per holder: any number of MCS locks may be held
 //! and released in any order.
+//!
+//! ## Waiting: `Mcs<W>`
+//!
+//! How a waiter passes the time on `node.locked` (and a releaser on a
+//! successor's link) is the type parameter `W` ([`Wait`]); the protocol
+//! above is the same for both:
+//!
+//! * `Mcs` = `Mcs<Spin>`: the paper's lock, spinning until its turn. With
+//!   more runnable threads than cores, the FIFO hand-off usually goes to a
+//!   waiter that is not running, and everybody behind it waits until the
+//!   kernel runs it again: SMARTQ's convoy (each hand-over costs about a
+//!   time slice). This is the registry's `mcs` and SMARTQ's "Queued"
+//!   lock; the harness's `pq-oversubscribed` measures exactly that convoy
+//!   with it (claim `queue-collapses`), so it stays the default.
+//! * `Mcs<SpinThenYield>` ([`McsYield`]): spins for
+//!   [`SpinThenYield::SPIN_NS`](crate::backoff::SpinThenYield::SPIN_NS),
+//!   then yields at every poll, so a descheduled next owner gets a core
+//!   back within a few yields. Still FIFO. Use it on machines that may be
+//!   busy; `mcs-np` is built on it.
 
+use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
+use crate::backoff::{Spin, SpinThenYield, Wait, Waiting};
 use crate::list_queue::{self, Linked, NodeToken};
-use crate::sync::{AtomicBool, AtomicPtr, Ordering, maybe_const_fn, spin_hint};
+use crate::sync::{AtomicBool, AtomicPtr, Ordering, maybe_const_fn};
 
 /// A queue node, alone on its cache line.
 #[derive(Debug, Default)]
@@ -42,6 +63,8 @@ crate::node_pool::node_pool!(Node, new_node);
 /// flag in its own queue node, so a release touches one waiter's cache line.
 /// Use it through `lock_api` (or the alias [`McsMutex`](crate::McsMutex));
 /// the queue node comes from a per-thread pool and travels in the guard.
+/// `W` is how a waiter waits (module docs): the paper's [`Spin`] by
+/// default, [`SpinThenYield`] for busy machines ([`McsYield`]).
 ///
 /// ```
 /// use symmetry_locks::{Mcs, lock_api::Mutex};
@@ -55,10 +78,15 @@ crate::node_pool::node_pool!(Node, new_node);
 /// assert_eq!(*m.lock(), [7]);
 /// ```
 #[derive(Debug)]
-pub struct Mcs {
+pub struct Mcs<W: Wait = Spin> {
     /// Last node in the queue; null when free.
     tail: AtomicPtr<Node>,
+    _wait: PhantomData<fn() -> W>,
 }
+
+/// MCS whose waiters yield their processor after a bounded spin: FIFO,
+/// and alive when threads outnumber cores (module docs).
+pub type McsYield = Mcs<SpinThenYield>;
 
 /// Guard state of an MCS acquisition: the holder's node.
 pub type McsToken = NodeToken<McsNode>;
@@ -72,9 +100,18 @@ impl Linked for McsNode {
 
 impl Mcs {
     maybe_const_fn! {
-        /// A free lock.
+        /// A free lock (the paper's, spinning waiters).
         pub fn new() -> Self {
-            Self { tail: AtomicPtr::new(ptr::null_mut()) }
+            Self::waiting()
+        }
+    }
+}
+
+impl<W: Wait> Mcs<W> {
+    maybe_const_fn! {
+        /// A free lock whose waiters wait by `W`.
+        pub fn waiting() -> Self {
+            Self { tail: AtomicPtr::new(ptr::null_mut()), _wait: PhantomData }
         }
     }
 
@@ -88,24 +125,25 @@ impl Mcs {
         // Release: the predecessor's Acquire load of `next` then sees our
         // `locked = true` before it clears it.
         pred.next.store(node.as_ptr(), Ordering::Release);
+        let mut w = Waiting::new();
         // Acquire: pairs with the Release store in `unlock`.
         while me.locked.load(Ordering::Acquire) {
-            spin_hint();
+            W::pause(&mut w);
         }
     }
 }
 
-impl Default for Mcs {
+impl<W: Wait> Default for Mcs<W> {
     fn default() -> Self {
-        Self::new()
+        Self::waiting()
     }
 }
 
 // SAFETY: `tail` orders all acquisitions; a thread returns from `lock` only
 // when `tail` was null at its swap or its predecessor cleared its `locked`
 // flag in `unlock` (Release/Acquire), so holders are serialized.
-unsafe impl lock_api::RawMutex for Mcs {
-    crate::raw_init!();
+unsafe impl<W: Wait> lock_api::RawMutex for Mcs<W> {
+    crate::raw_init!(waiting);
     type Guard = McsToken;
 
     #[inline]
@@ -145,7 +183,7 @@ unsafe impl lock_api::RawMutex for Mcs {
     #[inline]
     unsafe fn unlock(&self, guard: Self::Guard) {
         let node = guard.0;
-        if let Some(next) = list_queue::successor_or_free(&self.tail, node) {
+        if let Some(next) = list_queue::successor_or_free::<W, _>(&self.tail, node) {
             // SAFETY: the successor's node stays allocated while it waits.
             // Release: pairs with the successor's Acquire load of `locked`.
             unsafe { next.as_ref() }
@@ -165,7 +203,7 @@ unsafe impl lock_api::RawMutex for Mcs {
 
 // SAFETY: `unlock` already hands the lock to the successor linked behind our node (FIFO), so
 // a fair unlock is the ordinary one.
-unsafe impl lock_api::RawMutexFair for Mcs {
+unsafe impl<W: Wait> lock_api::RawMutexFair for Mcs<W> {
     #[inline]
     unsafe fn unlock_fair(&self, guard: Self::Guard) {
         // SAFETY: forwarded caller's contract.

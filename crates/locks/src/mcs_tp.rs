@@ -34,6 +34,7 @@ use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
+use crate::backoff::SpinThenYield;
 #[cfg(not(loom))]
 use crate::clock::now_ns;
 use crate::list_queue::{self, Linked, NodeToken};
@@ -226,8 +227,8 @@ unsafe impl lock_api::RawMutex for McsTp {
     #[inline]
     unsafe fn unlock(&self, guard: Self::Guard) {
         let node = guard.0;
-        if let Some(first) = list_queue::successor_or_free(&self.tail, node) {
-            list_queue::grant_first_running(
+        if let Some(first) = list_queue::successor_or_free::<SpinThenYield, _>(&self.tail, node) {
+            list_queue::grant_first_running::<SpinThenYield, _>(
                 &self.tail,
                 first,
                 |c| {

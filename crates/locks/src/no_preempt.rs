@@ -26,8 +26,10 @@ pub struct NoPreempt<L, S: Scheduler = Stock> {
     _sched: PhantomData<fn() -> S>,
 }
 
-/// SMARTQ's "Queued-no preempt": MCS with non-preemptable critical sections.
-pub type McsNp<S = Stock> = NoPreempt<crate::Mcs, S>;
+/// SMARTQ's "Queued-no preempt": MCS with non-preemptable critical
+/// sections, its waiters yielding after a bounded spin
+/// ([`McsYield`](crate::McsYield); module docs).
+pub type McsNp<S = Stock> = NoPreempt<crate::McsYield, S>;
 
 /// SMARTQ's "Native-no preempt": the platform's mutex (a default
 /// `pthread_mutex_t`, a futex lock on Linux) with non-preemptable critical

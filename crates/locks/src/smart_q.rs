@@ -45,9 +45,10 @@ use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
+use crate::backoff::{SpinThenYield, Wait, Waiting};
 use crate::list_queue::{self, Linked, NodeToken};
 use crate::sched::{ContextBlock, NpGuard, Scheduler, Stock, current};
-use crate::sync::{AtomicPtr, AtomicU8, Ordering, spin_hint};
+use crate::sync::{AtomicPtr, AtomicU8, Ordering};
 
 const WAITING: u8 = 0;
 const SUCCESS: u8 = 1;
@@ -130,10 +131,11 @@ impl<S: Scheduler> SmartQ<S> {
         if asked {
             cb.withdraw_unless_claimed::<S>();
         }
+        let mut w = Waiting::new();
         loop {
             // Acquire: pairs with the releaser's Release store of the status.
             match me.status.load(Ordering::Acquire) {
-                WAITING => spin_hint(),
+                WAITING => SpinThenYield::pause(&mut w),
                 s => return s == SUCCESS,
             }
         }
@@ -191,8 +193,8 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for SmartQ<S> {
     #[inline]
     unsafe fn unlock(&self, guard: Self::Guard) {
         let node = guard.into_inner().0;
-        if let Some(first) = list_queue::successor_or_free(&self.tail, node) {
-            list_queue::grant_first_running(
+        if let Some(first) = list_queue::successor_or_free::<SpinThenYield, _>(&self.tail, node) {
+            list_queue::grant_first_running::<SpinThenYield, _>(
                 &self.tail,
                 first,
                 |c| {

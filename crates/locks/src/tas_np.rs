@@ -15,8 +15,9 @@
 
 use core::marker::PhantomData;
 
+use crate::backoff::{SpinThenYield, Wait, Waiting};
 use crate::sched::{NpGuard, Scheduler, Stock, current};
-use crate::sync::{AtomicU8, Ordering, spin_hint};
+use crate::sync::{AtomicU8, Ordering};
 
 /// Test-and-test-and-set lock with non-preemptable critical sections.
 #[derive(Debug)]
@@ -38,10 +39,11 @@ impl<S: Scheduler> TasNp<S> {
     #[inline(never)]
     fn lock_slow(&self) {
         let cb = current();
+        let mut w = Waiting::new();
         loop {
             // Relaxed: only a hint that an exchange may succeed.
             while self.state.load(Ordering::Relaxed) != 0 {
-                spin_hint();
+                SpinThenYield::pause(&mut w);
             }
             let asked = cb.request::<S>();
             // Acquire: pairs with the Release store in `unlock`.

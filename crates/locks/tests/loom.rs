@@ -382,6 +382,13 @@ mod mcs {
     full_models!(Mcs::new, three_lockers = true);
 }
 
+/// MCS whose waiters yield after a few polls (under loom the spin budget
+/// is two polls): the same protocol, another waiting loop.
+mod mcs_yield {
+    use super::*;
+    full_models!(symmetry_locks::McsYield::waiting, three_lockers = true);
+}
+
 mod clh {
     use super::*;
     full_models!(Clh::new, three_lockers = true);
@@ -413,7 +420,7 @@ mod mcs_tp {
 mod mcs_np {
     use super::*;
     full_models!(
-        || McsNp::<sched::Stock>::with(Mcs::new()),
+        || McsNp::<sched::Stock>::with(Mcs::waiting()),
         three_lockers = true
     );
 }
