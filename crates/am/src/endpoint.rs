@@ -19,11 +19,12 @@
 //! * A packet left CLAIMED by a sender that has died (its pid is in the
 //!   handshake word) is recovered by the receiver after it has stalled on
 //!   it for a while: the packet is freed and counted in [`Stats`]. Under
-//!   `lock-free`, whose senders are handed a position before they claim
-//!   its packet, a head position that was handed out but stays FREE is
-//!   skipped after [`SKIP_AFTER`]; a sender that was only slow claims a
-//!   later lap instead (LC98's claim takes any FREE packet), so nothing is
-//!   lost either way.
+//!   `lock-free` and `stamp`, whose senders are handed a position before
+//!   their packet shows it, a head position handed out and never shown is
+//!   skipped only once the claim algorithm finds a sender that will never
+//!   show it dead ([`Claim::owner_dead`]); a live sender is waited for,
+//!   however long it is descheduled, so every message of a live sender is
+//!   delivered exactly once.
 //!
 //! # Failures are events
 //!
@@ -84,9 +85,6 @@ const REPLIES: usize = 1;
 
 /// Empty polls on a CLAIMED head packet before its owner's pid is checked.
 const STALL_CHECK: u32 = 1 << 12;
-/// How long a handed-out `lock-free` head position may stay FREE before
-/// the receiver skips it (see the module docs).
-pub const SKIP_AFTER: Duration = Duration::from_millis(20);
 /// Polls of the shared-memory queues per poll of the wire to other hosts.
 const WIRE_EVERY: u32 = 8;
 /// Full-queue waits between checks of the receiver's liveness.
@@ -153,13 +151,11 @@ pub struct Stats {
     /// Times a send found the destination queue full and waited.
     pub full_waits: u64,
     /// Positions of dead senders recovered by this receiver: packets left
-    /// CLAIMED, and (`stamp`) positions taken and never published.
+    /// CLAIMED, and (`stamp`, `lock-free`) positions handed out and never
+    /// claimed or published.
     pub recovered_packets: u64,
     /// Bulk blocks of dead senders recovered by this receiver.
     pub recovered_bulk: u64,
-    /// Handed-out head positions skipped because they stayed FREE
-    /// (`lock-free` only).
-    pub skipped: u64,
     /// Malformed messages dropped.
     pub garbage: u64,
 }
@@ -169,9 +165,6 @@ struct Stall {
     pos: u64,
     word: u64,
     count: u32,
-    /// When the stall was first checked (taken lazily, at the first
-    /// [`STALL_CHECK`], to keep the clock off the polling path).
-    since: Option<Instant>,
 }
 
 impl Stall {
@@ -185,7 +178,6 @@ impl Stall {
                 pos,
                 word,
                 count: 0,
-                since: None,
             };
         }
         fresh
@@ -1195,7 +1187,7 @@ impl<C: Claim, S> Core<C, S> {
                 last_check = Instant::now();
                 // Repair the heads first: messages of live senders may be
                 // queued behind a dead one's claim.
-                let before = core.stats.recovered_packets + core.stats.skipped;
+                let before = core.stats.recovered_packets;
                 for which in [REQUESTS, REPLIES] {
                     let q = core.own_queue(which);
                     let pos = core.head[which];
@@ -1203,7 +1195,7 @@ impl<C: Claim, S> Core<C, S> {
                     core.unstick(q, which, pos, w);
                     core.sweep_dead_bulk(q, which);
                 }
-                if core.stats.recovered_packets + core.stats.skipped > before {
+                if core.stats.recovered_packets > before {
                     idle = 0;
                     continue;
                 }
@@ -1463,10 +1455,11 @@ impl<C: Claim, S> Core<C, S> {
     /// Repairs the head of own queue `which` at `pos` (word `w`, not a
     /// message) if a sender holds it up and can be got past: a packet
     /// CLAIMED for this position by a dead process is recovered; a
-    /// position handed out and not shown by its packet is skipped if its
-    /// owner is dead, or (`lock-free`) once it has been stuck for
-    /// [`SKIP_AFTER`] (timed from the first look: `poll_until` looks every
-    /// 20 ms, a polling loop every [`STALL_CHECK`] polls).
+    /// position handed out and not shown by its packet is skipped only if
+    /// the claim algorithm finds a sender that will never show it dead
+    /// ([`Claim::owner_dead`]; `poll_until` looks every 20 ms, a polling
+    /// loop every [`STALL_CHECK`] polls). A live sender, however slow, is
+    /// waited for.
     #[cold]
     #[inline(never)]
     fn unstick(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
@@ -1475,7 +1468,7 @@ impl<C: Claim, S> Core<C, S> {
                 self.recover(q, which, pos, w);
             }
             _ if !C::stranded(q.tail, pos) => {}
-            _ if C::owner_dead(q.tail, pos) => {
+            _ if C::owner_dead(q, pos, w) => {
                 // A dead sender's position: counted as its claim would be,
                 // and its bulk block (taken before the position) swept.
                 if self.skip(q, which, pos, w) {
@@ -1484,23 +1477,15 @@ impl<C: Claim, S> Core<C, S> {
                 }
                 self.sweep_dead_bulk(q, which);
             }
-            _ if C::SKIP_SLOW => {
-                let s = &mut self.stall[which];
-                s.restart(pos, w);
-                let since = *s.since.get_or_insert_with(Instant::now);
-                if since.elapsed() >= SKIP_AFTER && self.skip(q, which, pos, w) {
-                    self.stats.skipped += 1;
-                }
-            }
             _ => {}
         }
     }
 
-    /// Skips the head position `pos` (word `w`, which does not show it):
-    /// stamps its slot FREE for the next lap. Under `lock-free` a sender
-    /// still holding the position then claims that lap instead; under
-    /// `stamp` (whose owner of `pos` is dead) the slot's next position
-    /// finds it stamped as a consumed one.
+    /// Skips the head position `pos` (word `w`, which does not show it) of
+    /// a dead sender: stamps its slot FREE for the next lap. Under
+    /// `lock-free` the slot's next lap is then owed by its next sender;
+    /// under `stamp` the slot's next position finds it stamped as a
+    /// consumed one.
     #[cold]
     fn skip(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) -> bool {
         if !q.next_lap(pos, w) {

@@ -190,18 +190,31 @@ impl<C: Claim> ModelQueue<C> {
         C::claim(&self.queue(), holder(pid), hint, bulk, wait)
     }
 
-    /// The endpoint's repair of a stuck head (`Endpoint::unstick`, for an
-    /// algorithm whose receiver does not free packets): if the head
-    /// position is handed out, unpublished, and every sender that
-    /// announced it is dead, stamp its slot for the next lap and advance
-    /// the head past it. Whether it skipped.
+    /// Has sender `pid` handed a packet position that it never claims, as
+    /// a sender killed between assignment and claim would (LC98 Fig. 3's
+    /// two steps); the caller then marks `pid` dead ([`kill`]). False for
+    /// algorithms without such a step.
+    pub fn assign_and_die(&self, pid: u32) -> bool {
+        C::debug_assign_only(&self.queue(), holder(pid))
+    }
+
+    /// The endpoint's repair of a stuck head (`Endpoint::unstick`'s skip of
+    /// a position handed out and never shown): if the head position is
+    /// handed out, its packet shows no claim of it, and the claim
+    /// algorithm finds a sender that will never show it dead
+    /// ([`Claim::owner_dead`]), stamp its slot for the next lap and
+    /// advance the head past it. Whether it skipped. (A CLAIMED packet of
+    /// a dead sender, which the endpoint recovers by its pid, is not
+    /// modelled.)
     pub fn repair(&self) -> bool {
         let q = self.queue();
         let (pos, w) = q.head();
         if q.ready(w, pos, C::RECEIVER_FREES).is_some() {
             return false;
         }
-        if C::stranded(q.tail, pos) && C::owner_dead(q.tail, pos) && q.next_lap(pos, w) {
+        let unclaimed = !(C::RECEIVER_FREES && state_of(w) == CLAIMED);
+        if unclaimed && C::stranded(q.tail, pos) && C::owner_dead(&q, pos, w) && q.next_lap(pos, w)
+        {
             q.advance(pos);
             return true;
         }

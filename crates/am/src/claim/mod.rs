@@ -6,8 +6,8 @@
 //! receiver's side (poll, free, recovery) is one code for all of them,
 //! steered by the trait's constants and hooks: whether the receiver frees
 //! packets ([`Claim::RECEIVER_FREES`]), and how it tells a position a
-//! dead or slow sender holds up ([`Claim::stranded`],
-//! [`Claim::owner_dead`], [`Claim::SKIP_SLOW`]); the handshake words are
+//! dead sender holds up ([`Claim::stranded`], [`Claim::owner_dead`]);
+//! the handshake words are
 //! described in [`crate::layout`].
 //!
 //! | name | type | LC98 | claim |
@@ -38,6 +38,30 @@ pub use locked::{AndersonClaim, Locked, ShmLock, TasClaim, TicketClaim, TtasClai
 #[cfg(not(loom))]
 pub use pthread::{PthreadClaim, PthreadShm};
 pub use stamp::Stamp;
+
+/// Whether `pid` is a dead process (under loom, one the model killed:
+/// [`crate::model::kill`]).
+#[cfg(not(loom))]
+pub(crate) fn dead(pid: u32) -> bool {
+    lock::dead(pid)
+}
+#[cfg(loom)]
+pub(crate) fn dead(pid: u32) -> bool {
+    crate::model::is_dead(pid)
+}
+
+/// Bits of a position kept in an intent word (`stamp`, `lock-free`):
+/// positions are compared modulo 2^40 (a stale intent would have to be
+/// 10^12 messages old to match).
+pub(crate) const POS_BITS: u32 = 40;
+/// The position bits of an intent word.
+pub(crate) const POS_MASK: u64 = (1 << POS_BITS) - 1;
+
+/// An intent word: the pid's low 24 bits, then position + 1 (0: none).
+#[inline(always)]
+pub(crate) const fn intent(pid: u32, pos: u64) -> u64 {
+    (((pid as u64) & 0x00ff_ffff) << POS_BITS) | (pos.wrapping_add(1) & POS_MASK)
+}
 
 /// Who is taking a lock or a packet: the process and its rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,19 +148,17 @@ pub trait Claim: Sized + Send + Sync + 'static {
         false
     }
 
-    /// For a [`stranded`](Claim::stranded) position: whether the receiver
-    /// may skip it *now* because whoever may hold it is dead. The
+    /// For a [`stranded`](Claim::stranded) position `pos` of queue `q`,
+    /// whose packet word `w` holds no message and no claim of it: whether
+    /// the receiver may skip it because a sender that holds a position it
+    /// will never publish is dead (a sender that gave its position up
+    /// after a failed claim counts as dead). It must never say yes while
+    /// every such sender may still come: a live sender, however slow, is
+    /// waited for (the receiver's skip would strand its message). The
     /// default: no.
-    fn owner_dead(_tail: &Self::Tail, _pos: u64) -> bool {
+    fn owner_dead(_q: &Queue<'_, Self::Tail>, _pos: u64, _w: u64) -> bool {
         false
     }
-
-    /// For a [`stranded`](Claim::stranded) position whose owner is not
-    /// known to be dead: whether the receiver may skip it anyway after
-    /// [`SKIP_AFTER`](crate::endpoint::SKIP_AFTER), because a live owner
-    /// then claims a later lap instead (LC98's lock-free claim takes any
-    /// FREE lap). The default: no.
-    const SKIP_SLOW: bool = false;
 
     /// Claims a packet for a short message at once, without waiting, if
     /// the algorithm has a fast path and it succeeds (for `stamp`: room in
@@ -148,6 +170,15 @@ pub trait Claim: Sized + Send + Sync + 'static {
     #[inline(always)]
     fn try_claim(_q: &Queue<'_, Self::Tail>, _me: Holder, _hint: &Hint) -> Option<Claimed> {
         None
+    }
+
+    /// Test hook: has `me` handed a packet position and never claims its
+    /// packet, as a sender killed between its assignment and its claim
+    /// would leave it; `false` for algorithms that hand out no position
+    /// before the packet shows it.
+    #[doc(hidden)]
+    fn debug_assign_only(_q: &Queue<'_, Self::Tail>, _me: Holder) -> bool {
+        false
     }
 
     /// Test hook: takes the queue's claim lock for `me` and never releases

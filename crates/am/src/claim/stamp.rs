@@ -66,7 +66,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use super::{Claim, Claimed, Hint, Holder};
+use super::{Claim, Claimed, Hint, Holder, POS_BITS, POS_MASK, dead, intent};
 use crate::error::AmError;
 use crate::layout::{CLAIMED, FREE, Queue, lap_of, word};
 use crate::sync::{AtomicU64, Ordering};
@@ -100,28 +100,6 @@ impl Default for StampTail {
     fn default() -> Self {
         Self::new()
     }
-}
-
-/// Whether `pid` is a dead process (under loom, one the model killed:
-/// [`crate::model::kill`]).
-#[cfg(not(loom))]
-fn dead(pid: u32) -> bool {
-    crate::claim::lock::dead(pid)
-}
-#[cfg(loom)]
-fn dead(pid: u32) -> bool {
-    crate::model::is_dead(pid)
-}
-
-/// Bits of a position kept in an intent (positions are compared modulo
-/// 2^40: a stale intent would have to be 10^12 messages old to match).
-const POS_BITS: u32 = 40;
-const POS_MASK: u64 = (1 << POS_BITS) - 1;
-
-/// An intent word: the pid's low 24 bits, then position + 1 (0: none).
-#[inline(always)]
-const fn intent(pid: u32, pos: u64) -> u64 {
-    (((pid as u64) & 0x00ff_ffff) << POS_BITS) | (pos.wrapping_add(1) & POS_MASK)
 }
 
 /// One-CAS claim with lap stamps.
@@ -289,10 +267,10 @@ impl Claim for Stamp {
     /// its next try yet) is waited for too, so a live owner is never
     /// skipped.
     #[cold]
-    fn owner_dead(tail: &Self::Tail, pos: u64) -> bool {
+    fn owner_dead(q: &Queue<'_, Self::Tail>, pos: u64, _w: u64) -> bool {
         let want = pos.wrapping_add(1) & POS_MASK;
         let mut any = false;
-        for i in &tail.intents {
+        for i in &q.tail.intents {
             // Relaxed: see `stranded`.
             let v = i.load(Ordering::Relaxed);
             if v & POS_MASK == want {
