@@ -18,7 +18,7 @@
 //! | `mcs` | [`Mcs`] | Mellor-Crummey & Scott list lock | FIFO |
 //! | `clh` | [`Clh`] | Craig, Landin & Hagersten list lock | FIFO |
 //! | `tas-np` | [`TasNp`] | SMARTQ §4.1 TAS-no preempt | none |
-//! | `mcs-np` | [`McsNp`] | SMARTQ §4.1 Queued-no preempt | FIFO |
+//! | `mcs-np` | [`McsNp`] | SMARTQ §4.1 Queued-no preempt | FIFO among running waiters |
 //! | `handshake` | [`Handshake`] | SMARTQ Figs. 1-2 Queued-Handshaking | FIFO among running waiters |
 //! | `smart-q` | [`SmartQ`] | SMARTQ Fig. 3 Smart-Q | FIFO among running waiters |
 //! | `native-np` | [`NativeNp`] | SMARTQ §4.1 Native-no preempt (pthread) | none |
@@ -64,6 +64,24 @@
 //! the `Stock` instances; [`for_each_preempt_lock!`] lists SMARTQ's eight
 //! locks plus `mcs-tp` and `parking_lot` over any scheduler. The harness's
 //! experiments over the classic family leave these out unless named.
+//!
+//! What each lock does on each scheduler, with more runnable threads than
+//! cores (issue 43; `tests/oversubscribed.rs` holds every entry but the
+//! marked ones to 5x `tas`, 8 threads on 2 cores, with and without CPU
+//! hogs):
+//!
+//! | lock | `Stock`, `RseqSlice` without the extension, `Emulated` with no emulation running | `RseqSlice` with the extension | `Emulated`, emulation running |
+//! |---|---|---|---|
+//! | `tas-np` | TTAS; waiters spin ~1 us, then yield at every poll | same, holder not preempted | same, holder protected by the emulation (Symunix request) |
+//! | `mcs-np` | MCS skipping waiters with a stale heartbeat (time publishing) | same, holder not preempted | hands over to waiters the emulation descheduled: SMARTQ's collapse (not held to the ratio); skips those the kernel descheduled |
+//! | `handshake` | Figs. 1-2: a silent successor is rescinded after [`handshake::TIMEOUT`] spins; waiters spin, then yield | same | same, plus the warning flag |
+//! | `smart-q` | Fig. 3 claim plus heartbeats: waiters with a stale stamp are skipped | same, holder not preempted | Fig. 3: skips `Preempted` waiters and stale heartbeats |
+//! | `native-np` | the pthread mutex (futex) | same, holder not preempted | same, holder protected |
+//! | `mcs-tp` | time publishing, no scheduler | same | same |
+//! | `mcs` (not of the family) | the paper's MCS: convoys (SMARTQ's "Queued", measured by `pq-oversubscribed`); [`McsYield`] spins then yields, still FIFO | same | same |
+//!
+//! How a waiter waits is a policy ([`backoff::Wait`]): [`Spin`] (the
+//! papers') or [`SpinThenYield`]; `Mcs<W>` takes it as a type parameter.
 //!
 //! ## Queue locks behind `RawMutex`
 //!

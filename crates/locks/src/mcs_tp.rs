@@ -23,6 +23,21 @@
 //! `tail` to null. As in `smart-q`, a removed node's `Removed` is written
 //! after the releaser's last read of it, so its owner may reuse it at once.
 //!
+//! ## Over a scheduler: `McsTp<S>`
+//!
+//! The registry's `mcs-tp` is `McsTp<Stock>`: no scheduler says who runs,
+//! so the stamps decide. `mcs-np` ([`McsNp<S>`](crate::McsNp)) is
+//! `NoPreempt<McsTp<S>, S>`: a releaser skips a waiter with a stale stamp
+//! (the kernel descheduled it) on every scheduler, except a waiter that
+//! the scheduler itself marked `Preempted` in its context block
+//! ([`Scheduler::shows_preemption`]: a worker of a running `Emulated`
+//! emulation), which it grants the lock as plain MCS would. That keeps
+//! SMARTQ's "Queued-no preempt", and the collapse the paper measures
+//! (`pq-multiprogramming`), where the emulation deschedules waiters, and
+//! keeps the lock alive where the kernel does (`Stock`, `RseqSlice`,
+//! `Emulated` with no emulation running, or an emulation with more
+//! virtual processors than cores).
+//!
 //! What it cannot fix: a *holder* preempted inside its critical section
 //! (only a scheduler interface can prevent that), and a waiter preempted
 //! between its swap and its link (a few instructions), which the releaser
@@ -30,6 +45,7 @@
 //! The original also lets a waiter leave the queue after a time-out; this
 //! lock has no timed acquisition.
 
+use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
@@ -38,6 +54,7 @@ use crate::backoff::SpinThenYield;
 #[cfg(not(loom))]
 use crate::clock::now_ns;
 use crate::list_queue::{self, Linked, NodeToken};
+use crate::sched::{ContextBlock, Scheduler, State, Stock};
 use crate::sync::{AtomicPtr, AtomicU8, AtomicU64, Ordering, spin_hint};
 
 const WAITING: u8 = 0;
@@ -74,6 +91,9 @@ pub struct TpNode {
     status: AtomicU8,
     /// When the owner last ran (see [`crate::clock::now_ns`]); under loom, the attempt.
     stamp: AtomicU64,
+    /// The owner's context block, set only where the scheduler may show
+    /// preemption (`S::SHOWS_PREEMPTION`); null otherwise.
+    cb: AtomicPtr<ContextBlock>,
 }
 
 type Node = CachePadded<TpNode>;
@@ -84,10 +104,12 @@ fn new_node() -> NonNull<Node> {
 
 crate::node_pool::node_pool!(Node, new_node);
 
-/// Time-published MCS lock.
+/// Time-published MCS lock; `S` decides whether stale waiters are
+/// skipped (module docs).
 #[derive(Debug)]
-pub struct McsTp {
+pub struct McsTp<S: Scheduler = Stock> {
     tail: AtomicPtr<Node>,
+    _sched: PhantomData<fn() -> S>,
 }
 
 /// Guard state of an MCS-TP acquisition: the holder's node.
@@ -102,7 +124,7 @@ impl Linked for TpNode {
 
 /// Whether a waiter with this stamp is to be treated as running.
 #[inline]
-fn fresh(stamp: u64) -> bool {
+pub(crate) fn fresh(stamp: u64) -> bool {
     #[cfg(not(loom))]
     {
         now_ns().saturating_sub(stamp) <= PATIENCE_NS
@@ -120,7 +142,16 @@ impl McsTp {
     crate::sync::maybe_const_fn! {
         /// A free lock.
         pub fn new() -> Self {
-            Self { tail: AtomicPtr::new(ptr::null_mut()) }
+            Self::over()
+        }
+    }
+}
+
+impl<S: Scheduler> McsTp<S> {
+    crate::sync::maybe_const_fn! {
+        /// A free lock over scheduler interface `S`.
+        pub fn over() -> Self {
+            Self { tail: AtomicPtr::new(ptr::null_mut()), _sched: PhantomData }
         }
     }
 
@@ -137,6 +168,11 @@ impl McsTp {
         me.stamp.store(now_ns(), Ordering::Relaxed);
         #[cfg(loom)]
         me.stamp.store(round.min(1), Ordering::Relaxed);
+        if S::SHOWS_PREEMPTION {
+            // Relaxed: published with the node by the Release swap below.
+            let cb = ptr::from_ref(crate::sched::current()).cast_mut();
+            me.cb.store(cb, Ordering::Relaxed);
+        }
         // AcqRel: Acquire pairs with the releaser's Release CAS of `tail`;
         // Release publishes our node to the successor that swaps us out.
         let pred = self.tail.swap(node.as_ptr(), Ordering::AcqRel);
@@ -155,35 +191,61 @@ impl McsTp {
         // Release: the releaser's Acquire load of `next` sees our node.
         p.next
             .store(ptr::from_ref(me).cast_mut().cast(), Ordering::Release);
-        let mut spins = 0u32;
-        #[cfg(not(loom))]
-        let mut yield_at = me.stamp.load(Ordering::Relaxed) + YIELD_AFTER_NS;
-        loop {
-            // Acquire: pairs with the releaser's Release status store.
-            match me.status.load(Ordering::Acquire) {
-                WAITING => {}
-                s => return s == GRANTED,
-            }
-            spins = spins.wrapping_add(1);
-            #[cfg(not(loom))]
-            if spins.is_multiple_of(PUBLISH_SPINS) {
-                let mut now = now_ns();
-                if now >= yield_at {
-                    std::thread::yield_now();
-                    now = now_ns();
-                    yield_at = now + YIELD_AFTER_NS;
-                }
-                // Relaxed: a heartbeat; its age is all that matters.
-                me.stamp.store(now, Ordering::Relaxed);
-            }
-            spin_hint();
-        }
+        wait_publishing(&me.status, WAITING, &me.stamp) == GRANTED
     }
 }
 
-impl Default for McsTp {
+/// Whether the scheduler itself descheduled the owner of `c` (its block
+/// says `Preempted`): `mcs-np` under a running emulation hands the lock
+/// to such a waiter, which is SMARTQ's "Queued-no preempt" (module docs),
+/// while a waiter that the *kernel* descheduled (stale stamp, block not
+/// `Preempted`) is skipped as on `Stock`.
+#[inline]
+fn descheduled_by_scheduler(c: &TpNode) -> bool {
+    // Relaxed: the Acquire load of the link that led to `c` ordered it.
+    let cb = c.cb.load(Ordering::Relaxed);
+    // SAFETY: a waiting owner's block lives while it waits in the queue.
+    !cb.is_null() && unsafe { &*cb }.state() == State::Preempted
+}
+
+/// A time-published waiter's loop (`mcs-tp`, and `smart-q` where no
+/// scheduler shows preemption): waits while `status` holds `waiting`,
+/// rewriting `stamp` every [`PUBLISH_SPINS`] polls and yielding every
+/// [`YIELD_AFTER_NS`]; returns the status that ended the wait. `stamp`
+/// holds the time the wait began.
+#[cold]
+#[inline(never)]
+pub(crate) fn wait_publishing(status: &AtomicU8, waiting: u8, stamp: &AtomicU64) -> u8 {
+    let mut spins = 0u32;
+    #[cfg(not(loom))]
+    let mut yield_at = stamp.load(Ordering::Relaxed) + YIELD_AFTER_NS;
+    #[cfg(loom)]
+    let _ = stamp;
+    loop {
+        // Acquire: pairs with the releaser's Release status store.
+        match status.load(Ordering::Acquire) {
+            s if s == waiting => {}
+            s => return s,
+        }
+        spins = spins.wrapping_add(1);
+        #[cfg(not(loom))]
+        if spins.is_multiple_of(PUBLISH_SPINS) {
+            let mut now = now_ns();
+            if now >= yield_at {
+                std::thread::yield_now();
+                now = now_ns();
+                yield_at = now + YIELD_AFTER_NS;
+            }
+            // Relaxed: a heartbeat; its age is all that matters.
+            stamp.store(now, Ordering::Relaxed);
+        }
+        spin_hint();
+    }
+}
+
+impl<S: Scheduler> Default for McsTp<S> {
     fn default() -> Self {
-        Self::new()
+        Self::over()
     }
 }
 
@@ -192,8 +254,8 @@ impl Default for McsTp {
 // section, stored `GRANTED` in its node (Release/Acquire), and each
 // release grants at most one node or frees the lock. A `REMOVED` waiter
 // holds nothing and enqueues again.
-unsafe impl lock_api::RawMutex for McsTp {
-    crate::raw_init!();
+unsafe impl<S: Scheduler> lock_api::RawMutex for McsTp<S> {
+    crate::raw_init!(over);
     type Guard = TpToken;
 
     #[inline]
@@ -228,12 +290,16 @@ unsafe impl lock_api::RawMutex for McsTp {
     unsafe fn unlock(&self, guard: Self::Guard) {
         let node = guard.0;
         if let Some(first) = list_queue::successor_or_free::<SpinThenYield, _>(&self.tail, node) {
+            // A scheduler that shows preemption leaves the order to the
+            // queue: SMARTQ's "Queued" hand-off (module docs).
+            let shown = S::shows_preemption();
             list_queue::grant_first_running::<SpinThenYield, _>(
                 &self.tail,
                 first,
                 |c| {
                     // Relaxed: the stamp is a heartbeat, read for its age.
-                    let running = fresh(c.stamp.load(Ordering::Relaxed));
+                    let running = fresh(c.stamp.load(Ordering::Relaxed))
+                        || (shown && descheduled_by_scheduler(c));
                     if running {
                         // Release: the new holder sees our critical section.
                         c.status.store(GRANTED, Ordering::Release);

@@ -14,6 +14,15 @@
 //! the queue: a waiter preempted in a queue lock still receives the lock
 //! while descheduled, which is the collapse SMARTQ Figs. 4-7 show for
 //! "Queued-no preempt" and what `handshake` and `smart-q` fix.
+//!
+//! `mcs-np`'s queue is [`McsTp<S>`](crate::McsTp): where the scheduler
+//! shows preemption (a running `Emulated` emulation) it hands over in
+//! plain MCS order, SMARTQ's lock and its collapse; where nobody reads
+//! the context block (`Stock`, `RseqSlice`, `Emulated` with no emulation
+//! running) a releaser skips waiters whose published time is stale, so
+//! the lock stays alive with more runnable threads than cores (order:
+//! FIFO among running waiters). With `RseqSlice` on a kernel that has the
+//! extension, the holder is protected as well.
 
 use core::marker::PhantomData;
 
@@ -27,9 +36,9 @@ pub struct NoPreempt<L, S: Scheduler = Stock> {
 }
 
 /// SMARTQ's "Queued-no preempt": MCS with non-preemptable critical
-/// sections, its waiters yielding after a bounded spin
-/// ([`McsYield`](crate::McsYield); module docs).
-pub type McsNp<S = Stock> = NoPreempt<crate::McsYield, S>;
+/// sections, time-published where no scheduler shows preemption (module
+/// docs).
+pub type McsNp<S = Stock> = NoPreempt<crate::McsTp<S>, S>;
 
 /// SMARTQ's "Native-no preempt": the platform's mutex (a default
 /// `pthread_mutex_t`, a futex lock on Linux) with non-preemptable critical

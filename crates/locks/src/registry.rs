@@ -99,9 +99,11 @@ macro_rules! for_each_lock {
             "mcs" => $crate::Mcs, kind = Queue, fifo = true;
             "clh" => $crate::Clh, kind = Queue, fifo = true;
             "tas-np" => $crate::TasNp, kind = PreemptSafe, fifo = false;
-            "mcs-np" => $crate::McsNp, kind = PreemptSafe, fifo = true;
+            // Over `Stock`, mcs-np and smart-q skip waiters whose heartbeat
+            // is stale (time publishing): FIFO among running waiters only.
+            "mcs-np" => $crate::McsNp, kind = PreemptSafe, fifo = false;
             "handshake" => $crate::Handshake, kind = PreemptSafe, fifo = false;
-            "smart-q" => $crate::SmartQ, kind = PreemptSafe, fifo = true;
+            "smart-q" => $crate::SmartQ, kind = PreemptSafe, fifo = false;
             "native-np" => $crate::NativeNp, kind = PreemptSafe, fifo = false;
             "mcs-tp" => $crate::McsTp, kind = PreemptSafe, fifo = false;
             "std" => $crate::StdMutex, kind = Baseline, fifo = false;

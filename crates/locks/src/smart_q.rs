@@ -37,18 +37,34 @@
 //! non-zero), and a releaser treats `UnpreemptableOther` as running.
 //!
 //! SMARTQ notes that removing preempted waiters gives up FIFO order: a
-//! waiter skipped again and again could starve. Over [`Stock`], which never
-//! reports a preemption, the lock is plain MCS with two extra CAS.
+//! waiter skipped again and again could starve.
+//!
+//! ## Preemption by the kernel: heartbeats
+//!
+//! Over [`Stock`], over `RseqSlice` and over `Emulated` outside a running
+//! emulation ([`Scheduler::shows_preemption`] false), nobody ever marks a
+//! waiter `Preempted`, and Fig. 3 alone would be plain MCS: on a machine
+//! with more runnable threads than cores it hands the lock to descheduled
+//! waiters and convoys. Even under a running emulation the kernel may
+//! deschedule a worker the emulation thinks is running. So the lock also
+//! learns who runs the way `mcs-tp` does: every waiter publishes a
+//! heartbeat (`stamp`, see [`mcs_tp`](crate::mcs_tp)) and yields now and
+//! then, and a releaser grants a waiter only if its heartbeat is fresher
+//! than [`PATIENCE_NS`](crate::mcs_tp::PATIENCE_NS) *and* the claim of
+//! Fig. 3 succeeds; it skips and removes the others, which re-queue.
+//! Order: FIFO among running waiters, as with a scheduler that shows
+//! preemption. The cost is one clock read per 16 polls of a waiter.
 
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
-use crate::backoff::{SpinThenYield, Wait, Waiting};
+use crate::backoff::SpinThenYield;
 use crate::list_queue::{self, Linked, NodeToken};
+use crate::mcs_tp::{fresh, wait_publishing};
 use crate::sched::{ContextBlock, NpGuard, Scheduler, Stock, current};
-use crate::sync::{AtomicPtr, AtomicU8, Ordering};
+use crate::sync::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
 
 const WAITING: u8 = 0;
 const SUCCESS: u8 = 1;
@@ -63,6 +79,8 @@ pub struct SqNode {
     next: AtomicPtr<CachePadded<SqNode>>,
     /// `WAITING`, `SUCCESS` or `FAILURE`, written by a releaser.
     status: AtomicU8,
+    /// The owner's heartbeat while it waits (module docs).
+    stamp: AtomicU64,
 }
 
 type Node = CachePadded<SqNode>;
@@ -108,6 +126,13 @@ impl<S: Scheduler> SmartQ<S> {
         me.next.store(ptr::null_mut(), Ordering::Relaxed);
         me.cb.store(ptr::from_ref(cb).cast_mut(), Ordering::Relaxed);
         me.status.store(WAITING, Ordering::Relaxed);
+        // Relaxed: published with the node by the Release swap below.
+        // Under loom (no time) every waiter counts as running; the skip is
+        // modelled by `smart_q_with_a_preempting_kernel` and `mcs_tp`.
+        #[cfg(not(loom))]
+        me.stamp.store(crate::clock::now_ns(), Ordering::Relaxed);
+        #[cfg(loom)]
+        me.stamp.store(1, Ordering::Relaxed);
         let asked = cb.request::<S>();
         // AcqRel: Acquire pairs with the releaser's Release CAS of `tail`
         // (free lock); Release publishes our node to the successor.
@@ -131,14 +156,7 @@ impl<S: Scheduler> SmartQ<S> {
         if asked {
             cb.withdraw_unless_claimed::<S>();
         }
-        let mut w = Waiting::new();
-        loop {
-            // Acquire: pairs with the releaser's Release store of the status.
-            match me.status.load(Ordering::Acquire) {
-                WAITING => SpinThenYield::pause(&mut w),
-                s => return s == SUCCESS,
-            }
-        }
+        wait_publishing(&me.status, WAITING, &me.stamp) == SUCCESS
     }
 }
 
@@ -198,6 +216,10 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for SmartQ<S> {
                 &self.tail,
                 first,
                 |c| {
+                    // Relaxed: the stamp is a heartbeat, read for its age.
+                    if !fresh(c.stamp.load(Ordering::Relaxed)) {
+                        return false;
+                    }
                     // SAFETY: the block of a waiting thread lives while it
                     // waits; Relaxed suffices: the Acquire load of the link
                     // ordered it.

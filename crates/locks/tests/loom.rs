@@ -420,8 +420,8 @@ mod mcs_tp {
 mod mcs_np {
     use super::*;
     full_models!(
-        || McsNp::<sched::Stock>::with(Mcs::waiting()),
-        three_lockers = true
+        || McsNp::<sched::Stock>::with(McsTp::over()),
+        three_lockers = false
     );
 }
 

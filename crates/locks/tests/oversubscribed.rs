@@ -22,11 +22,14 @@
 //! ratio is stopped (its workers leave after their current acquisition)
 //! instead of waiting out a convoy.
 //!
-//! One exception, by design: `mcs-np` under a running emulation that
-//! deschedules waiters is SMARTQ's "Queued-no preempt", which hands the
-//! lock to descheduled waiters and collapses (SMARTQ Figs. 4-7, what the
-//! harness's `pq-multiprogramming` measures). It is run and reported, not
-//! held to the ratio.
+//! Not held to the ratio, run and reported only: `mcs-np` under a running
+//! emulation that deschedules waiters, which is SMARTQ's "Queued-no
+//! preempt": it hands the lock to waiters the emulation descheduled and
+//! collapses (SMARTQ Figs. 4-7, what the harness's `pq-multiprogramming`
+//! measures), by design; and `mcs-yield` (strict FIFO MCS whose waiters
+//! spin then yield), which is no member of the family: it keeps pace when
+//! the program's own threads oversubscribe the cores, but beside CPU hogs
+//! a yielding next owner waits out the hogs' time slices.
 #![cfg(all(target_os = "linux", not(loom)))]
 
 use std::cell::UnsafeCell;
@@ -285,7 +288,10 @@ macro_rules! family {
 fn plan() -> Vec<(&'static str, Mode, Vec<Case>)> {
     let mut os = family!(Stock, "stock");
     os.push(case!("mcs-tp", "mcs-tp", McsTp));
-    os.push(case!("mcs-yield", "mcs", McsYield));
+    os.push(Case {
+        judged: false,
+        ..case!("mcs-yield", "mcs", McsYield)
+    });
     let emulated4 = {
         let mut v = family!(Emulated, "emulated");
         v.push(case!("mcs-tp", "mcs-tp", McsTp));

@@ -66,6 +66,12 @@ impl Scheduler for Emulated {
     const NAME: &'static str = "emulated";
     const SHOWS_PREEMPTION: bool = true;
 
+    /// Only a worker of a running emulation is ever marked `Preempted`.
+    #[inline]
+    fn shows_preemption() -> bool {
+        !WORKER.with(Cell::get).is_null()
+    }
+
     fn yield_now(cb: &ContextBlock) {
         let w = WORKER.with(Cell::get);
         if w.is_null() {

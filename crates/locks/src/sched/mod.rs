@@ -327,6 +327,18 @@ pub trait Scheduler: 'static {
     /// releaser see that a waiter is not running.
     const SHOWS_PREEMPTION: bool;
 
+    /// Whether, for the calling thread, a scheduler reads the context
+    /// block now and marks it `Preempted` when it deschedules the thread.
+    /// [`Stock`] and [`rseq::RseqSlice`] never do; an
+    /// [`emulated::Emulated`] scheduler does for the workers of a running
+    /// emulation only. Where nobody does, the preemption-safe locks fall
+    /// back on time publishing (`mcs_tp`): they learn who runs from the
+    /// waiters' heartbeats instead of from the scheduler.
+    #[inline(always)]
+    fn shows_preemption() -> bool {
+        Self::SHOWS_PREEMPTION
+    }
+
     /// The worker just asked not to be preempted.
     #[inline(always)]
     fn request(_cb: &ContextBlock) {}
