@@ -482,6 +482,10 @@ impl<C: Claim, S> Endpoint<C, S> {
                 ),
             });
         }
+        // The claim locks' spin budget comes from the locks crate's
+        // calibration, measured once per process on first use (about a
+        // millisecond): here, not inside the first contended wait.
+        crate::claim::lock::spin_budget("join");
         let local = |r: u32| job.net.as_ref().is_none_or(|n| n.same_host(r, job.rank));
         // The wire first: connecting may be collective, and every rank
         // reaches it before anything that can time out.

@@ -10,9 +10,11 @@
 //! `N` = [`MAX_RANKS`] and one ticket per rank at a time,
 //! no two outstanding tickets share a slot.
 //!
-//! A dead owner of ticket `s = serving` (it died holding the lock, or
-//! before coming in after being handed it) stops everyone behind it. A
-//! waiter that has spun [`CHECK_SPINS`] times looks
+//! A waiter spins on its flag, then yields ([`Waiter`]: the module docs
+//! of [`super`]). A dead owner of ticket `s = serving` (it died holding
+//! the lock, or before coming in after being handed it) stops everyone
+//! behind it. A waiter that has spun [`CHECK_SPINS`](super::CHECK_SPINS) times (or yielded
+//! [`CHECK_YIELDS`](super::CHECK_YIELDS) times) looks
 //! `s` up: if `s` is its own ticket and the previous holder is dead, that
 //! holder died between its two release stores and the waiter enters; if
 //! the owner of `s` is
@@ -21,7 +23,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use super::{CHECK_SPINS, Holder, Owner, Records};
+use super::{Holder, Owner, Records, Waiter};
 use crate::MAX_RANKS;
 use crate::claim::locked::ShmLock;
 use crate::sync::{AtomicU32, Ordering};
@@ -63,14 +65,12 @@ unsafe impl ShmLock for AndersonPid {
     fn lock(&self, me: Holder) -> (Holder, u32) {
         let t = self.records.take(&self.next, me);
         let flag = &self.flags[(t % N) as usize];
-        let mut spins = 0u32;
+        let mut waiter = Waiter::new();
         // Acquire: pairs with the Release store that handed us the flag.
         while flag.load(Ordering::Acquire) == 0 {
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(CHECK_SPINS) && self.repair(t) {
+            if waiter.pause(Self::NAME) && self.repair(t) {
                 break;
             }
-            crate::sync::spin_hint();
         }
         // Relaxed: our own slot, next used by ticket t + N, which cannot
         // be handed the lock before we release.

@@ -6,12 +6,14 @@
 //! atomic RMW on the shared line, as TAS is); release stores 0. Invariant:
 //! the word names the one process inside the critical section, or nobody.
 //!
-//! A dead holder: after [`CHECK_SPINS`] failed attempts a waiter reads the
+//! A waiter spins, then yields ([`Waiter`]: the module docs of
+//! [`super`]). A dead holder: after [`CHECK_SPINS`](super::CHECK_SPINS) failed attempts (or
+//! [`CHECK_YIELDS`](super::CHECK_YIELDS) yields) a waiter reads the
 //! holder's pid; if that process is dead, one CAS from the dead pid to its
 //! own makes the waiter the holder (the claim's critical section repairs
 //! what the dead holder left half done).
 
-use super::{CHECK_SPINS, Holder, dead};
+use super::{Holder, Waiter, dead};
 use crate::claim::locked::ShmLock;
 use crate::sync::{AtomicU32, Ordering};
 
@@ -89,13 +91,11 @@ unsafe impl ShmLock for TasPid {
 
     #[inline]
     fn lock(&self, me: Holder) {
-        let mut spins = 0u32;
+        let mut waiter = Waiter::new();
         while let Err(holder) = self.word.try_take(me) {
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(CHECK_SPINS) && self.word.take_over(holder, me) {
+            if waiter.pause(Self::NAME) && self.word.take_over(holder, me) {
                 return;
             }
-            crate::sync::spin_hint();
         }
     }
 

@@ -9,15 +9,17 @@
 //! the critical section or about to enter it.
 //!
 //! A dead owner of the served ticket (holding the lock, or waiting for it
-//! and never coming in) stops everyone behind it. A waiter that has spun
-//! [`CHECK_SPINS`] times looks the served ticket up in
+//! and never coming in) stops everyone behind it. A waiter spins, then
+//! yields ([`Waiter`]: the module docs of [`super`]); one that has spun
+//! [`CHECK_SPINS`](super::CHECK_SPINS) times (or yielded [`CHECK_YIELDS`](super::CHECK_YIELDS)
+//! times) looks the served ticket up in
 //! the records; if its owner is dead, one CAS moves `serving` past it (two
 //! waiters racing: one CAS wins). The claim's critical section repairs
 //! what a holder left half done.
 
 use crossbeam_utils::CachePadded;
 
-use super::{CHECK_SPINS, Holder, Owner, Records};
+use super::{Holder, Owner, Records, Waiter};
 use crate::claim::locked::ShmLock;
 use crate::sync::{AtomicU32, Ordering};
 
@@ -50,14 +52,12 @@ unsafe impl ShmLock for TicketPid {
     #[inline]
     fn lock(&self, me: Holder) -> (Holder, u32) {
         let t = self.records.take(&self.next, me);
-        let mut spins = 0u32;
+        let mut waiter = Waiter::new();
         // Acquire: pairs with the previous holder's Release store.
         while self.serving.load(Ordering::Acquire) != t {
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(CHECK_SPINS) {
+            if waiter.pause(Self::NAME) {
                 self.repair();
             }
-            crate::sync::spin_hint();
         }
         (me, t)
     }

@@ -3,11 +3,13 @@
 //!
 //! As [`tas`](super::tas) (the same [`PidWord`]), but a waiter spins
 //! reading the word (in its own cache) and tries the CAS only when it
-//! reads 0. A dead holder is taken over the same way, after
-//! [`CHECK_SPINS`] reads.
+//! reads 0; it spins, then yields ([`Waiter`]: the module docs of
+//! [`super`]). A dead holder is taken over the same way, after
+//! [`CHECK_SPINS`](super::CHECK_SPINS) reads (or [`CHECK_YIELDS`](super::CHECK_YIELDS)
+//! yields).
 
 use super::tas::PidWord;
-use super::{CHECK_SPINS, Holder};
+use super::{Holder, Waiter};
 use crate::claim::locked::ShmLock;
 
 /// Test-and-test-and-set with the holder's pid as the lock word.
@@ -34,7 +36,7 @@ unsafe impl ShmLock for TtasPid {
 
     #[inline]
     fn lock(&self, me: Holder) {
-        let mut spins = 0u32;
+        let mut waiter = Waiter::new();
         loop {
             let holder = self.word.peek();
             if holder == 0 {
@@ -43,11 +45,9 @@ unsafe impl ShmLock for TtasPid {
                 }
                 continue;
             }
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(CHECK_SPINS) && self.word.take_over(holder, me) {
+            if waiter.pause(Self::NAME) && self.word.take_over(holder, me) {
                 return;
             }
-            crate::sync::spin_hint();
         }
     }
 
