@@ -50,6 +50,9 @@
 //!   (nothing is written without it).
 //! - `SYMMETRY_LOCK=NAME`: replace mode ([`replace::algorithms`] lists the
 //!   names; an unknown name stops the program with the list).
+//! - `SYMMETRY_LOCK_WAIT=pure|polite`: how replace mode's waiters wait
+//!   ([`replace::Waiting`]); unset: `polite` for FIFO locks, `pure` for
+//!   the others. `symmetry profile --lock NAME --pure` sets `pure`.
 //! - `SYMMETRY_NS_PER_SPIN`, `SYMMETRY_C_OS`: the machine constants the
 //!   profile is priced with (see `symmetry calibrate`); measured or
 //!   defaulted otherwise.

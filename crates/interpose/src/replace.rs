@@ -17,6 +17,30 @@
 //! call of a buggy program); `_destroy` keeps the mapping, so the next
 //! mutex at that address reuses the unlocked lock.
 //!
+//! # Waiting
+//!
+//! A FIFO spin lock (`ticket`, `anderson`, `mcs`, `clh`,
+//! `graunke-thakkar`, and the registry's other `fifo = true` locks) hands
+//! the lock to the next waiter in line, running or not; with more
+//! runnable threads than cores that waiter is often descheduled, and the
+//! whole queue spins until the scheduler runs it (SMARTQ's convoy): a
+//! program can slow down by orders of magnitude. So by default replace
+//! mode runs those locks with [`Waiting::Polite`]: acquisitions go
+//! through the algorithm's `try_lock`, polled for about C spins and then
+//! asleep on a futex beside the lock, woken by an unlock that sees a
+//! sleeper. Exclusion is still the algorithm's; FIFO order is given up
+//! (a waiter cannot keep a queue position without the algorithm's own
+//! `lock`, and a position held by a descheduled waiter is the convoy).
+//! `SYMMETRY_LOCK_WAIT=pure` (`symmetry profile --pure`) runs the
+//! algorithm's own `lock`, as the paper measured it; `polite` applies the
+//! policy to any lock. Non-FIFO locks default to `pure`: their waiters
+//! hold no position, so a descheduled one holds nobody up.
+//!
+//! Better placed in `symmetry-locks`: a waiting hook in each queue lock
+//! (as `ticket`'s `TicketWait` already is), so a waiter could sleep while
+//! keeping its queue position and the policy could keep FIFO order where
+//! a program wants it at the price of the convoy.
+//!
 //! # Condition variables
 //!
 //! glibc's `pthread_cond_wait` needs a glibc mutex, so a wait on a
@@ -66,9 +90,12 @@ use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering, fence};
 
 use lock_api::RawMutex;
+use symmetry_locks::backoff::ExpBackoff;
+use symmetry_locks::spin_then_block::calibration;
+use symmetry_locks::spin_then_block::{Blocker, Futex};
 
 /// Entries of the address tables (mutexes; condition variables).
 pub const SLOTS: usize = 1 << 20;
@@ -78,6 +105,9 @@ pub const SLOTS: usize = 1 << 20;
 pub struct Algo {
     /// Registry name.
     pub name: &'static str,
+    /// Whether the registry calls the lock FIFO: such a lock waits
+    /// politely unless told to be pure (see [`Waiting`]).
+    pub fifo: bool,
     new: fn() -> *mut (),
     lock: unsafe fn(*mut ()),
     try_lock: unsafe fn(*mut ()) -> bool,
@@ -144,9 +174,10 @@ unsafe fn unlock_held<L: RawMutex>(p: *mut ()) {
     }
 }
 
-const fn algo<L: RawMutex + 'static>(name: &'static str) -> Algo {
+const fn algo<L: RawMutex + 'static>(name: &'static str, fifo: bool) -> Algo {
     Algo {
         name,
+        fifo,
         new: new_held::<L>,
         lock: lock_held::<L>,
         try_lock: try_lock_held::<L>,
@@ -159,7 +190,7 @@ macro_rules! registry_algos {
         /// Every registry lock that can stand in for a pthread mutex: all
         /// but those built on the pthread mutex itself (which would call
         /// back into this library).
-        const REGISTRY: &[Algo] = &[$(algo::<$t>($name),)*];
+        const REGISTRY: &[Algo] = &[$(algo::<$t>($name, $fifo),)*];
     };
 }
 symmetry_locks::for_each_lock!(registry_algos);
@@ -171,7 +202,7 @@ macro_rules! spin_then_block_algos {
             algo::<symmetry_locks::spin_then_block::SpinThenBlock<
                 $p,
                 symmetry_locks::spin_then_block::Futex,
-            >>(concat!("spin-then-block:", $name)),
+            >>(concat!("spin-then-block:", $name), false),
         )*];
     };
 }
@@ -196,6 +227,10 @@ pub fn algorithm(name: &str) -> Option<&'static Algo> {
 /// A replaced mutex.
 struct Replaced {
     lock: *mut (),
+    /// Polite waiters asleep or about to sleep on `seq` ([`Waiting`]).
+    parked: AtomicU32,
+    /// The futex word polite waiters sleep on; bumped by each wake.
+    seq: AtomicU32,
     /// A glibc mutex used only around condition waits (module docs).
     inner: UnsafeCell<libc::pthread_mutex_t>,
 }
@@ -316,8 +351,57 @@ fn full() -> ! {
     }
 }
 
+/// How a replaced mutex's waiter waits (`SYMMETRY_LOCK_WAIT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waiting {
+    /// The algorithm's own `lock`, exactly as the paper wrote it: a FIFO
+    /// spin lock hands the lock to its next waiter even when that waiter
+    /// is descheduled, and everyone behind it spins through their time
+    /// slices (the convoy SMARTQ describes).
+    Pure,
+    /// Polite waiting, KLMO91's spin-then-block with the fixed-spin-C
+    /// threshold: the algorithm's `try_lock` polled with [`ExpBackoff`]
+    /// for about C spins (the block+wake cost,
+    /// [`calibration::c_spins_os`]), then the waiter sleeps on a futex
+    /// beside the lock ([`Futex`]) and an unlock that sees a sleeper wakes
+    /// one. Mutual exclusion is the algorithm's (every acquisition is its
+    /// `try_lock`), but arrival order is not kept: a waiter that was
+    /// descheduled does not hold up the others, which is the point on a
+    /// machine with more runnable threads than cores, and the price is
+    /// that a FIFO lock stops being FIFO. (`sched_yield` instead of the
+    /// futex was tried and is worse under CPU hogs: a yielder stays
+    /// runnable, so it waits out a hog's whole time slice, where a woken
+    /// sleeper preempts the hog.)
+    Polite,
+}
+
+/// Environment variable choosing [`Waiting`]: `pure` or `polite`; unset
+/// or empty: `polite` for the locks the registry calls FIFO, `pure` for
+/// the others (whose waiters need no queue position to make progress).
+pub const WAIT_ENV: &str = "SYMMETRY_LOCK_WAIT";
+
+/// The waiting policy for `algo` given the value of [`WAIT_ENV`]
+/// (`None`: unset), or the reason the value is refused.
+pub fn waiting(algo: &Algo, env: Option<&str>) -> Result<Waiting, String> {
+    match env.map(str::trim) {
+        None | Some("") => Ok(if algo.fifo {
+            Waiting::Polite
+        } else {
+            Waiting::Pure
+        }),
+        Some("pure") => Ok(Waiting::Pure),
+        Some("polite") => Ok(Waiting::Polite),
+        Some(other) => Err(format!(
+            "{WAIT_ENV}={other} is not a waiting policy; accepted: pure, polite"
+        )),
+    }
+}
+
 pub(crate) struct Mode {
     algo: &'static Algo,
+    waiting: Waiting,
+    /// Spins a polite waiter polls before it sleeps.
+    budget: u32,
     mutexes: Table,
     conds: Table,
 }
@@ -325,7 +409,8 @@ pub(crate) struct Mode {
 static MODE: OnceLock<Option<Mode>> = OnceLock::new();
 
 /// Replace mode, if `SYMMETRY_LOCK` names an algorithm (aborting with the
-/// accepted names if it names none).
+/// accepted names if it names none, or if `SYMMETRY_LOCK_WAIT` is not a
+/// policy).
 pub(crate) fn mode() -> Option<&'static Mode> {
     MODE.get_or_init(|| {
         let name = std::env::var(crate::LOCK_ENV).ok()?;
@@ -342,13 +427,30 @@ pub(crate) fn mode() -> Option<&'static Mode> {
             );
             std::process::abort();
         };
-        Some(Mode {
-            algo,
-            mutexes: Table::new(),
-            conds: Table::new(),
-        })
+        let waiting = match waiting(algo, std::env::var(WAIT_ENV).ok().as_deref()) {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("symmetry-interpose: {e}");
+                std::process::abort();
+            }
+        };
+        Some(Mode::new(algo, waiting))
     })
     .as_ref()
+}
+
+impl Mode {
+    fn new(algo: &'static Algo, waiting: Waiting) -> Self {
+        Mode {
+            algo,
+            waiting,
+            // Decided here, in the library's constructor, so no lock path
+            // waits for the calibration (module docs, signal handlers).
+            budget: calibration::c_spins_os(),
+            mutexes: Table::new(),
+            conds: Table::new(),
+        }
+    }
 }
 
 /// glibc's `kind` field of a mutex (x86-64 and aarch64 layout: the fifth
@@ -364,6 +466,8 @@ pub(crate) const PSHARED_BIT: c_int = 128;
 fn fresh(mode: &Mode) -> *mut Replaced {
     let r = Box::new(Replaced {
         lock: (mode.algo.new)(),
+        parked: AtomicU32::new(0),
+        seq: AtomicU32::new(0),
         inner: UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER),
     });
     Box::into_raw(r)
@@ -401,9 +505,88 @@ pub(crate) fn init(mode: &Mode, m: *mut libc::pthread_mutex_t, rc: c_int) -> c_i
 #[inline]
 pub(crate) fn lock(mode: &Mode, m: *mut libc::pthread_mutex_t) -> Option<c_int> {
     let r = replaced(mode, m)?;
-    // SAFETY: the lock object is the algorithm's own.
-    unsafe { (mode.algo.lock)(r.lock) };
+    acquire(mode, r);
     Some(0)
+}
+
+/// Takes `r`'s algorithm lock with the mode's [`Waiting`] policy.
+#[inline]
+fn acquire(mode: &Mode, r: &Replaced) {
+    match mode.waiting {
+        // SAFETY: the lock object is the algorithm's own.
+        Waiting::Pure => unsafe { (mode.algo.lock)(r.lock) },
+        Waiting::Polite => {
+            // SAFETY: as above.
+            if !unsafe { (mode.algo.try_lock)(r.lock) } {
+                acquire_politely(mode, r);
+            }
+        }
+    }
+}
+
+/// [`Waiting::Polite`]'s contended path: poll `try_lock` with exponential
+/// backoff for about C spins, then sleep until an unlock wakes us.
+///
+/// No wake-up is lost: a sleeper announces itself in `parked` and then
+/// (SeqCst fence) tries the lock; [`release`] unlocks and then (SeqCst
+/// fence) reads `parked`. Of two fenced store-then-load sequences at
+/// least one sees the other's store: either the sleeper's `try_lock` sees
+/// the unlock, or the releaser sees the sleeper and bumps `seq` before its
+/// wake, so the sleeper's `FUTEX_WAIT` on the `seq` it read before trying
+/// returns at once or is woken.
+#[cold]
+fn acquire_politely(mode: &Mode, r: &Replaced) {
+    let mut backoff = ExpBackoff::new(16, 1024);
+    let mut spent = 0u32;
+    while spent < mode.budget {
+        spent = spent.saturating_add(backoff.limit());
+        backoff.wait();
+        // SAFETY: the lock object is the algorithm's own.
+        if unsafe { (mode.algo.try_lock)(r.lock) } {
+            return;
+        }
+    }
+    loop {
+        // Relaxed: the fence below orders it before the try.
+        r.parked.fetch_add(1, Ordering::Relaxed);
+        // Relaxed: a stale `seq` only makes the wait return at once.
+        let seen = r.seq.load(Ordering::Relaxed);
+        // SeqCst: pairs with the fence in `release` (doc comment above).
+        fence(Ordering::SeqCst);
+        // SAFETY: as above.
+        let got = unsafe { (mode.algo.try_lock)(r.lock) };
+        if !got {
+            Futex::wait(&(), &r.seq, seen);
+        }
+        // Relaxed: only a count of sleepers; an extra wake is harmless.
+        r.parked.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        if got || unsafe { (mode.algo.try_lock)(r.lock) } {
+            return;
+        }
+    }
+}
+
+/// Releases `r`'s algorithm lock, waking a polite sleeper if any.
+#[inline]
+fn release(mode: &Mode, r: &Replaced) {
+    // SAFETY: the caller holds the lock (POSIX makes the unlocker the
+    // holder; the condition wait releases what its caller holds).
+    unsafe { (mode.algo.unlock)(r.lock) };
+    if mode.waiting == Waiting::Polite {
+        // SeqCst: pairs with the fence in `acquire_politely`.
+        fence(Ordering::SeqCst);
+        if r.parked.load(Ordering::Relaxed) != 0 {
+            wake(r);
+        }
+    }
+}
+
+#[cold]
+fn wake(r: &Replaced) {
+    // Relaxed: the futex call orders the word with the sleeper's check.
+    r.seq.fetch_add(1, Ordering::Relaxed);
+    Futex::wake_one(&(), &r.seq);
 }
 
 /// Replace-mode trylock.
@@ -422,8 +605,7 @@ pub(crate) fn try_lock(mode: &Mode, m: *mut libc::pthread_mutex_t) -> Option<c_i
 #[inline]
 pub(crate) fn unlock(mode: &Mode, m: *mut libc::pthread_mutex_t) -> Option<c_int> {
     let r = replaced(mode, m)?;
-    // SAFETY: as in `lock`; POSIX makes the caller the holder.
-    unsafe { (mode.algo.unlock)(r.lock) };
+    release(mode, r);
     Some(0)
 }
 
@@ -478,10 +660,10 @@ pub(crate) fn cond_wait(
         (real.lock)(inner);
         mode.conds
             .set(c as usize, (r as *const Replaced).cast_mut());
-        (mode.algo.unlock)(r.lock);
+        release(mode, r);
         let rc = wait(inner);
         (real.unlock)(inner);
-        (mode.algo.lock)(r.lock);
+        acquire(mode, r);
         Some(rc)
     }
 }
@@ -518,27 +700,28 @@ unsafe impl Sync for Replaced {}
 mod tests {
     use super::*;
 
-    /// Every algorithm keeps a plain counter exact when C-style lock and
-    /// unlock calls (token kept in the entry) come from two threads. (Not
-    /// more than a 2-core machine has: FIFO spin locks convoy behind a
-    /// preempted waiter, SMARTQ's point, and would take minutes.)
+    /// Every algorithm, with its default waiting policy, keeps a plain
+    /// counter exact when C-style lock and unlock calls (token kept in the
+    /// entry) come from two threads. (Not more than a 2-core machine has:
+    /// `tas` spins without yielding.)
     #[test]
     fn every_algorithm_excludes_through_the_erased_entry_points() {
         for a in algorithms() {
-            let lock = (a.new)() as usize;
+            let w = waiting(a, None).expect("the default policy");
+            assert_eq!(w == Waiting::Polite, a.fifo, "{}", a.name);
+            let mode: &'static Mode = Box::leak(Box::new(Mode::new(a, w)));
+            // SAFETY: `fresh` returns a leaked `Replaced`, never freed.
+            let r: &'static Replaced = unsafe { &*fresh(mode) };
             let count = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
             let hs: Vec<_> = (0..2)
                 .map(|_| {
                     let count = count.clone();
                     std::thread::spawn(move || {
                         for _ in 0..20_000 {
-                            // SAFETY: the lock object of `a`; each thread
-                            // unlocks what it locked.
-                            unsafe { (a.lock)(lock as *mut ()) };
+                            acquire(mode, r);
                             let v = count.load(Ordering::Relaxed);
                             count.store(v + 1, Ordering::Relaxed);
-                            // SAFETY: as above.
-                            unsafe { (a.unlock)(lock as *mut ()) };
+                            release(mode, r);
                         }
                     })
                 })
@@ -548,5 +731,18 @@ mod tests {
             }
             assert_eq!(count.load(Ordering::Relaxed), 40_000, "{}", a.name);
         }
+    }
+
+    #[test]
+    fn the_waiting_policy_is_read_from_its_variable() {
+        let ticket = algorithm("ticket").expect("ticket");
+        let tas = algorithm("tas").expect("tas");
+        assert_eq!(waiting(ticket, None), Ok(Waiting::Polite));
+        assert_eq!(waiting(ticket, Some("")), Ok(Waiting::Polite));
+        assert_eq!(waiting(ticket, Some("pure")), Ok(Waiting::Pure));
+        assert_eq!(waiting(tas, None), Ok(Waiting::Pure));
+        assert_eq!(waiting(tas, Some(" polite ")), Ok(Waiting::Polite));
+        let e = waiting(tas, Some("fast")).unwrap_err();
+        assert!(e.contains("pure, polite"), "{e}");
     }
 }

@@ -58,59 +58,100 @@ fn compile_shared(name: &str, dir: &Path) -> PathBuf {
 }
 
 /// Held while a test program runs: the programs run two threads on a
-/// 2-core machine, and spin locks whose waiter never yields (`tas`, the
-/// FIFO queue locks) crawl when a second program takes a core from the
-/// holder, so the tests' programs run one at a time.
+/// 2-core machine, and spin locks whose waiter never yields (`tas`, and
+/// the FIFO queue locks with `SYMMETRY_LOCK_WAIT=pure`) crawl when a
+/// second program takes a core from the holder, so the tests' programs
+/// run one at a time.
 static ONE_PROGRAM: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn one_program() -> std::sync::MutexGuard<'static, ()> {
     ONE_PROGRAM.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Runs `program` under the library in replace mode with `lock`, killing
-/// it after `secs` (a lost wake-up hangs; that must fail, not stall CI).
-fn run_replaced(program: &Path, args: &[&str], lock: &str, secs: u64) -> Output {
+/// Seconds a test program may go without writing anything (its progress
+/// ticks, `tests/c/progress.h`, or its output) before it is taken to hang.
+/// Progress, not wall-clock time: a loaded machine slows a program down,
+/// a lost wake-up stops it.
+const SILENT_SECS: u64 = 60;
+
+/// Runs `program` under the library in replace mode with `lock` (the
+/// default waiting policy for that lock), killing it when it stops making
+/// progress (a lost wake-up hangs; that must fail, not stall CI).
+fn run_replaced(program: &Path, args: &[&str], lock: &str) -> Output {
     let mut c = Command::new(program);
     c.args(args)
         .env("LD_PRELOAD", library())
         .env(symmetry_interpose::LOCK_ENV, lock);
-    run_killed(
-        c,
-        &format!("{} {args:?} under {lock}", program.display()),
-        secs,
-    )
+    run_killed(c, &format!("{} {args:?} under {lock}", program.display()))
 }
 
-/// Runs command `c` (called `what` in a failure), killing it after `secs`.
-fn run_killed(mut c: Command, what: &str, secs: u64) -> Output {
+/// Copies `from` into a buffer until it ends, noting the time of each read
+/// in `last` (seconds since `t0`).
+fn drain(
+    mut from: impl std::io::Read + Send + 'static,
+    last: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    t0: std::time::Instant,
+) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => return all,
+                Ok(n) => {
+                    all.extend_from_slice(&buf[..n]);
+                    last.store(t0.elapsed().as_secs(), std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+    })
+}
+
+/// Runs command `c` (called `what` in a failure), killing it when it has
+/// written nothing for [`SILENT_SECS`].
+fn run_killed(mut c: Command, what: &str) -> Output {
     let _one = one_program();
     let mut child = c
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("the program starts");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
+    let t0 = std::time::Instant::now();
+    let last = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let out = drain(child.stdout.take().expect("piped"), last.clone(), t0);
+    let err = drain(child.stderr.take().expect("piped"), last.clone(), t0);
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
         }
-        if std::time::Instant::now() > deadline {
+        let silent = t0
+            .elapsed()
+            .as_secs()
+            .saturating_sub(last.load(std::sync::atomic::Ordering::Relaxed));
+        if silent > SILENT_SECS {
             let _ = child.kill();
-            panic!("{what} did not finish in {secs} s");
+            let _ = child.wait();
+            panic!("{what} made no progress for {SILENT_SECS} s");
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    Output {
+        status,
+        // A forked child that outlives its parent could hold the pipes
+        // open; the test programs wait for theirs.
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
     }
 }
 
 fn run(program: &Path, args: &[&str], profile: Option<&Path>) -> Output {
-    let _one = one_program();
     let mut c = Command::new(program);
     c.args(args).env_remove("LD_PRELOAD");
     if let Some(p) = profile {
         c.env("LD_PRELOAD", library())
             .env(symmetry_interpose::PROFILE_ENV, p);
     }
-    let out = c.output().expect("the program runs");
+    let out = run_killed(c, &program.display().to_string());
     assert!(
         out.status.success(),
         "{} failed: {}",
@@ -220,7 +261,7 @@ fn every_replacement_lock_runs_mutexes_and_condition_variables_with_identical_ou
             .iter()
             .zip(&plain)
         {
-            let out = run_replaced(prog, args, lock, 60);
+            let out = run_replaced(prog, args, lock);
             assert!(
                 out.status.success(),
                 "{} under {lock}: {}",
@@ -242,11 +283,40 @@ fn every_replacement_lock_runs_mutexes_and_condition_variables_with_identical_ou
 fn an_unknown_lock_name_stops_the_program_with_the_accepted_names() {
     let dir = scratch("unknown");
     let prog = compile("contend", &dir);
-    let out = run_replaced(&prog, &["1"], "no-such-lock", 30);
+    let out = run_replaced(&prog, &["1"], "no-such-lock");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("no-such-lock") && err.contains("accepted: glibc") && err.contains("mcs"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_pure_waiting_policy_runs_and_an_unknown_one_is_refused() {
+    let dir = scratch("waiting");
+    let prog = compile("contend", &dir);
+    // One thread: the paper's own waiting never waits here, so this is
+    // quick on any machine.
+    let mut c = Command::new(&prog);
+    c.arg("1")
+        .env("LD_PRELOAD", library())
+        .env(symmetry_interpose::LOCK_ENV, "ticket")
+        .env(symmetry_interpose::replace::WAIT_ENV, "pure");
+    let out = run_killed(c, "contend under ticket, pure");
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200000\n");
+    let mut c = Command::new(&prog);
+    c.arg("1")
+        .env("LD_PRELOAD", library())
+        .env(symmetry_interpose::LOCK_ENV, "ticket")
+        .env(symmetry_interpose::replace::WAIT_ENV, "fast");
+    let out = run_killed(c, "contend under ticket, unknown policy");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("SYMMETRY_LOCK_WAIT=fast") && err.contains("pure, polite"),
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
@@ -294,7 +364,7 @@ fn fork_shared_memory_signal_handlers_and_dlclose_behave_as_under_glibc() {
             if args[0] == "signal" && lock == "parking_lot" {
                 continue;
             }
-            let out = run_replaced(&prog, args, lock, 60);
+            let out = run_replaced(&prog, args, lock);
             assert!(
                 out.status.success(),
                 "{args:?} under {lock}: {}",
@@ -333,7 +403,7 @@ fn threads_started_before_the_library_initializes_are_served() {
                 c.env(symmetry_interpose::LOCK_ENV, mode);
             }
             let what = format!("early threads under {mode} (LD_PRELOAD={preload})");
-            let out = run_killed(c, &what, 60);
+            let out = run_killed(c, &what);
             assert!(
                 out.status.success(),
                 "{what}: {}",

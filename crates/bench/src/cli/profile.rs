@@ -6,7 +6,11 @@
 //! `symmetry analyze` does. The analysis goes to stderr, so the program's
 //! own output is untouched. With `--lock NAME` the program runs instead on
 //! that registry lock (the library's replace mode) and its wall time is
-//! printed.
+//! printed. A FIFO lock (`ticket`, `mcs`, ...) then waits politely (its
+//! `try_lock` polled for about C spins, then a futex sleep), so a
+//! program with more threads than cores is not slowed by orders of
+//! magnitude by a descheduled waiter at the head of the queue; `--pure`
+//! runs the algorithm's own waiting, as the paper wrote it.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -36,6 +40,12 @@ pub struct ProfileArgs {
     /// ...) instead of profiling glibc's; prints the wall time.
     #[arg(long, value_name = "NAME")]
     pub lock: Option<String>,
+    /// With `--lock`: wait as the algorithm itself does (a FIFO spin lock
+    /// spins in its queue, and convoys behind a descheduled waiter when
+    /// threads outnumber cores) instead of replace mode's default for FIFO
+    /// locks, which polls `try_lock` and then sleeps, giving up FIFO order.
+    #[arg(long, requires = "lock")]
+    pub pure: bool,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -73,7 +83,7 @@ fn run(args: ProfileArgs) -> Result<ExitStatus, String> {
     let path = resolve(program)?;
     check_dynamic(&path)?;
     if let Some(name) = &args.lock {
-        return replace(&lib, &path, program, rest, name);
+        return replace(&lib, &path, program, rest, name, args.pure);
     }
     match std::fs::remove_file(&args.out) {
         Ok(()) => {}
@@ -126,8 +136,20 @@ fn replace(
     program: &OsString,
     rest: &[OsString],
     name: &str,
+    pure: bool,
 ) -> Result<ExitStatus, String> {
-    if name != "glibc" && symmetry_interpose::replace::algorithm(name).is_none() {
+    use symmetry_interpose::replace::{WAIT_ENV, Waiting, algorithm, waiting};
+    let wait = if pure { "pure" } else { "" };
+    let policy = match algorithm(name) {
+        Some(a) => match waiting(a, Some(wait))? {
+            Waiting::Pure => ", the algorithm's own waiting",
+            Waiting::Polite => {
+                ", polite waiting (try_lock for C spins, then sleep; not FIFO; --pure for the paper's)"
+            }
+        },
+        None => "",
+    };
+    if name != "glibc" && algorithm(name).is_none() {
         let names: Vec<&str> = symmetry_interpose::replace::algorithms()
             .map(|a| a.name)
             .collect();
@@ -141,11 +163,12 @@ fn replace(
         .args(rest)
         .env("LD_PRELOAD", preload_with(lib))
         .env(symmetry_interpose::LOCK_ENV, name)
+        .env(WAIT_ENV, wait)
         .status()
         .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
     let shown = program.to_string_lossy();
     eprintln!(
-        "{shown} ran on `{name}` in {:.3} s ({status})",
+        "{shown} ran on `{name}`{policy} in {:.3} s ({status})",
         t0.elapsed().as_secs_f64()
     );
     Ok(status)

@@ -3,6 +3,7 @@
  * it, a broken mutex corrupts the sum. Prints the count and the sum. */
 #include <pthread.h>
 #include <stdio.h>
+#include "progress.h"
 
 #define SLOTS 4
 #define ITEMS 100000L
@@ -22,6 +23,7 @@ static void *producer(void *arg) {
         len++;
         pthread_cond_signal(&not_empty);
         pthread_mutex_unlock(&m);
+        progress_tick(i);
     }
     return NULL;
 }

@@ -1,6 +1,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "progress.h"
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static long counter;
 static long iters = 200000;
@@ -12,6 +13,7 @@ static void *worker(void *arg) {
         for (volatile int k = 0; k < 50; k++) {}
         pthread_mutex_unlock(&lock);
         for (volatile int k = 0; k < 50; k++) {}
+        progress_tick(i);
     }
     return NULL;
 }

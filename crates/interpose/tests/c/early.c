@@ -3,6 +3,7 @@
  * library, its threads call pthread_mutex_lock while the dynamic loader
  * may not have run the library's own constructor yet. */
 #include <pthread.h>
+#include "progress.h"
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static long count;
@@ -15,6 +16,7 @@ static void *bump(void *arg) {
     pthread_mutex_lock(&m);
     count++;
     pthread_mutex_unlock(&m);
+    progress_tick(i);
   }
   return 0;
 }

@@ -3,6 +3,7 @@
  * histogram shards for, and each wave's threads take over the shards the
  * last wave's threads gave back at exit. Prints the total. */
 #include <pthread.h>
+#include "progress.h"
 #include <stdio.h>
 
 #define MUTEXES 12
@@ -20,6 +21,7 @@ static void *work(void *arg) {
     pthread_mutex_lock(&m[k]);
     count[k]++;
     pthread_mutex_unlock(&m[k]);
+    progress_tick(r);
   }
   return NULL;
 }

@@ -18,6 +18,7 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "progress.h"
 
 static pthread_mutex_t a = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t b = PTHREAD_MUTEX_INITIALIZER;
@@ -34,6 +35,7 @@ static void *bump(void *arg) {
     pthread_mutex_lock(&a);
     counter++;
     pthread_mutex_unlock(&a);
+    progress_tick(i);
   }
   return NULL;
 }
@@ -93,6 +95,7 @@ static int do_pshared(void) {
     pthread_mutex_lock(&s->m);
     s->count++;
     pthread_mutex_unlock(&s->m);
+    progress_tick(i);
   }
   if (pid == 0) _exit(0);
   int st = 0;
