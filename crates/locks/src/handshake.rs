@@ -29,6 +29,15 @@
 //!
 //! Like `smart-q`, the lock gives up FIFO order for waiters that are not
 //! running.
+//!
+//! On every scheduler, including those that never warn (`Stock`,
+//! `RseqSlice` without the extension, `Emulated` with no emulation
+//! running), the rescinding releaser is what keeps the lock alive with
+//! more runnable threads than cores: a successor the kernel descheduled
+//! answers no `CanGo` within [`TIMEOUT`] spins and is removed. Every other
+//! wait (a waiter for its status, `Ack` or `Nack`; a releaser for a late
+//! `next_done` or a successor's link) spins for about a microsecond and
+//! then yields ([`SpinThenYield`]), so a descheduled peer gets a core.
 
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};

@@ -6,7 +6,10 @@
 //! `Unpreemptable*` from just before its winning exchange until its
 //! release (invariant: a holder never asked to be preemptable).
 //!
-//! `lock`: spin reading the byte while preemptable; when it reads free,
+//! `lock`: read the byte while preemptable (spinning for about a
+//! microsecond, then yielding at every read: [`SpinThenYield`], so that
+//! a preempted holder gets a core back on schedulers that do not protect
+//! it, `Stock` and the others); when it reads free,
 //! ask not to be preempted, then exchange. A lost exchange withdraws the
 //! request and goes back to reading, so a waiter never holds a
 //! non-preemption request it does not need (the scheduler honours one per

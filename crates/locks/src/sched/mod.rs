@@ -40,7 +40,10 @@
 //! hooks compile to nothing where a scheduler does not need them:
 //!
 //! * [`Stock`]: stock Linux, no kernel help. Nothing ever reads the block;
-//!   only locks that detect preemption themselves (`mcs-tp`) can help.
+//!   the locks detect preemption themselves, from their waiters'
+//!   heartbeats (`mcs-tp`, and `smart-q` and `mcs-np` through it), or
+//!   outlast it (`handshake` rescinds a silent successor; every waiter
+//!   spins for a bounded time and then yields).
 //! * [`emulated::Emulated`] (Linux): SMARTQ §4.1's user-level scheduler,
 //!   which multiprograms worker OS threads by signal.
 //! * [`rseq::RseqSlice`] (Linux): the kernel's rseq time-slice extension,

@@ -23,8 +23,11 @@
 //! behaves as over [`Stock`](super::Stock).
 //!
 //! The kernel does not publish which threads are running, so with this
-//! interface a releaser cannot skip a preempted waiter: `smart-q` over
-//! `rseq` avoids preemption inside critical sections only (like `mcs-np`).
+//! interface the context block never says `Preempted`: `smart-q` and
+//! `mcs-np` over `rseq` skip preempted waiters by their heartbeats, as
+//! over `Stock` (see `mcs_tp`), and the extension adds what only the
+//! kernel can give, a holder that is not preempted inside its critical
+//! section.
 
 use core::cell::Cell;
 use std::sync::OnceLock;
