@@ -100,17 +100,32 @@ type CondTimedWaitFn = unsafe extern "C" fn(
     *const libc::timespec,
 ) -> c_int;
 type CondFn = unsafe extern "C" fn(*mut libc::pthread_cond_t) -> c_int;
+type ClockLockFn = unsafe extern "C" fn(
+    *mut libc::pthread_mutex_t,
+    libc::clockid_t,
+    *const libc::timespec,
+) -> c_int;
+type CondClockWaitFn = unsafe extern "C" fn(
+    *mut libc::pthread_cond_t,
+    *mut libc::pthread_mutex_t,
+    libc::clockid_t,
+    *const libc::timespec,
+) -> c_int;
 
 /// glibc's functions, found with `dlsym(RTLD_NEXT, ...)`.
 struct Real {
     lock: LockFn,
     trylock: LockFn,
     timedlock: TimedLockFn,
+    /// glibc 2.30 and later.
+    clocklock: Option<ClockLockFn>,
     init: InitFn,
     destroy: LockFn,
     unlock: LockFn,
     cond_wait: CondWaitFn,
     cond_timedwait: CondTimedWaitFn,
+    /// glibc 2.30 and later.
+    cond_clockwait: Option<CondClockWaitFn>,
     cond_signal: CondFn,
     cond_broadcast: CondFn,
 }
@@ -132,6 +147,14 @@ fn next(name: &CStr) -> *mut c_void {
         }
     }
     p
+}
+
+/// Looks up `name` in the objects loaded after this one, if it is there
+/// (functions newer than the oldest glibc supported).
+fn next_opt(name: &CStr) -> Option<*mut c_void> {
+    // SAFETY: dlsym with a NUL-terminated name.
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
+    (!p.is_null()).then_some(p)
 }
 
 /// Looks up the current version of a condition-variable function: glibc
@@ -161,6 +184,8 @@ fn real() -> &'static Real {
                 timedlock: std::mem::transmute::<*mut c_void, TimedLockFn>(next(
                     c"pthread_mutex_timedlock",
                 )),
+                clocklock: next_opt(c"pthread_mutex_clocklock")
+                    .map(|p| std::mem::transmute::<*mut c_void, ClockLockFn>(p)),
                 init: std::mem::transmute::<*mut c_void, InitFn>(next(c"pthread_mutex_init")),
                 destroy: std::mem::transmute::<*mut c_void, LockFn>(next(c"pthread_mutex_destroy")),
                 unlock: std::mem::transmute::<*mut c_void, LockFn>(next(c"pthread_mutex_unlock")),
@@ -170,6 +195,8 @@ fn real() -> &'static Real {
                 cond_timedwait: std::mem::transmute::<*mut c_void, CondTimedWaitFn>(next_cond(
                     c"pthread_cond_timedwait",
                 )),
+                cond_clockwait: next_opt(c"pthread_cond_clockwait")
+                    .map(|p| std::mem::transmute::<*mut c_void, CondClockWaitFn>(p)),
                 cond_signal: std::mem::transmute::<*mut c_void, CondFn>(next_cond(
                     c"pthread_cond_signal",
                 )),
@@ -491,29 +518,56 @@ extern "C" fn timedlock_at(
     abstime: *const libc::timespec,
     site: usize,
 ) -> c_int {
+    timed_at(m, None, abstime, site)
+}
+
+/// `pthread_mutex_clocklock` with its acquisition site.
+extern "C" fn clocklock_at(
+    m: *mut libc::pthread_mutex_t,
+    clock: libc::clockid_t,
+    abstime: *const libc::timespec,
+    site: usize,
+) -> c_int {
+    timed_at(m, Some(clock), abstime, site)
+}
+
+/// `pthread_mutex_timedlock` (`clock` `None`: `CLOCK_REALTIME`) or
+/// `_clocklock`.
+fn timed_at(
+    m: *mut libc::pthread_mutex_t,
+    clock: Option<libc::clockid_t>,
+    abstime: *const libc::timespec,
+    site: usize,
+) -> c_int {
     let r = real();
+    // SAFETY: the caller's arguments, unchanged, to glibc's function of
+    // the same name (`clocklock` exists: the program was linked to it).
+    let glibc = |m| unsafe {
+        match (clock, r.clocklock) {
+            (None, _) => (r.timedlock)(m, abstime),
+            (Some(c), Some(f)) => f(m, c, abstime),
+            (Some(_), None) => libc::ENOSYS,
+        }
+    };
     if let Some(mode) = replace::mode() {
-        // SAFETY: as below.
-        return replace::timed_lock(mode, m, abstime)
-            .unwrap_or_else(|| unsafe { (r.timedlock)(m, abstime) });
+        let c = clock.unwrap_or(libc::CLOCK_REALTIME);
+        return replace::timed_lock(mode, m, c, abstime).unwrap_or_else(|| glibc(m));
     }
     // SAFETY: as in `lock_at`.
-    unsafe {
-        // As in `lock_at`.
-        let first = (r.trylock)(m);
-        if first != libc::EBUSY {
-            return first;
-        }
-        if in_recording() {
-            return (r.timedlock)(m, abstime);
-        }
-        let t0 = clock::ticks();
-        let rc = (r.timedlock)(m, abstime);
-        if rc == 0 {
-            acquired(m, site, t0);
-        }
-        rc
+    let first = unsafe { (r.trylock)(m) };
+    // As in `lock_at`.
+    if first != libc::EBUSY {
+        return first;
     }
+    if in_recording() {
+        return glibc(m);
+    }
+    let t0 = clock::ticks();
+    let rc = glibc(m);
+    if rc == 0 {
+        acquired(m, site, t0);
+    }
+    rc
 }
 
 /// Interposed `pthread_mutex_lock`: passes its return address on.
@@ -543,6 +597,60 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
 ) -> c_int {
     // As in `pthread_mutex_lock`, with the site in the third argument.
     core::arch::naked_asm!("mov rdx, [rsp]", "jmp {imp}", imp = sym timedlock_at)
+}
+
+/// Interposed `pthread_mutex_clocklock` (glibc 2.30): passes its return
+/// address on.
+///
+/// # Safety
+/// As glibc's.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_clocklock(
+    m: *mut libc::pthread_mutex_t,
+    clock: libc::clockid_t,
+    abstime: *const libc::timespec,
+) -> c_int {
+    // As in `pthread_mutex_lock`, with the site in the fourth argument.
+    core::arch::naked_asm!("mov rcx, [rsp]", "jmp {imp}", imp = sym clocklock_at)
+}
+
+/// Interposed `__pthread_mutex_lock`, glibc's old exported alias (for
+/// binaries linked against it): as `pthread_mutex_lock`.
+///
+/// # Safety
+/// As glibc's.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> c_int {
+    // As in `pthread_mutex_lock`.
+    core::arch::naked_asm!("mov rsi, [rsp]", "jmp {imp}", imp = sym lock_at)
+}
+
+/// Interposed `pthread_mutex_clocklock` (no site on this architecture).
+///
+/// # Safety
+/// As glibc's.
+#[cfg(not(target_arch = "x86_64"))]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_clocklock(
+    m: *mut libc::pthread_mutex_t,
+    clock: libc::clockid_t,
+    abstime: *const libc::timespec,
+) -> c_int {
+    clocklock_at(m, clock, abstime, 0)
+}
+
+/// Interposed `__pthread_mutex_lock` (no site on this architecture).
+///
+/// # Safety
+/// As glibc's.
+#[cfg(not(target_arch = "x86_64"))]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> c_int {
+    lock_at(m, 0)
 }
 
 /// Interposed `pthread_mutex_lock` (no site on this architecture).
@@ -581,12 +689,9 @@ pub unsafe extern "C" fn pthread_mutex_init(
     if !in_recording() {
         forget(m as usize);
     }
-    // SAFETY: the caller's arguments, unchanged, to glibc.
-    let rc = unsafe { (real().init)(m, attr) };
-    match replace::mode() {
-        Some(mode) => replace::init(mode, m, rc),
-        None => rc,
-    }
+    // SAFETY: the caller's arguments, unchanged, to glibc, which zeroes
+    // the memory (and so any mark of replace mode: a new mutex).
+    unsafe { (real().init)(m, attr) }
 }
 
 /// Interposed `pthread_mutex_destroy`: the address loses its name.
@@ -597,6 +702,9 @@ pub unsafe extern "C" fn pthread_mutex_init(
 pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut libc::pthread_mutex_t) -> c_int {
     if !in_recording() {
         forget(m as usize);
+    }
+    if let Some(rc) = replace::mode().and_then(|mode| replace::destroy(mode, m)) {
+        return rc;
     }
     // SAFETY: the caller's argument, unchanged, to glibc.
     unsafe { (real().destroy)(m) }
@@ -680,6 +788,74 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
         // SAFETY: as above.
         None => unsafe { (r.cond_timedwait)(c, m, abstime) },
     }
+}
+
+/// Interposed `pthread_cond_clockwait` (glibc 2.30; see [`replace`]).
+///
+/// # Safety
+/// As glibc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_clockwait(
+    c: *mut libc::pthread_cond_t,
+    m: *mut libc::pthread_mutex_t,
+    clock: libc::clockid_t,
+    abstime: *const libc::timespec,
+) -> c_int {
+    // A program that calls it was linked against a glibc that has it.
+    let Some(f) = real().cond_clockwait else {
+        return libc::ENOSYS;
+    };
+    // SAFETY: as in `pthread_cond_wait`.
+    let wait = |inner| unsafe { f(c, inner, clock, abstime) };
+    flush();
+    match replace::mode().and_then(|mode| replace::cond_wait(mode, c, m, wait)) {
+        Some(rc) => rc,
+        // SAFETY: as above.
+        None => unsafe { f(c, m, clock, abstime) },
+    }
+}
+
+/// Interposed `__pthread_mutex_init`, glibc's old exported alias.
+///
+/// # Safety
+/// As glibc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __pthread_mutex_init(
+    m: *mut libc::pthread_mutex_t,
+    attr: *const libc::pthread_mutexattr_t,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { pthread_mutex_init(m, attr) }
+}
+
+/// Interposed `__pthread_mutex_destroy`, glibc's old exported alias.
+///
+/// # Safety
+/// As glibc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __pthread_mutex_destroy(m: *mut libc::pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { pthread_mutex_destroy(m) }
+}
+
+/// Interposed `__pthread_mutex_trylock`, glibc's old exported alias.
+///
+/// # Safety
+/// As glibc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { pthread_mutex_trylock(m) }
+}
+
+/// Interposed `__pthread_mutex_unlock`, glibc's old exported alias.
+///
+/// # Safety
+/// As glibc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __pthread_mutex_unlock(m: *mut libc::pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { pthread_mutex_unlock(m) }
 }
 
 /// Interposed `pthread_cond_signal` (see [`replace`]).

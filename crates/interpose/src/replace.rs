@@ -3,19 +3,41 @@
 //!
 //! # Mutexes
 //!
-//! A mutex is found by its address (as LiTL does) in a fixed open-address
-//! table ([`SLOTS`] entries, keys inserted with one CAS and never
-//! removed). Its entry points at a `Replaced`: the algorithm's lock, the
-//! token its `lock` returned (kept in the entry by the holder until
-//! `unlock`), and a real glibc mutex used only around condition waits.
-//! Statically initialised mutexes need nothing: the first call on an
-//! address maps it. A mutex whose glibc `kind` is not the normal one
-//! (recursive, error-checking, adaptive: set by `pthread_mutex_init` or a
-//! static initializer) is mapped to `PASS` and stays glibc's, with its
-//! semantics. `pthread_mutex_init` on a mapped address installs a fresh
-//! lock (the old one is leaked: it may still be referenced by a racing
-//! call of a buggy program); `_destroy` keeps the mapping, so the next
-//! mutex at that address reuses the unlocked lock.
+//! A mutex's identity is its memory, not its address. A replaced mutex
+//! carries a mark of this library's own in its `pthread_mutex_t` bytes:
+//! glibc's `__list` pair (bytes 24..40 on x86-64 and aarch64), which
+//! glibc uses only for robust mutexes (never replaced) and which every
+//! way of making a mutex clears: `pthread_mutex_init` (it zeroes the whole
+//! object), assignment of any static initializer (`PTHREAD_MUTEX_INITIALIZER`,
+//! `PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP`, ...: zeros there), and zeroed
+//! memory. The first word is `MARK ^ address` (so a copy of a mutex's
+//! bytes elsewhere is not taken for the original), the second points at
+//! the mutex's `Replaced`: the algorithm's lock, the token its `lock`
+//! returned (kept by the holder until `unlock`), the polite waiters' futex
+//! and a real glibc mutex used only around condition waits. The fast path
+//! of every call is two loads from the mutex itself.
+//!
+//! A mutex without the mark is new memory. Its kind is read from the
+//! memory (glibc's `__kind`, which every initializer writes): a normal,
+//! process-private, non-robust mutex without priority protocol is
+//! replaced; anything else (recursive, error-checking, adaptive, robust,
+//! process-shared, priority-inheritance or -protection, or destroyed)
+//! goes to glibc, with glibc's semantics, and stderr says so once per
+//! reason (the fail-safe rule: what replace mode cannot serve is glibc's).
+//! Marking is serialized per mutex by a CAS of the mark word to a busy
+//! value, so two threads that meet a new mutex agree on its lock.
+//!
+//! A fixed open-address table ([`SLOTS`] entries, keys never removed)
+//! maps each address to the last `Replaced` made there, and a new mutex at
+//! that address reuses it if its lock is free, so a program that makes
+//! and drops mutexes at the same few addresses (C++ objects, heap chunks)
+//! does not grow. A lock still held (its mutex's memory re-made while
+//! locked) is not reused: the new mutex gets a fresh one. When the table
+//! is full a new mutex gets a fresh lock that is never reused (memory
+//! grows; nothing stops). `pthread_mutex_destroy` clears the mark (glibc
+//! also sets `__kind` to -1: a destroyed mutex used again goes to glibc,
+//! which refuses it, as without the library), and answers `EBUSY` for a
+//! held mutex, as glibc does.
 //!
 //! # Waiting
 //!
@@ -235,9 +257,6 @@ struct Replaced {
     inner: UnsafeCell<libc::pthread_mutex_t>,
 }
 
-/// Marks a mutex left to glibc (not the normal kind).
-const PASS: *mut Replaced = std::ptr::dangling_mut::<Replaced>();
-
 /// One address table: keys (0 = free) and values (null = being filled).
 struct Table {
     keys: Box<[AtomicUsize]>,
@@ -283,14 +302,19 @@ impl Table {
         }
     }
 
-    /// The value of `addr`, mapping it to `make()` if it is not mapped.
-    fn get_or_insert(&self, addr: usize, make: impl FnOnce() -> *mut Replaced) -> *mut Replaced {
+    /// The value of `addr`, mapping it to `make()` if it is not mapped;
+    /// `None` when the table is full.
+    fn get_or_insert(
+        &self,
+        addr: usize,
+        make: impl FnOnce() -> *mut Replaced,
+    ) -> Option<*mut Replaced> {
         let mut i = Self::start(addr);
         for _ in 0..SLOTS {
             // Acquire: as in `get`.
             let k = self.keys[i].load(Ordering::Acquire);
             if k == addr {
-                return self.wait_val(i);
+                return Some(self.wait_val(i));
             }
             if k == 0 {
                 // AcqRel: Release publishes the key; Acquire (on failure)
@@ -300,20 +324,22 @@ impl Table {
                         let v = make();
                         // Release: publishes the lock object to `wait_val`.
                         self.vals[i].store(v, Ordering::Release);
-                        return v;
+                        return Some(v);
                     }
-                    Err(k) if k == addr => return self.wait_val(i),
+                    Err(k) if k == addr => return Some(self.wait_val(i)),
                     Err(_) => {}
                 }
             }
             i = (i + 1) & (SLOTS - 1);
         }
-        full()
+        None
     }
 
-    /// Maps `addr` to `v` (a fresh lock at `pthread_mutex_init`).
-    fn set(&self, addr: usize, v: *mut Replaced) {
-        let old = self.get_or_insert(addr, || v);
+    /// Maps `addr` to `v`; `false` when the table is full.
+    fn set(&self, addr: usize, v: *mut Replaced) -> bool {
+        let Some(old) = self.get_or_insert(addr, || v) else {
+            return false;
+        };
         if old != v {
             let mut i = Self::start(addr);
             // Acquire: as in `get`.
@@ -323,6 +349,7 @@ impl Table {
             // Release: as in `get_or_insert`.
             self.vals[i].store(v, Ordering::Release);
         }
+        true
     }
 }
 
@@ -339,16 +366,6 @@ fn zeroed_slice<T>() -> Box<[T]> {
     // bytes are a valid value (0, null); the allocation holds `SLOTS` of
     // them with `T`'s layout, and the Box frees it with that layout.
     unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, SLOTS)) }
-}
-
-#[cold]
-fn full() -> ! {
-    let msg = b"symmetry-interpose: more than 1048576 distinct mutex or condition addresses; replace mode cannot map more\n";
-    // SAFETY: a static buffer to stderr, then abort.
-    unsafe {
-        libc::write(2, msg.as_ptr().cast(), msg.len());
-        libc::abort()
-    }
 }
 
 /// How a replaced mutex's waiter waits (`SYMMETRY_LOCK_WAIT`).
@@ -460,8 +477,120 @@ pub(crate) fn glibc_kind(m: *mut libc::pthread_mutex_t) -> c_int {
     unsafe { m.cast::<u8>().add(16).cast::<c_int>().read_volatile() }
 }
 
+// The mark lives in bytes 24..40 (module docs).
+const _: () = assert!(std::mem::size_of::<libc::pthread_mutex_t>() >= 40);
+const _: () = assert!(std::mem::align_of::<libc::pthread_mutex_t>() >= 8);
+
 /// glibc's bit of `kind` for a `PTHREAD_PROCESS_SHARED` mutex.
 pub(crate) const PSHARED_BIT: c_int = 128;
+/// glibc's bit of `kind` for a robust mutex.
+const ROBUST_BIT: c_int = 16;
+/// glibc's bits of `kind` for the priority-inheritance and -protection
+/// protocols.
+const PROTOCOL_BITS: c_int = 32 | 64;
+/// glibc's lock-elision hints in `kind`: no semantics, ignored here.
+const ELISION_BITS: c_int = 256 | 512;
+
+/// What replace mode does not serve itself, and says once on stderr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+enum Note {
+    /// Recursive, error-checking or adaptive: left to glibc.
+    Kind,
+    /// Robust: left to glibc.
+    Robust,
+    /// Process-shared: left to glibc.
+    Shared,
+    /// Priority inheritance or protection: left to glibc.
+    Protocol,
+    /// A destroyed mutex used again: left to glibc (which refuses it).
+    Destroyed,
+    /// The mutex table is full: new mutexes get locks never reused.
+    MutexesFull,
+    /// The condition table is full: new conditions share one inner mutex.
+    CondsFull,
+}
+
+impl Note {
+    fn text(self) -> &'static [u8] {
+        match self {
+            Note::Kind => b"symmetry-interpose: a recursive, error-checking or adaptive mutex stays glibc's (replace mode runs normal mutexes)\n",
+            Note::Robust => b"symmetry-interpose: a robust mutex stays glibc's\n",
+            Note::Shared => b"symmetry-interpose: a process-shared mutex stays glibc's (a replacement lock lives in one process)\n",
+            Note::Protocol => b"symmetry-interpose: a priority-inheritance or priority-protection mutex stays glibc's\n",
+            Note::Destroyed => b"symmetry-interpose: a destroyed mutex was used; glibc answers for it, as without the library\n",
+            Note::MutexesFull => b"symmetry-interpose: more than 1048576 mutex addresses; further mutexes get locks that are never reused\n",
+            Note::CondsFull => b"symmetry-interpose: more than 1048576 condition variables waited on; further ones share one inner mutex\n",
+        }
+    }
+}
+
+/// Notes already written (bit `1 << Note`).
+static NOTED: AtomicU32 = AtomicU32::new(0);
+
+/// Writes `n` to stderr the first time it happens.
+#[cold]
+fn note(n: Note) {
+    let bit = 1u32 << (n as u32);
+    // Relaxed: only which notes were written; no data is published.
+    if NOTED.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+        let t = n.text();
+        // SAFETY: a static buffer to stderr (write(2) takes no lock).
+        unsafe { libc::write(2, t.as_ptr().cast(), t.len()) };
+    }
+}
+
+/// Whether a mutex of glibc kind `kind` is replaced, or why not.
+fn classify(kind: c_int) -> Result<(), Note> {
+    if kind < 0 {
+        return Err(Note::Destroyed);
+    }
+    let k = kind & !ELISION_BITS;
+    if k == 0 {
+        Ok(())
+    } else if k & PSHARED_BIT != 0 {
+        Err(Note::Shared)
+    } else if k & ROBUST_BIT != 0 {
+        Err(Note::Robust)
+    } else if k & PROTOCOL_BITS != 0 {
+        Err(Note::Protocol)
+    } else {
+        Err(Note::Kind)
+    }
+}
+
+/// The mark's constant ("SYMMETRY"); the mark of the mutex at `addr` is
+/// `MARK ^ addr` (odd: mutexes are 8-byte aligned and `MARK` is odd).
+const MARK: usize = 0x5359_4D4D_4554_5259u64 as usize;
+
+#[inline]
+fn mark_of(addr: usize) -> usize {
+    MARK ^ addr
+}
+
+/// The mark word while one thread is marking the mutex (even).
+#[inline]
+fn busy_of(addr: usize) -> usize {
+    MARK ^ addr ^ 1
+}
+
+/// The mark word and the `Replaced` pointer word of mutex `m`: glibc's
+/// `__list.__prev` and `__list.__next`.
+#[inline]
+fn words(m: *mut libc::pthread_mutex_t) -> (&'static AtomicUsize, &'static AtomicUsize) {
+    // SAFETY: a pthread_mutex_t is at least 40 bytes and 8-aligned (the
+    // assertions above), so bytes 24..32 and 32..40 are aligned words
+    // inside it. The program's mutex outlives each call made on it; the
+    // `'static` never leaves this module's calls. glibc touches these
+    // bytes only for robust mutexes, which are never marked.
+    unsafe {
+        let b = m.cast::<u8>();
+        (
+            &*b.add(24).cast::<AtomicUsize>(),
+            &*b.add(32).cast::<AtomicUsize>(),
+        )
+    }
+}
 
 fn fresh(mode: &Mode) -> *mut Replaced {
     let r = Box::new(Replaced {
@@ -476,29 +605,134 @@ fn fresh(mode: &Mode) -> *mut Replaced {
 /// The replaced mutex at `m`, or `None` for a mutex left to glibc.
 #[inline]
 fn replaced(mode: &Mode, m: *mut libc::pthread_mutex_t) -> Option<&'static Replaced> {
-    let v = mode.mutexes.get_or_insert(m as usize, || {
-        if glibc_kind(m) == 0 {
-            fresh(mode)
-        } else {
-            PASS
-        }
-    });
-    // SAFETY: values are leaked `Replaced`s, never freed.
-    (v != PASS).then(|| unsafe { &*v })
+    let addr = m as usize;
+    let (mark, ptr) = words(m);
+    // Acquire: pairs with the Release store of the mark in `install`, so
+    // the pointer stored before it is seen.
+    if mark.load(Ordering::Acquire) == mark_of(addr) {
+        // SAFETY: the marker stored this pointer to a leaked `Replaced`
+        // (never freed) before the mark.
+        return Some(unsafe { &*(ptr.load(Ordering::Relaxed) as *const Replaced) });
+    }
+    install(mode, m)
 }
 
-/// Replace-mode `pthread_mutex_init`: glibc initializes the memory (so
-/// its kind is known), then the address maps to a fresh lock or to glibc.
-pub(crate) fn init(mode: &Mode, m: *mut libc::pthread_mutex_t, rc: c_int) -> c_int {
-    if rc == 0 {
-        let v = if glibc_kind(m) == 0 {
-            fresh(mode)
-        } else {
-            PASS
-        };
-        mode.mutexes.set(m as usize, v);
+/// Blocks every signal while alive, so a handler cannot interrupt its
+/// own thread while it marks a mutex (and then wait for that mark).
+struct NoSignals(libc::sigset_t);
+
+impl NoSignals {
+    fn new() -> Self {
+        // SAFETY: sigset_t is plain data; sigfillset and pthread_sigmask
+        // get valid pointers.
+        unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+            NoSignals(old)
+        }
     }
-    rc
+}
+
+impl Drop for NoSignals {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved in `new`.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
+    }
+}
+
+/// Marks mutex `m` (new memory: no mark) with a lock, or leaves it to
+/// glibc by its kind (module docs).
+#[cold]
+fn install(mode: &Mode, m: *mut libc::pthread_mutex_t) -> Option<&'static Replaced> {
+    let addr = m as usize;
+    let (mark, ptr) = words(m);
+    let mut waits = 0u32;
+    loop {
+        // The kind first: the mark words of a robust mutex are glibc's.
+        if let Err(n) = classify(glibc_kind(m)) {
+            note(n);
+            return None;
+        }
+        // Acquire: as in `replaced`.
+        let w = mark.load(Ordering::Acquire);
+        if w == mark_of(addr) {
+            // SAFETY: as in `replaced`.
+            return Some(unsafe { &*(ptr.load(Ordering::Relaxed) as *const Replaced) });
+        }
+        if w == busy_of(addr) {
+            // Another thread is marking it: a few instructions, unless
+            // that thread was descheduled.
+            waits += 1;
+            if waits < 100 {
+                std::hint::spin_loop();
+            } else {
+                // SAFETY: no preconditions.
+                unsafe { libc::sched_yield() };
+            }
+            continue;
+        }
+        let _masked = NoSignals::new();
+        // Relaxed: the CAS only elects the marker; what it publishes goes
+        // out with the Release store below.
+        if mark
+            .compare_exchange(w, busy_of(addr), Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            continue;
+        }
+        let r = lock_for(mode, addr);
+        ptr.store(r as usize, Ordering::Relaxed);
+        // Release: publishes the pointer, and the `Replaced` behind it, to
+        // `replaced` and `install`.
+        mark.store(mark_of(addr), Ordering::Release);
+        // SAFETY: a leaked `Replaced`, never freed.
+        return Some(unsafe { &*r });
+    }
+}
+
+/// The lock for a new mutex at `addr`: the last one made there if it is
+/// free, else a fresh one (module docs).
+fn lock_for(mode: &Mode, addr: usize) -> *mut Replaced {
+    let Some(r) = mode.mutexes.get_or_insert(addr, || fresh(mode)) else {
+        note(Note::MutexesFull);
+        return fresh(mode);
+    };
+    // SAFETY: a leaked `Replaced`, never freed; no mutex uses it now (its
+    // last one's memory was made anew), so trying it takes nobody's lock.
+    let old = unsafe { &*r };
+    // SAFETY: the lock object is the algorithm's own.
+    if unsafe { (mode.algo.try_lock)(old.lock) } {
+        release(mode, old);
+        return r;
+    }
+    // Held: the memory was made anew while its mutex was locked.
+    let f = fresh(mode);
+    mode.mutexes.set(addr, f);
+    f
+}
+
+/// Replace-mode `pthread_mutex_destroy` of a marked mutex: `EBUSY` if it
+/// is held (as glibc answers), else the mark is cleared and glibc
+/// destroys the memory (`None`: glibc's alone).
+pub(crate) fn destroy(mode: &Mode, m: *mut libc::pthread_mutex_t) -> Option<c_int> {
+    let addr = m as usize;
+    let (mark, ptr) = words(m);
+    // Acquire: as in `replaced`.
+    if mark.load(Ordering::Acquire) != mark_of(addr) {
+        return None;
+    }
+    // SAFETY: as in `replaced`.
+    let r = unsafe { &*(ptr.load(Ordering::Relaxed) as *const Replaced) };
+    // SAFETY: the lock object is the algorithm's own.
+    if !unsafe { (mode.algo.try_lock)(r.lock) } {
+        return Some(libc::EBUSY);
+    }
+    release(mode, r);
+    // Relaxed: a program that uses a mutex it destroyed races anyway.
+    mark.store(0, Ordering::Relaxed);
+    None
 }
 
 /// Replace-mode lock; `None`: left to glibc.
@@ -609,14 +843,24 @@ pub(crate) fn unlock(mode: &Mode, m: *mut libc::pthread_mutex_t) -> Option<c_int
     Some(0)
 }
 
-/// Replace-mode timed lock: try until `abstime` (CLOCK_REALTIME), yielding
-/// between tries.
+/// Replace-mode timed lock: `clock` is `CLOCK_REALTIME`
+/// (`pthread_mutex_timedlock`) or the caller's (`_clocklock`), `abstime`
+/// an absolute time on it. Answers as glibc: `EINVAL` for another clock,
+/// or, when the lock is not free at once, for a bad `abstime`.
 pub(crate) fn timed_lock(
     mode: &Mode,
     m: *mut libc::pthread_mutex_t,
+    clock: libc::clockid_t,
     abstime: *const libc::timespec,
 ) -> Option<c_int> {
     let r = replaced(mode, m)?;
+    if clock != libc::CLOCK_REALTIME && clock != libc::CLOCK_MONOTONIC {
+        return Some(libc::EINVAL);
+    }
+    // SAFETY: the lock object is the algorithm's own.
+    if unsafe { (mode.algo.try_lock)(r.lock) } {
+        return Some(0);
+    }
     if abstime.is_null() {
         return Some(libc::EINVAL);
     }
@@ -625,26 +869,105 @@ pub(crate) fn timed_lock(
     if deadline.tv_nsec < 0 || deadline.tv_nsec >= 1_000_000_000 {
         return Some(libc::EINVAL);
     }
-    loop {
-        // SAFETY: as in `lock`.
-        if unsafe { (mode.algo.try_lock)(r.lock) } {
-            return Some(0);
+    Some(timed_acquire(mode, r, clock, &deadline))
+}
+
+/// Whether `clock` has reached `deadline`.
+fn passed(clock: libc::clockid_t, deadline: &libc::timespec) -> bool {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; `clock` is REALTIME or MONOTONIC.
+    unsafe { libc::clock_gettime(clock, &mut now) };
+    (now.tv_sec, now.tv_nsec) >= (deadline.tv_sec, deadline.tv_nsec)
+}
+
+/// [`timed_lock`]'s contended path: 0 or `ETIMEDOUT`.
+#[cold]
+fn timed_acquire(
+    mode: &Mode,
+    r: &Replaced,
+    clock: libc::clockid_t,
+    deadline: &libc::timespec,
+) -> c_int {
+    let try_lock = || {
+        // SAFETY: the lock object is the algorithm's own.
+        unsafe { (mode.algo.try_lock)(r.lock) }
+    };
+    if mode.waiting == Waiting::Pure {
+        // The algorithm's own `lock` cannot be abandoned at a deadline:
+        // poll its `try_lock`.
+        loop {
+            if try_lock() {
+                return 0;
+            }
+            if passed(clock, deadline) {
+                return libc::ETIMEDOUT;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50));
         }
-        let mut now = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
+    }
+    let mut backoff = ExpBackoff::new(16, 1024);
+    let mut spent = 0u32;
+    while spent < mode.budget {
+        spent = spent.saturating_add(backoff.limit());
+        backoff.wait();
+        if try_lock() {
+            return 0;
+        }
+    }
+    // As in `acquire_politely`, with a deadline on the sleep.
+    let flags = libc::FUTEX_WAIT_BITSET
+        | libc::FUTEX_PRIVATE_FLAG
+        | if clock == libc::CLOCK_REALTIME {
+            libc::FUTEX_CLOCK_REALTIME
+        } else {
+            0
         };
-        // SAFETY: a valid out-pointer.
-        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
-        if (now.tv_sec, now.tv_nsec) >= (deadline.tv_sec, deadline.tv_nsec) {
-            return Some(libc::ETIMEDOUT);
+    loop {
+        // Relaxed, SeqCst: as in `acquire_politely`.
+        r.parked.fetch_add(1, Ordering::Relaxed);
+        let seen = r.seq.load(Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        let got = try_lock();
+        if !got && deadline.tv_sec >= 0 {
+            // SAFETY: FUTEX_WAIT_BITSET on a valid, aligned u32 that
+            // outlives the call, with an absolute timeout on `clock`; every
+            // return is re-checked below.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    r.seq.as_ptr(),
+                    flags,
+                    seen,
+                    deadline as *const libc::timespec,
+                    std::ptr::null::<u32>(),
+                    u32::MAX,
+                );
+            }
         }
-        std::thread::sleep(std::time::Duration::from_micros(50));
+        r.parked.fetch_sub(1, Ordering::Relaxed);
+        if got || try_lock() {
+            return 0;
+        }
+        if passed(clock, deadline) {
+            return libc::ETIMEDOUT;
+        }
     }
 }
 
+/// The glibc mutex around condition waits whose condition did not fit in
+/// the table: shared by all of them (module docs).
+struct Overflow(UnsafeCell<libc::pthread_mutex_t>);
+// SAFETY: a glibc mutex, made to be shared between threads.
+unsafe impl Sync for Overflow {}
+static OVERFLOW: Overflow = Overflow(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
+/// Whether some condition wait used [`OVERFLOW`].
+static CONDS_FULL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Replace-mode condition wait (module docs); `wait` is the real
-/// `pthread_cond_wait` or `_timedwait` on the inner mutex.
+/// `pthread_cond_wait`, `_timedwait` or `_clockwait` on the inner mutex.
 pub(crate) fn cond_wait(
     mode: &Mode,
     c: *mut libc::pthread_cond_t,
@@ -652,14 +975,23 @@ pub(crate) fn cond_wait(
     wait: impl FnOnce(*mut libc::pthread_mutex_t) -> c_int,
 ) -> Option<c_int> {
     let r = replaced(mode, m)?;
-    let inner = r.inner.get();
+    let inner = if mode
+        .conds
+        .set(c as usize, (r as *const Replaced).cast_mut())
+    {
+        r.inner.get()
+    } else {
+        note(Note::CondsFull);
+        // Relaxed: a signaller that changed the predicate did it under
+        // `m`, which this thread releases only below.
+        CONDS_FULL.store(true, Ordering::Relaxed);
+        OVERFLOW.0.get()
+    };
     let real = crate::real();
-    // SAFETY: `inner` is a normal glibc mutex owned by this entry; the
-    // algorithm lock is held by the caller (POSIX).
+    // SAFETY: `inner` is a normal glibc mutex; the algorithm lock is held
+    // by the caller (POSIX).
     unsafe {
         (real.lock)(inner);
-        mode.conds
-            .set(c as usize, (r as *const Replaced).cast_mut());
         release(mode, r);
         let rc = wait(inner);
         (real.unlock)(inner);
@@ -675,20 +1007,20 @@ pub(crate) fn cond_signal(
     c: *mut libc::pthread_cond_t,
     signal: impl FnOnce() -> c_int,
 ) -> c_int {
-    match mode.conds.get(c as usize) {
-        Some(r) if r != PASS => {
-            // SAFETY: a leaked `Replaced` recorded by a waiter.
-            let inner = unsafe { (*r).inner.get() };
-            let real = crate::real();
-            // SAFETY: the inner mutex is a normal glibc mutex.
-            unsafe {
-                (real.lock)(inner);
-                let rc = signal();
-                (real.unlock)(inner);
-                rc
-            }
-        }
-        _ => signal(),
+    let inner = match mode.conds.get(c as usize) {
+        // SAFETY: a leaked `Replaced` recorded by a waiter.
+        Some(r) => unsafe { (*r).inner.get() },
+        // Relaxed: see `cond_wait`.
+        None if CONDS_FULL.load(Ordering::Relaxed) => OVERFLOW.0.get(),
+        None => return signal(),
+    };
+    let real = crate::real();
+    // SAFETY: the inner mutex is a normal glibc mutex.
+    unsafe {
+        (real.lock)(inner);
+        let rc = signal();
+        (real.unlock)(inner);
+        rc
     }
 }
 

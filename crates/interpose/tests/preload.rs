@@ -107,15 +107,21 @@ fn drain(
     })
 }
 
-/// Runs command `c` (called `what` in a failure), killing it when it has
-/// written nothing for [`SILENT_SECS`].
-fn run_killed(mut c: Command, what: &str) -> Output {
+/// Runs command `c` (called `what` in a failure), one program at a time
+/// ([`ONE_PROGRAM`]), killing it when it has written nothing for
+/// [`SILENT_SECS`].
+fn run_killed(c: Command, what: &str) -> Output {
     let _one = one_program();
+    watched(c, what)
+}
+
+/// [`run_killed`] without taking [`ONE_PROGRAM`].
+fn watched(mut c: Command, what: &str) -> Output {
     let mut child = c
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .expect("the program starts");
+        .unwrap_or_else(|e| panic!("{what} does not start: {e}"));
     let t0 = std::time::Instant::now();
     let last = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let out = drain(child.stdout.take().expect("piped"), last.clone(), t0);
@@ -442,5 +448,166 @@ fn waves_of_threads_on_many_mutexes_are_profiled_without_loss_of_output() {
         names.dedup();
         assert_eq!(names.len(), p.locks.len());
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One program of the idiom corpus (`tests/corpus`): how to start it.
+struct Idiom {
+    name: String,
+    program: PathBuf,
+    args: Vec<PathBuf>,
+}
+
+/// Compiles the corpus into `dir`: the C programs always, the C++ ones
+/// where `g++` runs, the Python one where `python3` runs (each missing
+/// tool is said on stderr; CI installs both).
+fn corpus(dir: &Path) -> Vec<Idiom> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut out = Vec::new();
+    let mut build = |compiler: &str, file: &str, flags: &[&str]| -> bool {
+        let exe = dir.join(file.replace('.', "-"));
+        let st = Command::new(compiler)
+            .args(["-O2", "-g", "-pthread"])
+            .args(flags)
+            .arg("-o")
+            .arg(&exe)
+            .arg(src.join(file))
+            .status();
+        match st {
+            Ok(st) => {
+                assert!(st.success(), "{compiler} {file} failed");
+                out.push(Idiom {
+                    name: file.into(),
+                    program: exe,
+                    args: Vec::new(),
+                });
+                true
+            }
+            Err(e) => {
+                eprintln!("corpus: {compiler} does not run ({e}): {file} skipped");
+                false
+            }
+        }
+    };
+    for c in ["reuse.c", "clock.c"] {
+        assert!(build("cc", c, &[]), "the C compiler `cc` runs");
+    }
+    for cpp in ["mutexes.cpp", "timed.cpp", "condvars.cpp", "reuse.cpp"] {
+        if !build("g++", cpp, &["-std=c++17"]) {
+            break;
+        }
+    }
+    // The interpreter itself, not a wrapper script (pyenv's shims are
+    // shell scripts).
+    match Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+    {
+        Ok(o) if o.status.success() => out.push(Idiom {
+            name: "condition.py".into(),
+            program: PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
+            args: vec![src.join("condition.py")],
+        }),
+        _ => eprintln!("corpus: python3 does not run: condition.py skipped"),
+    }
+    out
+}
+
+/// The corpus's outputs that show each idiom did what it says, under
+/// glibc (the reference every other run is compared with).
+const CORPUS_FACTS: &[(&str, &str)] = &[
+    ("reuse.c", "destroy of a held mutex is EBUSY: 1"),
+    (
+        "reuse.c",
+        "errorcheck over normal 2: 40000; 0, EDEADLK 1, 0, EPERM 1",
+    ),
+    ("clock.c", "clocklock monotonic while held is ETIMEDOUT: 1"),
+    ("clock.c", "cond waits that timed out: 15 of 15"),
+    ("mutexes.cpp", "call_once ran: 1"),
+    ("timed.cpp", "held: 15 of 15 timed tries timed out"),
+    ("condvars.cpp", "timed waits that timed out: 15 of 15"),
+    ("condvars.cpp", "condition_variable_any: 3"),
+    ("reuse.cpp", "heap round 2: mutex 40000, recursive 40000"),
+    ("condition.py", "timed out: 20 of 20"),
+];
+
+#[test]
+fn the_idiom_corpus_runs_alike_under_glibc_profile_mode_and_every_lock() {
+    let dir = scratch("corpus");
+    let idioms = corpus(&dir);
+    let lib = library();
+    let command = |i: &Idiom| {
+        let mut c = Command::new(&i.program);
+        c.args(&i.args).env_remove("LD_PRELOAD");
+        c
+    };
+    let reference: Vec<Output> = idioms
+        .iter()
+        .map(|i| {
+            let out = watched(command(i), &format!("{} under glibc", i.name));
+            assert!(out.status.success(), "{} under glibc: {out:?}", i.name);
+            out
+        })
+        .collect();
+    for (name, fact) in CORPUS_FACTS {
+        if let Some(k) = idioms.iter().position(|i| i.name == *name) {
+            let text = String::from_utf8_lossy(&reference[k].stdout);
+            assert!(text.contains(fact), "{name} under glibc: {text}");
+        }
+    }
+    // Every configuration x every idiom, two programs at a time (each runs
+    // two threads: a 2-core machine, loaded, tolerates that), one test's
+    // programs at a time.
+    let mut configs = vec!["profile".to_string()];
+    configs.extend(symmetry_interpose::replace::algorithms().map(|a| a.name.to_string()));
+    let jobs: Vec<(usize, &str)> = configs
+        .iter()
+        .flat_map(|c| (0..idioms.len()).map(move |k| (k, c.as_str())))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    let _one = one_program();
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&(k, config)) = jobs.get(j) else {
+                        return;
+                    };
+                    let idiom = &idioms[k];
+                    let mut c = command(idiom);
+                    c.env("LD_PRELOAD", &lib);
+                    if config == "profile" {
+                        c.env(
+                            symmetry_interpose::PROFILE_ENV,
+                            dir.join(format!("{}.csv", idiom.name)),
+                        );
+                    } else {
+                        c.env(symmetry_interpose::LOCK_ENV, config);
+                    }
+                    let what = format!("{} under {config}", idiom.name);
+                    let out = watched(c, &what);
+                    if !out.status.success() || out.stdout != reference[k].stdout {
+                        failures.lock().unwrap().push(format!(
+                            "{what}: {}\n--- stdout\n{}--- glibc's\n{}--- stderr\n{}",
+                            out.status,
+                            String::from_utf8_lossy(&out.stdout),
+                            String::from_utf8_lossy(&reference[k].stdout),
+                            String::from_utf8_lossy(&out.stderr).replace('.', ""),
+                        ));
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of {} runs differ from glibc:\n{}",
+        failures.len(),
+        jobs.len(),
+        failures.join("\n")
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
