@@ -1,11 +1,9 @@
 //! `libsymmetry_interpose.so`: KLMO91's lock-waiting-time profile, and
 //! any registry lock, for programs nobody rewrote.
 //!
-//! Loaded with `LD_PRELOAD`, the library interposes the pthread mutex
-//! calls (`lock`, `trylock`, `timedlock`, `unlock`, `init`, `destroy`) and
-//! the condition-variable calls that involve a mutex (`wait`,
-//! `timedwait`, and `signal`/`broadcast` for replace mode's wake-up
-//! rule). It has two modes:
+//! Loaded with `LD_PRELOAD`, the library interposes every pthread call
+//! that takes, waits on or releases a mutex (the table below). It has two
+//! modes:
 //!
 //! - **Profile** (default): the program keeps glibc's mutexes. Each lock
 //!   call first tries the real `pthread_mutex_trylock`; if that succeeds
@@ -16,15 +14,60 @@
 //!   (`symmetry_locks::spin_then_block::profiler`). `symmetry profile --
 //!   CMD` runs a command this way and prices every spin-or-block policy.
 //! - **Replace** (`SYMMETRY_LOCK=NAME`): every normal mutex runs on lock
-//!   algorithm `NAME` from the registry; recursive, error-checking and
-//!   adaptive mutexes stay glibc's. See [`replace`].
+//!   algorithm `NAME` from the registry; recursive, error-checking,
+//!   adaptive, robust, process-shared and priority-protocol mutexes stay
+//!   glibc's (stderr says so once). See [`replace`].
+//!
+//! # Entry points
+//!
+//! The set audited is every `pthread_mutex_*`, `pthread_cond_*`, `mtx_*`
+//! and `cnd_*` symbol glibc 2.36 exports on x86-64 (`nm -D libc.so.6`);
+//! the `clock` variants exist from glibc 2.30, and on an older glibc the
+//! library finds none to call (a program linked against them cannot run
+//! there anyway).
+//! "Marked" is a mutex replace mode runs on its lock (see [`replace`]);
+//! every other mutex is glibc's in both modes.
+//!
+//! | entry point | profile mode | replace mode |
+//! |---|---|---|
+//! | `pthread_mutex_lock`, `__pthread_mutex_lock` | glibc's; a contended acquisition's wait is recorded | the algorithm's lock (marking a new mutex first) |
+//! | `pthread_mutex_trylock`, `__pthread_mutex_trylock` | glibc's (never waits) | the algorithm's `try_lock`: 0 or `EBUSY` |
+//! | `pthread_mutex_timedlock` | glibc's; a contended acquisition's wait is recorded | `try_lock`, then a wait until the `CLOCK_REALTIME` deadline: 0, `ETIMEDOUT` or `EINVAL` as glibc |
+//! | `pthread_mutex_clocklock` (2.30) | as `timedlock`, on the caller's clock | as `timedlock`, on `CLOCK_REALTIME` or `CLOCK_MONOTONIC` (another clock: `EINVAL`, as glibc) |
+//! | `pthread_mutex_unlock`, `__pthread_mutex_unlock` | glibc's; records the thread's pending wait after it | the algorithm's unlock (and a polite sleeper's wake) |
+//! | `pthread_mutex_init`, `__pthread_mutex_init` | glibc's; the address loses its profile name | glibc's, which zeroes the memory and so the mark: a new mutex |
+//! | `pthread_mutex_destroy`, `__pthread_mutex_destroy` | glibc's; the address loses its profile name | a held marked mutex: `EBUSY` (as glibc); else the mark is cleared, then glibc's |
+//! | `pthread_cond_wait` | glibc's (its re-acquisition of the mutex is not profiled) | marked mutex: the condition wait of [`replace`] (inner glibc mutex); else glibc's |
+//! | `pthread_cond_timedwait` | as `wait` | as `wait`, with glibc's deadline |
+//! | `pthread_cond_clockwait` (2.30) | as `wait` | as `wait`, with glibc's clock and deadline |
+//! | `pthread_cond_signal`, `_broadcast` | glibc's | glibc's, inside the inner mutex of the condition's last waiter's mutex |
+//!
+//! Left to glibc in both modes, and why that is right for a marked mutex:
+//!
+//! - `pthread_mutex_consistent` (`_np`), `pthread_mutex_getprioceiling`,
+//!   `pthread_mutex_setprioceiling`: they act only on robust or
+//!   priority-protection mutexes, which are never marked; on a normal
+//!   mutex glibc reads only `__kind` (0, which marking leaves alone) and
+//!   answers `EINVAL`, as it does without the library.
+//! - `pthread_mutexattr_*`, `pthread_condattr_*`, `pthread_cond_init`,
+//!   `pthread_cond_destroy`: they touch no mutex. (A condition's waiters
+//!   on a marked mutex wait in glibc on an inner glibc mutex, so
+//!   `pthread_cond_destroy` sees them as glibc's own.)
+//! - `mtx_*` and `cnd_*` (C11 threads): glibc implements them on its own
+//!   pthread functions through internal calls that no preload can see, so
+//!   a `mtx_t` used only through them is glibc's from start to end, in
+//!   both modes (never marked, never profiled). A program that passes one
+//!   object to both `mtx_*` and `pthread_mutex_*` is not supported.
+//! - The `GLIBC_2.2.5` versions of the `pthread_cond_*` calls (the
+//!   condition-variable ABI before glibc 2.3.2, for binaries built before
+//!   2003) are not served: the library binds the current ones.
 //!
 //! # Naming
 //!
-//! A mutex is known by its address. At its first contended acquisition it
-//! gets a name: the address of the instruction after the call to
-//! `pthread_mutex_lock` (its acquisition site), written as
-//! `symbol+0xOFF (object+0xOFF)` through `dladdr`, plus `#k` when several
+//! In profile mode a mutex is known by its address. At its first
+//! contended acquisition it gets a name: the address of the instruction
+//! after the call to `pthread_mutex_lock` (its acquisition site), written
+//! as `symbol+0xOFF (object+0xOFF)` through `dladdr`, plus `#k` when several
 //! mutexes were first contended at one site (a lock wrapper such as
 //! pigz's `possess` is one site for every lock). `symmetry profile`
 //! resolves `object+0xOFF` to a function and line with `addr2line` where
@@ -41,8 +84,12 @@
 //! kind; the wait goes into the thread's own part of the histogram
 //! ([`profiler::Shard`]) after the thread's next unlock. A wait whose
 //! mutex is still held when the process exits is not recorded (at most
-//! one per thread). Re-acquisitions inside `pthread_cond_wait` happen
-//! inside glibc and are not seen; `trylock` and `unlock` never wait.
+//! one per thread). Re-acquisitions inside `pthread_cond_wait`,
+//! `_timedwait` and `_clockwait` happen inside glibc and are not seen;
+//! `trylock` and `unlock` never wait. A mutex is known by its address
+//! here, so a new mutex made at a reused address without
+//! `pthread_mutex_init` or `_destroy` (a C++ `std::mutex` in a reused heap
+//! chunk) records under the name of the first mutex there.
 //!
 //! # Environment
 //!

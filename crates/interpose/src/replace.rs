@@ -74,7 +74,14 @@
 //! signaller that changed the predicate held `m`, which the waiter only
 //! released after taking the inner mutex; so the signal's inner lock
 //! waits until the waiter is inside `pthread_cond_wait`, and no wake-up is
-//! lost.
+//! lost. Timed waits (`_timedwait`, `_clockwait`) are the same with the
+//! real timed call; `pthread_mutex_timedlock` and `_clocklock` poll
+//! `try_lock` and, politely, sleep on the lock's futex with the caller's
+//! deadline (`FUTEX_WAIT_BITSET` on its clock), so a wake-up or the
+//! deadline ends the wait. The condition table maps at most [`SLOTS`]
+//! conditions; a wait on one more uses one inner mutex shared by all such
+//! conditions (their signals take it too), slower but still without a
+//! lost wake-up.
 //!
 //! # Signal handlers
 //!
@@ -88,6 +95,9 @@
 //! bucket, by hash) waits for itself forever. Do not run a program whose
 //! signal handlers take mutexes on `parking_lot`; the tests run such a
 //! program on every other algorithm.
+//!
+//! A thread marks a new mutex with every signal blocked, so a handler
+//! cannot find its own thread's half-made mark and wait for it.
 //!
 //! Nothing on a lock path waits for a one-time initialisation (a
 //! `OnceLock`, a `Once`) that the interrupted thread may be running: the
