@@ -556,12 +556,14 @@ fn classify(kind: c_int) -> Result<(), Note> {
         return Err(Note::Destroyed);
     }
     let k = kind & !ELISION_BITS;
+    // Robust first: glibc also sets the process-shared bit of a robust
+    // mutex (its futex operations are shared ones).
     if k == 0 {
         Ok(())
-    } else if k & PSHARED_BIT != 0 {
-        Err(Note::Shared)
     } else if k & ROBUST_BIT != 0 {
         Err(Note::Robust)
+    } else if k & PSHARED_BIT != 0 {
+        Err(Note::Shared)
     } else if k & PROTOCOL_BITS != 0 {
         Err(Note::Protocol)
     } else {
@@ -1073,6 +1075,83 @@ mod tests {
             }
             assert_eq!(count.load(Ordering::Relaxed), 40_000, "{}", a.name);
         }
+    }
+
+    /// glibc's initializers and `pthread_mutex_init` decide the kind
+    /// replace mode reads; a re-made mutex loses its mark.
+    #[test]
+    fn kinds_are_read_from_the_memory_and_a_remade_mutex_is_new() {
+        let init = |kind: Option<c_int>, pshared: bool, robust: bool| {
+            // SAFETY: plain data, initialized by glibc below.
+            let mut a: libc::pthread_mutexattr_t = unsafe { std::mem::zeroed() };
+            let mut m: libc::pthread_mutex_t = unsafe { std::mem::zeroed() };
+            // SAFETY: valid pointers to an attribute object and a mutex
+            // (glibc's functions directly: this test binary preloads
+            // nothing).
+            unsafe {
+                libc::pthread_mutexattr_init(&mut a);
+                if let Some(k) = kind {
+                    libc::pthread_mutexattr_settype(&mut a, k);
+                }
+                if pshared {
+                    libc::pthread_mutexattr_setpshared(&mut a, libc::PTHREAD_PROCESS_SHARED);
+                }
+                if robust {
+                    libc::pthread_mutexattr_setrobust(&mut a, libc::PTHREAD_MUTEX_ROBUST);
+                }
+                libc::pthread_mutex_init(&mut m, &a);
+            }
+            classify(glibc_kind(&mut m))
+        };
+        assert_eq!(init(None, false, false), Ok(()));
+        assert_eq!(init(Some(libc::PTHREAD_MUTEX_NORMAL), false, false), Ok(()));
+        assert_eq!(
+            init(Some(libc::PTHREAD_MUTEX_RECURSIVE), false, false),
+            Err(Note::Kind)
+        );
+        assert_eq!(
+            init(Some(libc::PTHREAD_MUTEX_ERRORCHECK), false, false),
+            Err(Note::Kind)
+        );
+        assert_eq!(init(None, true, false), Err(Note::Shared));
+        assert_eq!(init(None, false, true), Err(Note::Robust));
+        let mut m = libc::PTHREAD_MUTEX_INITIALIZER;
+        assert_eq!(classify(glibc_kind(&mut m)), Ok(()));
+        let mut r = libc::PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+        assert_eq!(classify(glibc_kind(&mut r)), Err(Note::Kind));
+        let mut e = libc::PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+        assert_eq!(classify(glibc_kind(&mut e)), Err(Note::Kind));
+        assert_eq!(classify(-1), Err(Note::Destroyed));
+        assert_eq!(classify(256), Ok(()), "an elision hint is no kind");
+
+        // A mutex marked, then re-made by assignment of an initializer:
+        // no mark, so the next call sees new memory.
+        let a = algorithm("mcs").expect("mcs");
+        let mode: &'static Mode = Box::leak(Box::new(Mode::new(a, Waiting::Polite)));
+        let m: &'static mut libc::pthread_mutex_t =
+            Box::leak(Box::new(libc::PTHREAD_MUTEX_INITIALIZER));
+        let p: *mut libc::pthread_mutex_t = m;
+        let r1 = replaced(mode, p).expect("a normal mutex is replaced") as *const Replaced;
+        assert_eq!(words(p).0.load(Ordering::Relaxed), mark_of(p as usize));
+        assert_eq!(mark_of(p as usize) & 1, 1, "marks are odd, busy words even");
+        // SAFETY: `p` is this test's own mutex, not in use.
+        unsafe { p.write(libc::PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP) };
+        assert!(replaced(mode, p).is_none(), "a recursive one is glibc's");
+        // SAFETY: as above.
+        unsafe { p.write(libc::PTHREAD_MUTEX_INITIALIZER) };
+        let r2 = replaced(mode, p).expect("normal again") as *const Replaced;
+        assert_eq!(r1, r2, "the free lock at the address is reused");
+        assert_eq!(lock(mode, p), Some(0));
+        // Re-made while held: a fresh lock, not a hang.
+        // SAFETY: as above.
+        unsafe { p.write(libc::PTHREAD_MUTEX_INITIALIZER) };
+        let r3 = replaced(mode, p).expect("normal") as *const Replaced;
+        assert_ne!(r3, r1);
+        assert_eq!(try_lock(mode, p), Some(0));
+        assert_eq!(destroy(mode, p), Some(libc::EBUSY));
+        assert_eq!(unlock(mode, p), Some(0));
+        assert_eq!(destroy(mode, p), None, "then glibc's destroy");
+        assert_eq!(words(p).0.load(Ordering::Relaxed), 0);
     }
 
     #[test]
