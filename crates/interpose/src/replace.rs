@@ -1084,6 +1084,7 @@ mod tests {
         let init = |kind: Option<c_int>, pshared: bool, robust: bool| {
             // SAFETY: plain data, initialized by glibc below.
             let mut a: libc::pthread_mutexattr_t = unsafe { std::mem::zeroed() };
+            // SAFETY: as above.
             let mut m: libc::pthread_mutex_t = unsafe { std::mem::zeroed() };
             // SAFETY: valid pointers to an attribute object and a mutex
             // (glibc's functions directly: this test binary preloads
