@@ -395,10 +395,10 @@ pub enum Waiting {
     /// `try_lock`), but arrival order is not kept: a waiter that was
     /// descheduled does not hold up the others, which is the point on a
     /// machine with more runnable threads than cores, and the price is
-    /// that a FIFO lock stops being FIFO. (`sched_yield` instead of the
-    /// futex was tried and is worse under CPU hogs: a yielder stays
-    /// runnable, so it waits out a hog's whole time slice, where a woken
-    /// sleeper preempts the hog.)
+    /// that a FIFO lock stops being FIFO. (A futex sleep rather than
+    /// `sched_yield`: a yielder stays runnable and can wait out a CPU
+    /// hog's whole time slice after each yield, where a woken sleeper is
+    /// scheduled promptly.)
     Polite,
 }
 
