@@ -9,10 +9,12 @@
 //! re-executes its own binary as a child with the variable set.
 #![cfg(not(loom))]
 
+mod common;
+
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use symmetry_threads::stack::{self, GuardMode};
 use symmetry_threads::{JoinError, LocalReadyq, Runtime, yield_now};
@@ -52,17 +54,16 @@ fn child() {
             })
         })
         .collect();
-    let t = Instant::now();
+    let mut stall = common::Stall::new();
     loop {
         let s = started.load(Ordering::Relaxed);
         let failed = handles.iter().filter(|h| h.is_finished()).count();
         if s + failed >= n {
             break;
         }
-        assert!(
-            t.elapsed() < Duration::from_secs(120),
-            "{s} started, {failed} failed of {n}"
-        );
+        stall.check(s + failed, || {
+            format!("{s} started, {failed} failed of {n}")
+        });
         std::thread::sleep(Duration::from_millis(100));
     }
     go.store(true, Ordering::Relaxed);

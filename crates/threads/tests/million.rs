@@ -6,6 +6,8 @@
 //! not with threads, and the memory of a blocked thread stays small.
 #![cfg(not(loom))]
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -58,13 +60,10 @@ fn million<S: Strategy>(n: usize, procs: usize) -> Seen {
             d.fetch_add(1, Ordering::Relaxed);
         });
     }
-    let start = Instant::now();
+    let mut stall = common::Stall::new();
     while barrier.waiting() < n {
-        assert!(
-            start.elapsed() < Duration::from_secs(300),
-            "only {} of {n} threads blocked",
-            barrier.waiting()
-        );
+        let w = barrier.waiting();
+        stall.check(w, || format!("only {w} of {n} threads blocked"));
         std::thread::sleep(Duration::from_millis(5));
     }
     let seen = Seen {
@@ -74,11 +73,10 @@ fn million<S: Strategy>(n: usize, procs: usize) -> Seen {
     };
     // The last party: an OS thread may arrive last without blocking.
     barrier.wait();
+    let mut stall = common::Stall::new();
     while done.load(Ordering::Relaxed) < n {
-        assert!(
-            start.elapsed() < Duration::from_secs(600),
-            "released threads did not finish"
-        );
+        let d = done.load(Ordering::Relaxed);
+        stall.check(d, || format!("{d} of {n} released threads finished"));
         std::thread::sleep(Duration::from_millis(5));
     }
     let report = rt.shutdown();
