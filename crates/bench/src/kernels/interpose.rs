@@ -302,7 +302,11 @@ pub fn run(l: &Launch<'_>) -> Result<Ran, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .env_remove(symmetry_interpose::PROFILE_ENV)
-        .env_remove(symmetry_interpose::LOCK_ENV);
+        .env_remove(symmetry_interpose::LOCK_ENV)
+        // Each replacement lock waits as `symmetry profile --lock` runs it
+        // by default (FIFO locks politely, the others as the paper wrote
+        // them), whatever the caller's environment says.
+        .env_remove(symmetry_interpose::replace::WAIT_ENV);
     for (k, v) in l.env {
         cmd.env(k, v);
     }
