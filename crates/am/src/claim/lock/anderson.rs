@@ -10,7 +10,7 @@
 //! `N` = [`MAX_RANKS`] and one ticket per rank at a time,
 //! no two outstanding tickets share a slot.
 //!
-//! A waiter spins on its flag, then yields ([`Waiter`]: the module docs
+//! A waiter spins on its flag, then yields (`Waiter`: the module docs
 //! of [`super`]). A dead owner of ticket `s = serving` (it died holding
 //! the lock, or before coming in after being handed it) stops everyone
 //! behind it. A waiter that has spun [`CHECK_SPINS`](super::CHECK_SPINS) times (or yielded

@@ -19,7 +19,7 @@
 //! # What a waiter does while it waits
 //!
 //! The locks' protocols are LC98's; only the waiting between two polls is
-//! this crate's ([`Waiter`]): KLMO91's fixed-spin(C) with `sched_yield` as
+//! this crate's (`Waiter`): KLMO91's fixed-spin(C) with `sched_yield` as
 //! the block. A waiter spins (one spin-wait hint per poll) for C polls,
 //! C being the locks crate's calibrated block+wake cost of an OS thread
 //! ([`calibration::c_spins_os`]: measured by `symmetry calibrate`, or the

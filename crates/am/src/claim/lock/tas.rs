@@ -6,7 +6,7 @@
 //! atomic RMW on the shared line, as TAS is); release stores 0. Invariant:
 //! the word names the one process inside the critical section, or nobody.
 //!
-//! A waiter spins, then yields ([`Waiter`]: the module docs of
+//! A waiter spins, then yields (`Waiter`: the module docs of
 //! [`super`]). A dead holder: after [`CHECK_SPINS`](super::CHECK_SPINS) failed attempts (or
 //! [`CHECK_YIELDS`](super::CHECK_YIELDS) yields) a waiter reads the
 //! holder's pid; if that process is dead, one CAS from the dead pid to its

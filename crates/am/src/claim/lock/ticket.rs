@@ -10,7 +10,7 @@
 //!
 //! A dead owner of the served ticket (holding the lock, or waiting for it
 //! and never coming in) stops everyone behind it. A waiter spins, then
-//! yields ([`Waiter`]: the module docs of [`super`]); one that has spun
+//! yields (`Waiter`: the module docs of [`super`]); one that has spun
 //! [`CHECK_SPINS`](super::CHECK_SPINS) times (or yielded [`CHECK_YIELDS`](super::CHECK_YIELDS)
 //! times) looks the served ticket up in
 //! the records; if its owner is dead, one CAS moves `serving` past it (two

@@ -3,7 +3,7 @@
 //!
 //! As [`tas`](super::tas) (the same [`PidWord`]), but a waiter spins
 //! reading the word (in its own cache) and tries the CAS only when it
-//! reads 0; it spins, then yields ([`Waiter`]: the module docs of
+//! reads 0; it spins, then yields (`Waiter`: the module docs of
 //! [`super`]). A dead holder is taken over the same way, after
 //! [`CHECK_SPINS`](super::CHECK_SPINS) reads (or [`CHECK_YIELDS`](super::CHECK_YIELDS)
 //! yields).
