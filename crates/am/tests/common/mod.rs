@@ -27,6 +27,36 @@ pub(crate) const SHORT: Duration = Duration::from_millis(20);
 /// Hang guard for anything that waits on another process.
 pub(crate) const GUARD: Duration = Duration::from_secs(60);
 
+/// A hang guard that follows progress, not the wall clock: a wait is
+/// stuck only when the count it watches has not moved for [`GUARD`]. On
+/// a busy machine (more runnable threads than cores) a run may take many
+/// times its idle time without being stuck.
+#[derive(Debug)]
+pub(crate) struct Stall {
+    last: u64,
+    since: Instant,
+}
+
+impl Stall {
+    /// A guard that has seen no progress yet.
+    pub(crate) fn new() -> Stall {
+        Stall {
+            last: 0,
+            since: Instant::now(),
+        }
+    }
+
+    /// Records the watched count `now`: whether it has stood still for
+    /// [`GUARD`].
+    pub(crate) fn stuck(&mut self, now: u64) -> bool {
+        if now != self.last {
+            self.last = now;
+            self.since = Instant::now();
+        }
+        self.since.elapsed() > GUARD
+    }
+}
+
 /// A child rank running `am-selftest`, killed if the test fails.
 pub(crate) struct Kid {
     what: String,
