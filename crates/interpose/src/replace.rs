@@ -108,15 +108,17 @@
 //! was a `OnceLock`, and a handler that took a mutex while its thread was
 //! setting the epoch waited for itself.
 //!
-//! One narrower window remains for the queue locks (`mcs`, `clh`,
-//! `graunke-thakkar` and those built on them): they take queue nodes from
-//! a per-thread pool, and the pool grows (with `malloc` and a process-wide
-//! mutex) only when a thread holds more locks at once than ever before. A
-//! handler that interrupts its thread inside that growth, and itself needs
-//! a new node, can deadlock there, as any `malloc` in a handler can. A
-//! thread's first acquisitions are where this can happen; once a thread has
-//! held its handler's mutex while holding its deepest nest of others, its
-//! pool never grows again.
+//! The queue locks (`mcs`, `clh`, `graunke-thakkar` and those built on
+//! them) take queue nodes from a per-thread pool, which a handler may
+//! interrupt. The pool is safe there (`symmetry-locks`' `node_pool` docs):
+//! a handler leaves a busy stack alone, and the pool's cold path (its
+//! shared list's mutex, `malloc`) runs with every signal blocked. `clh`
+//! once hung here: a handler interrupted a new thread while it drew its
+//! first node from the shared list's mutex, and needed one itself. One
+//! window remains, as for any `malloc` in a handler: a handler that needs
+//! a brand-new node while its thread is inside a `malloc` of the
+//! program's own. Nodes are allocated only when a thread holds more locks
+//! at once than ever before and no exited thread left one behind.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;

@@ -14,20 +14,205 @@
 //! to read the node found in `tail` without owning it, and for
 //! Graunke-Thakkar to compare against a predecessor's flag at any time.
 //! Nodes still in use (a guard leaked with `mem::forget`) are not in the
-//! stack and simply stay where they are. When the thread-local is already
-//! destroyed (a lock used from another thread-local's destructor), nodes
-//! go straight to the recycle list.
+//! stack and simply stay where they are. When the thread has exited its
+//! stack (a lock used from a thread-local's destructor), nodes go straight
+//! to the recycle list.
+//!
+//! # Signal handlers
+//!
+//! A program's signal handler may take a lock (`symmetry-interpose` runs
+//! unmodified C programs on these locks, and C programs do), and it
+//! interrupts its thread anywhere, also inside this thread's own pool. Three
+//! rules keep the pool whole and free of self-deadlock there:
+//!
+//! * **The hot path is guarded by a per-thread `busy` flag** set around
+//!   each push and pop, behind compiler fences (a handler runs on the same
+//!   thread, so ordering against it is the compiler's, not the CPU's). A
+//!   handler that finds the flag set leaves the stack alone and takes the
+//!   cold path, so a node is never popped twice or lost in a half-done
+//!   push.
+//! * **The cold path runs with every signal blocked**: the shared recycle
+//!   list (a mutex), allocating a node (`malloc`) and registering the
+//!   thread's exit hook. A handler therefore never finds its own thread
+//!   holding the recycle list's mutex, or inside `malloc` from here.
+//! * **Nothing a handler reaches allocates, but a brand-new node.** The
+//!   stack is a fixed array inside a `const`-initialised thread-local
+//!   without a destructor (no lazy state a handler could find half-made,
+//!   no buffer to grow; more than [`CAPACITY`] free nodes go to the
+//!   recycle list), and the exit hook is a pthread key's destructor:
+//!   glibc keeps a thread's values of the process's first 32 keys inside
+//!   the thread, so registering allocates nothing, where a Rust
+//!   thread-local destructor's registration calls `calloc`.
+//!
+//! What remains is `malloc` itself: a handler that needs a brand-new node
+//! (the recycle list is empty) while its thread was interrupted inside a
+//! `malloc` of the program's own can deadlock there, as any `malloc` in a
+//! handler can. Nodes are allocated only when a thread holds more locks at
+//! once than ever before and no exited thread left one behind.
 //!
 //! Under loom, nodes hold loom atomics that belong to one model execution,
-//! so nothing is recycled: nodes are leaked at thread exit.
+//! so nothing is recycled: nodes are leaked at thread exit, and nothing
+//! blocks signals.
 
-use core::cell::UnsafeCell;
+use core::cell::{Cell, UnsafeCell};
 use core::ptr::NonNull;
+use core::sync::atomic::{Ordering, compiler_fence};
+
+/// Free nodes a thread keeps; more go to the recycle list. Inline, so
+/// keeping a node never allocates (module docs).
+const CAPACITY: usize = 32;
+
+/// The exit hook has not been registered.
+const FRESH: u8 = 0;
+/// The exit hook is registered; the stack is in use.
+const LIVE: u8 = 1;
+/// The exit hook ran: the stack is empty and takes no more nodes.
+#[cfg_attr(loom, allow(dead_code))]
+const EXITED: u8 = 2;
 
 /// A thread's stack of free nodes of type `N`.
 pub(crate) struct NodeStack<N: 'static> {
-    free: UnsafeCell<Vec<NonNull<N>>>,
-    recycle: &'static Recycle<N>,
+    /// `free[..len]` are free nodes; the rest is unused.
+    free: UnsafeCell<[Option<NonNull<N>>; CAPACITY]>,
+    len: Cell<usize>,
+    /// Set while this thread is inside `pop` or `push`; a signal handler
+    /// that finds it set does not touch `free` or `len`.
+    busy: Cell<bool>,
+    /// [`FRESH`], [`LIVE`] or [`EXITED`].
+    state: Cell<u8>,
+}
+
+impl<N> NodeStack<N> {
+    pub(crate) const fn new() -> Self {
+        Self {
+            free: UnsafeCell::new([None; CAPACITY]),
+            len: Cell::new(0),
+            busy: Cell::new(false),
+            state: Cell::new(FRESH),
+        }
+    }
+
+    /// Runs `f` on the stack unless a signal handler interrupted this
+    /// thread inside another call (then `None`).
+    #[inline(always)]
+    fn exclusive<R>(
+        &self,
+        f: impl FnOnce(&mut [Option<NonNull<N>>; CAPACITY], &Cell<usize>) -> R,
+    ) -> Option<R> {
+        if self.busy.get() {
+            return None;
+        }
+        self.busy.set(true);
+        // A handler that interrupts from here on sees `busy`; one that
+        // interrupted before ran to completion and left the stack whole.
+        compiler_fence(Ordering::SeqCst);
+        // SAFETY: the stack is thread-local, a handler on this thread
+        // leaves it alone while `busy` is set (above), and `f` does not
+        // call back into the pool; so this is the only reference.
+        let r = f(unsafe { &mut *self.free.get() }, &self.len);
+        compiler_fence(Ordering::SeqCst);
+        self.busy.set(false);
+        Some(r)
+    }
+
+    /// One of the thread's free nodes, if it has one and is not busy.
+    #[inline]
+    pub(crate) fn pop(&self) -> Option<NonNull<N>> {
+        self.exclusive(|free, len| {
+            let n = len.get().checked_sub(1)?;
+            len.set(n);
+            free[n].take()
+        })
+        .flatten()
+    }
+
+    /// Keeps `node`, or gives it back when the stack is busy, full or not
+    /// live (never registered, or exited).
+    #[inline]
+    pub(crate) fn push(&self, node: NonNull<N>) -> Result<(), NonNull<N>> {
+        if self.state.get() != LIVE {
+            return Err(node);
+        }
+        match self.exclusive(|free, len| {
+            let n = len.get();
+            if n == CAPACITY {
+                return false;
+            }
+            free[n] = Some(node);
+            len.set(n + 1);
+            true
+        }) {
+            Some(true) => Ok(()),
+            _ => Err(node),
+        }
+    }
+
+    /// Cold path, signals blocked: whether the exit hook must be
+    /// registered now (first call on this thread; under loom there is no
+    /// hook, and this only makes the stack live).
+    pub(crate) fn needs_exit_hook(&self) -> bool {
+        if self.state.get() == FRESH {
+            self.state.set(LIVE);
+            return true;
+        }
+        false
+    }
+
+    /// Exit hook, signals blocked: empties the stack for good.
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn drain(&self) -> impl Iterator<Item = NonNull<N>> {
+        self.state.set(EXITED);
+        // Never busy here: the hook runs after the thread's own code, with
+        // signals blocked.
+        self.exclusive(|free, len| {
+            len.set(0);
+            core::mem::replace(free, [None; CAPACITY])
+        })
+        .into_iter()
+        .flatten()
+        .flatten()
+    }
+}
+
+/// Registers `drain` to run at this thread's exit through the pthread key
+/// in `key` (made on first use; `0` = none yet, else key + 1). Cold path,
+/// signals blocked. A pthread key, not a Rust thread-local with a
+/// destructor: glibc keeps a thread's first 32 keys' values inside the
+/// thread, so registering allocates nothing (module docs), where a
+/// thread-local destructor's registration calls `calloc`.
+#[cfg(not(loom))]
+pub(crate) fn register_exit(
+    key: &core::sync::atomic::AtomicUsize,
+    drain: unsafe extern "C" fn(*mut core::ffi::c_void),
+) {
+    // Acquire: pairs with the AcqRel CAS below, so the key is made.
+    let mut k = key.load(Ordering::Acquire);
+    if k == 0 {
+        let mut new: libc::pthread_key_t = 0;
+        // SAFETY: valid out-pointer; `drain` is a plain function.
+        if unsafe { libc::pthread_key_create(&mut new, Some(drain)) } != 0 {
+            return; // no keys left: this thread's free nodes leak at exit
+        }
+        let mine = new as usize + 1;
+        // AcqRel: Release publishes our key; Acquire (on failure) pairs
+        // with the winner's Release.
+        k = match key.compare_exchange(0, mine, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => mine,
+            Err(theirs) => {
+                // SAFETY: our key, never set on any thread.
+                unsafe { libc::pthread_key_delete(new) };
+                theirs
+            }
+        };
+    }
+    // SAFETY: a key made above; any non-null value makes glibc call
+    // `drain` at this thread's exit.
+    unsafe {
+        libc::pthread_setspecific(
+            (k - 1) as libc::pthread_key_t,
+            NonNull::<u8>::dangling().as_ptr().cast(),
+        )
+    };
 }
 
 /// Global list of free nodes left behind by exited threads.
@@ -44,7 +229,8 @@ impl<N> Recycle<N> {
         Self(std::sync::Mutex::new(Vec::new()))
     }
 
-    /// A node an exited thread left behind, if any.
+    /// A node an exited thread left behind, if any. Call with signals
+    /// blocked ([`SignalsBlocked`]).
     #[cold]
     pub(crate) fn take(&self) -> Option<NonNull<N>> {
         if cfg!(loom) {
@@ -57,44 +243,52 @@ impl<N> Recycle<N> {
             .map(|p| p.0)
     }
 
-    /// Makes free nodes available to other threads.
+    /// Makes free nodes available to other threads. Call with signals
+    /// blocked ([`SignalsBlocked`]).
     #[cold]
-    pub(crate) fn give(&self, nodes: impl Iterator<Item = NonNull<N>>) {
+    pub(crate) fn give(&self, nodes: impl IntoIterator<Item = NonNull<N>>) {
         if cfg!(loom) {
             return; // leaked: see the module docs
         }
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .extend(nodes.map(SendPtr));
+            .extend(nodes.into_iter().map(SendPtr));
     }
 }
 
-impl<N> NodeStack<N> {
-    pub(crate) const fn new(recycle: &'static Recycle<N>) -> Self {
-        Self {
-            free: UnsafeCell::new(Vec::new()),
-            recycle,
+/// Every signal blocked on this thread while alive (the pool's cold path,
+/// module docs); nothing under loom.
+pub(crate) struct SignalsBlocked {
+    #[cfg(not(loom))]
+    old: libc::sigset_t,
+}
+
+impl SignalsBlocked {
+    pub(crate) fn new() -> Self {
+        #[cfg(not(loom))]
+        // SAFETY: `sigset_t` is plain data that `sigfillset` initialises;
+        // `pthread_sigmask` gets valid pointers and cannot fail with
+        // `SIG_BLOCK`.
+        unsafe {
+            let mut all: libc::sigset_t = core::mem::zeroed();
+            let mut old: libc::sigset_t = core::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+            SignalsBlocked { old }
         }
-    }
-
-    #[inline]
-    pub(crate) fn pop(&self) -> Option<NonNull<N>> {
-        // SAFETY: the stack is thread-local and neither `pop` nor `push`
-        // calls out while the `&mut` exists, so the borrow is unique.
-        unsafe { (*self.free.get()).pop() }
-    }
-
-    #[inline]
-    pub(crate) fn push(&self, node: NonNull<N>) {
-        // SAFETY: as in `pop`.
-        unsafe { (*self.free.get()).push(node) }
+        #[cfg(loom)]
+        SignalsBlocked {}
     }
 }
 
-impl<N> Drop for NodeStack<N> {
+impl Drop for SignalsBlocked {
     fn drop(&mut self) {
-        self.recycle.give(self.free.get_mut().drain(..));
+        #[cfg(not(loom))]
+        // SAFETY: restores the mask saved in `new`.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, core::ptr::null_mut());
+        }
     }
 }
 
@@ -106,15 +300,54 @@ macro_rules! node_pool {
     ($node:ty, $alloc:path) => {
         static RECYCLE: crate::node_pool::Recycle<$node> = crate::node_pool::Recycle::new();
 
-        crate::sync::thread_local! {
+        #[cfg(not(loom))]
+        std::thread_local! {
+            // `const` and without a destructor: no lazy state (module docs).
             static POOL: crate::node_pool::NodeStack<$node> =
-                crate::node_pool::NodeStack::new(&RECYCLE);
+                const { crate::node_pool::NodeStack::new() };
+        }
+        #[cfg(loom)]
+        loom::thread_local! {
+            static POOL: crate::node_pool::NodeStack<$node> =
+                crate::node_pool::NodeStack::new();
         }
 
+        /// The pthread key whose destructor empties a thread's [`POOL`]
+        /// at its exit (`node_pool::register_exit`).
+        #[cfg(not(loom))]
+        static EXIT_KEY: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+        /// Moves the exiting thread's free nodes to [`RECYCLE`].
+        #[cfg(not(loom))]
+        unsafe extern "C" fn on_exit(_: *mut core::ffi::c_void) {
+            let _quiet = crate::node_pool::SignalsBlocked::new();
+            if let Ok(nodes) = POOL.try_with(|p| p.drain().collect::<std::vec::Vec<_>>()) {
+                RECYCLE.give(nodes);
+            }
+        }
+
+        /// The cold half of `take_node`, with every signal blocked: a
+        /// recycled node or a new one; registers the exit hook on the
+        /// thread's first call.
         #[cold]
         #[inline(never)]
         fn refill() -> core::ptr::NonNull<$node> {
+            let _quiet = crate::node_pool::SignalsBlocked::new();
+            if matches!(POOL.try_with(|p| p.needs_exit_hook()), Ok(true)) {
+                #[cfg(not(loom))]
+                crate::node_pool::register_exit(&EXIT_KEY, on_exit);
+            }
             RECYCLE.take().unwrap_or_else($alloc)
+        }
+
+        /// The cold half of `give_node`, with every signal blocked: the
+        /// thread's stack is full, busy (a handler interrupted it) or
+        /// gone, so the node goes to the shared list.
+        #[cold]
+        #[inline(never)]
+        fn give_cold(node: core::ptr::NonNull<$node>) {
+            let _quiet = crate::node_pool::SignalsBlocked::new();
+            RECYCLE.give(core::iter::once(node));
         }
 
         /// A node owned by the calling thread, not in any queue.
@@ -136,9 +369,10 @@ macro_rules! node_pool {
         /// Not inlined, for the reason given at `take_node`.
         #[inline(never)]
         fn give_node(node: core::ptr::NonNull<$node>) {
-            if POOL.try_with(|p| p.push(node)).is_err() {
-                RECYCLE.give(core::iter::once(node));
+            if let Ok(Ok(())) = POOL.try_with(|p| p.push(node)) {
+                return;
             }
+            give_cold(node);
         }
     };
 }

@@ -2,14 +2,15 @@
 //! `symmetry-threads` and `symmetry-am` take their atomics, fences, spin
 //! hints and the blocking primitives their protocols use from here.
 //!
-//! Every atomic, spin hint and thread-local used by an algorithm comes from
-//! here, so `RUSTFLAGS="--cfg loom" cargo test --release -p symmetry-locks
-//! --test loom` (and the threads and am crates' loom tests) model-check the
-//! same code that ships. Under loom the atomics
-//! are loom's instrumented ones (not `const`-constructible, which is why the
-//! `lock_api::RawMutex` impls are compiled out under `cfg(loom)` and the loom
-//! tests construct locks with `new()` and drive them through
-//! `lock_api::RawMutex`).
+//! Every atomic and spin hint used by an algorithm comes from here (the
+//! queue locks' one thread-local, in `node_pool`, declares std's or loom's
+//! itself: natively it must be `const`, which loom's cannot be), so
+//! `RUSTFLAGS="--cfg loom" cargo test --release -p symmetry-locks --test
+//! loom` (and the threads and am crates' loom tests) model-check the same
+//! code that ships. Under loom the atomics are loom's instrumented ones
+//! (not `const`-constructible, which is why the `lock_api::RawMutex` impls
+//! are compiled out under `cfg(loom)` and the loom tests construct locks
+//! with `new()` and drive them through `lock_api::RawMutex`).
 
 #[cfg(not(loom))]
 pub use core::sync::atomic::{
@@ -66,17 +67,6 @@ pub fn delay(n: u32) {
         loom::thread::yield_now();
     }
 }
-
-/// Declares a thread-local through std or loom, whichever is active.
-macro_rules! shim_thread_local {
-    ($($tt:tt)*) => {
-        #[cfg(not(loom))]
-        std::thread_local!($($tt)*);
-        #[cfg(loom)]
-        loom::thread_local!($($tt)*);
-    };
-}
-pub(crate) use shim_thread_local as thread_local;
 
 /// Defines a constructor that is `const fn` natively and a plain `fn` under
 /// loom (whose atomics have no `const` constructor). The body is written once.
