@@ -42,7 +42,9 @@
 //!   recycle list), and the exit hook is a pthread key's destructor:
 //!   glibc keeps a thread's values of the process's first 32 keys inside
 //!   the thread, so registering allocates nothing, where a Rust
-//!   thread-local destructor's registration calls `calloc`.
+//!   thread-local destructor's registration calls `calloc`. (Unlike such
+//!   a destructor, a key does not keep its library loaded, so the key is
+//!   deleted when the code is unloaded: a `.fini_array` entry.)
 //!
 //! What remains is `malloc` itself: a handler that needs a brand-new node
 //! (the recycle list is empty) while its thread was interrupted inside a
@@ -215,6 +217,21 @@ pub(crate) fn register_exit(
     };
 }
 
+/// Deletes the pthread key in `key`, if made: no thread's exit calls its
+/// destructor any more (their free nodes are left where they are). Run
+/// when the code is unloaded, so that `dlclose` of a library holding these
+/// locks does not leave glibc a destructor that points into unmapped
+/// code.
+#[cfg(not(loom))]
+pub(crate) fn unregister_exit(key: &core::sync::atomic::AtomicUsize) {
+    // AcqRel: Acquire pairs with the CAS that made the key.
+    let k = key.swap(0, Ordering::AcqRel);
+    if k != 0 {
+        // SAFETY: a key made by `register_exit`, deleted once (the swap).
+        unsafe { libc::pthread_key_delete((k - 1) as libc::pthread_key_t) };
+    }
+}
+
 /// Global list of free nodes left behind by exited threads.
 pub(crate) struct Recycle<N>(std::sync::Mutex<Vec<SendPtr<N>>>);
 
@@ -317,6 +334,18 @@ macro_rules! node_pool {
         #[cfg(not(loom))]
         static EXIT_KEY: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
 
+        /// Runs `node_pool::unregister_exit` when this code is unloaded
+        /// (`dlclose`, or the end of the process).
+        #[cfg(not(loom))]
+        #[used]
+        #[unsafe(link_section = ".fini_array")]
+        static UNREGISTER: extern "C" fn() = {
+            extern "C" fn unregister() {
+                crate::node_pool::unregister_exit(&EXIT_KEY);
+            }
+            unregister
+        };
+
         /// Moves the exiting thread's free nodes to [`RECYCLE`].
         #[cfg(not(loom))]
         unsafe extern "C" fn on_exit(_: *mut core::ffi::c_void) {
@@ -382,4 +411,40 @@ pub(crate) use node_pool;
 pub(crate) fn boxed_node<N: Default>() -> NonNull<N> {
     let node: Box<N> = Box::default();
     NonNull::from(Box::leak(node))
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use core::ptr::NonNull;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static MADE: AtomicUsize = AtomicUsize::new(0);
+
+    #[derive(Default)]
+    struct TestNode(#[allow(dead_code)] u64);
+
+    fn counted() -> NonNull<TestNode> {
+        MADE.fetch_add(1, Ordering::Relaxed);
+        super::boxed_node()
+    }
+
+    crate::node_pool::node_pool!(TestNode, counted);
+
+    #[test]
+    fn exited_threads_leave_their_nodes_to_later_ones() {
+        for _ in 0..200 {
+            std::thread::spawn(|| {
+                // Three at once, then more free nodes than the stack keeps.
+                let held: Vec<_> = (0..3).map(|_| take_node()).collect();
+                held.into_iter().for_each(give_node);
+                let many: Vec<_> = (0..super::CAPACITY + 5).map(|_| take_node()).collect();
+                many.into_iter().for_each(give_node);
+            })
+            .join()
+            .expect("a pool user panicked");
+        }
+        // The first thread makes them all; every later one draws the nodes
+        // the exited ones left (the exit hook and the full stack's spill).
+        assert_eq!(MADE.load(Ordering::Relaxed), super::CAPACITY + 5);
+    }
 }
