@@ -232,8 +232,8 @@ enum Ran {
 /// more than [`symmetry_bench::output::provenance::PROBE_CHANGE`] (the host
 /// moved the virtual CPUs during the run, so the points were measured on
 /// two different machines), the experiment is run once more (`retake`),
-/// except in a `--quick` run of one of
-/// [`experiments::ONE_PROCESS_WHEN_QUICK`]. The second run is kept: the choice
+/// except in a `--quick` run of one measured in one process (its
+/// `Schedule::one_process_when_quick`). The second run is kept: the choice
 /// rests on the probe and the experiment's declaration, never on what the
 /// run measured or how long it took, so a retake cannot select a verdict.
 /// Its provenance counts the runs and says whether the placement still
@@ -265,7 +265,7 @@ fn run_one(
             probe_before.unwrap_or(f64::NAN),
             probe_after.unwrap_or(f64::NAN)
         );
-        if ctx.quick && experiments::ONE_PROCESS_WHEN_QUICK.contains(&e.id) {
+        if ctx.quick && e.schedule.one_process_when_quick {
             eprintln!("{moved}; a quick run does not run it again");
             break (rows, p);
         }
@@ -358,9 +358,9 @@ const SECOND_PASS: &str = "second-pass";
 /// ([`Ctx::rounds`]); [`data::join_passes`] then makes each point's
 /// interval span both processes. The rules judge the joined points. Both
 /// passes over the other experiments come first, then both over
-/// [`experiments::RUN_LAST`]'s. An experiment in
-/// [`experiments::ONE_PROCESS_WHEN_QUICK`] is measured in one process with
-/// all its repeats in a quick run.
+/// the ones that run last (`Schedule::last`). An experiment measured in
+/// one process when quick (`Schedule::one_process_when_quick`) is, in a
+/// quick run, with all its repeats.
 fn reproduce(common: &Common) -> Result<(), String> {
     let t = Instant::now();
     let exe = std::env::current_exe()
@@ -371,15 +371,12 @@ fn reproduce(common: &Common) -> Result<(), String> {
     ensure_dir(&second)?;
     machine.write_json(&second)?;
     let order = experiments::run_order();
-    let two =
-        |e: &Experiment| !(common.quick && experiments::ONE_PROCESS_WHEN_QUICK.contains(&e.id));
+    let two = |e: &Experiment| !(common.quick && e.schedule.one_process_when_quick);
     // Both passes over the other experiments, then both over the ones
-    // `RUN_LAST` names, which leave the kernel's memory in another state
+    // that run last, which leave the kernel's memory in another state
     // for whatever runs after them.
-    let (heavy, light): (Vec<&Experiment>, Vec<&Experiment>) = order
-        .iter()
-        .copied()
-        .partition(|e| experiments::RUN_LAST.contains(&e.id));
+    let (heavy, light): (Vec<&Experiment>, Vec<&Experiment>) =
+        order.iter().copied().partition(|e| e.schedule.last);
     let mut steps: Vec<(&Experiment, bool)> = Vec::new();
     for group in [light, heavy] {
         steps.extend(group.iter().map(|&e| (e, false)));
@@ -389,9 +386,9 @@ fn reproduce(common: &Common) -> Result<(), String> {
         remove_results(&second, e.id);
     }
     let mut failed: Vec<String> = Vec::new();
-    // The spin-then-block constants `cs-calibrate` measured in the first
-    // pass, for the experiments after it and for the whole second pass
-    // (in one process they were shared in memory).
+    // The environment an experiment of the first pass installs
+    // (`cs-calibrate`'s constants), for the experiments after it and for
+    // the whole second pass (in one process they were shared in memory).
     let mut calibration: Vec<(String, String)> = Vec::new();
     for (i, &(e, second_pass)) in steps.iter().enumerate() {
         if !second_pass {
@@ -399,8 +396,8 @@ fn reproduce(common: &Common) -> Result<(), String> {
             if !run_child(&exe, common, e, &common.out, two(e), &calibration)? {
                 remove_results(&common.out, e.id);
                 failed.push(e.id.to_string());
-            } else if e.id == experiments::cs_calibrate::EXPERIMENT.id {
-                match calibration_of(&common.out) {
+            } else if let Some(installs) = e.schedule.installs {
+                match installed_env(&common.out, e, installs) {
                     Ok(env) => calibration = env,
                     Err(err) => eprintln!(
                         "      {err}; the experiments after it measure their own constants"
@@ -566,14 +563,16 @@ fn join_second_pass(
     )
 }
 
-/// The environment that installs the calibration `cs-calibrate` wrote to
-/// `out` (`SYMMETRY_NS_PER_SPIN`, `SYMMETRY_C_OS`, `SYMMETRY_C_USER`).
-fn calibration_of(out: &Path) -> Result<Vec<(String, String)>, String> {
-    let csv = out.join(format!("{}.csv", experiments::cs_calibrate::EXPERIMENT.id));
-    let rows = data::read_csv(&csv)?;
-    let cal = experiments::cs_calibrate::installed_calibration(&rows)
-        .ok_or_else(|| format!("{}: no installed calibration in it", csv.display()))?;
-    Ok(symmetry_bench::kernels::klmo91::calibration_env(&cal))
+/// The environment experiment `e` installs (`Schedule::installs`), read
+/// from the CSV it wrote to `out`.
+fn installed_env(
+    out: &Path,
+    e: &Experiment,
+    installs: symmetry_bench::harness::Installs,
+) -> Result<symmetry_bench::harness::Env, String> {
+    let csv = out.join(format!("{}.csv", e.id));
+    installs(&data::read_csv(&csv)?)
+        .ok_or_else(|| format!("{}: nothing to install in it", csv.display()))
 }
 
 /// Makes `child` receive SIGTERM when this process ends, so that killing

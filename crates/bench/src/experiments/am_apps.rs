@@ -38,8 +38,8 @@ use symmetry_workloads::am_apps::{App, AppOut, Size};
 
 use crate::cli::am as am_cli;
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, rule,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, figure, rule,
 };
 use crate::output::data::{BASE_COLUMNS, Row};
 use crate::output::machine::Machine;
@@ -56,6 +56,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// Ranks the rules need, each on its own core: LC98's differences between

@@ -37,8 +37,8 @@
 //! shared machine a longer stream is rarely left alone from start to end.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, names,
-    rule,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, Spread,
+    figure, names, rule,
 };
 use crate::kernels::messages::{BulkOut, bulk, cross_core_run, memcpy_run};
 use crate::output::data::Row;
@@ -56,6 +56,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// LC98 §4.1's bulk-bandwidth sentence, judged at 8 KiB messages (one

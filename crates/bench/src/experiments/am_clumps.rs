@@ -30,8 +30,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Sel, Spread,
-    figure, ns, rule, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Schedule, Sel,
+    Spread, figure, ns, rule, value,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -48,6 +48,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 const CLAIMS: &[Claim] = &[

@@ -30,8 +30,8 @@
 //! ratios), which the verdict rules judge differences against.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure,
-    median, names, ns, ratio, rule, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, Spread,
+    figure, median, names, ns, ratio, rule, value,
 };
 use crate::kernels::messages::{self as am_kernels, LogP};
 use crate::output::data::Row;
@@ -49,6 +49,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// LC98 §4.1's reading of Table 1 (one RPC client, one server: no

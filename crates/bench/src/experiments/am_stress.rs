@@ -40,8 +40,8 @@
 //! measure the gap alone.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Sel, Spread,
-    figure, names, ns, ratio, rule, try_in_rounds, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Schedule, Sel,
+    Spread, figure, names, ns, ratio, rule, try_in_rounds, value,
 };
 use crate::kernels::messages::{self as am_kernels, StressRun};
 use crate::output::data::Row;
@@ -59,6 +59,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// Writers LC98's contention claims start at (its Table 2: 3 and 7 writers,

@@ -7,7 +7,9 @@
 //! `symmetry calibrate`; every constant is recorded with the spread of its
 //! repeats.
 
-use crate::harness::{Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Sel, figure, ns};
+use crate::harness::{
+    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Schedule, Sel, figure, ns,
+};
 use crate::harness::{Outcome, rule};
 use crate::kernels::machine::{self, describe};
 use crate::output::data::Row;
@@ -25,6 +27,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// The constants every run measures, whatever its CPUs.

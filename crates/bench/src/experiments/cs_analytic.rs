@@ -29,7 +29,8 @@ use symmetry_locks::spin_then_block::profiler::Profile;
 use symmetry_models::competitive::{self, Analysis, Strategy};
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, figure, rule,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    figure, rule,
 };
 use crate::kernels::klmo91::{
     self, COMPETITIVE, ExecKind, FIXED, Point, SEED, Workload, c_label, family, record_profile,
@@ -50,6 +51,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// KLMO91 §4, judged on every input with contended waits (recorded and

@@ -7,7 +7,7 @@
 //! follow (`cs-analytic`, `cs-elapsed`, `interpose-apps`, `peer-locks`)
 //! run their spin-then-block locks with the measured C: in the same
 //! process, or, under `reproduce`, which runs each experiment in a process
-//! of its own, through the environment ([`installed_calibration`]).
+//! of its own, through the environment (its `Schedule::installs`).
 //!
 //! Rows: series `os` (threads 2: a pair of cores) and `user` (threads =
 //! the runtime's processors, 1 and 2), metrics `c_spins`,
@@ -17,8 +17,8 @@
 //! run had one).
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, ns,
-    rule,
+    Assessment, Claim, Ctx, Data, Env, Estimate, Experiment, Finding, Needs, Schedule, Sel, Spread,
+    figure, ns, rule,
 };
 use crate::kernels::klmo91;
 use crate::kernels::machine::Constant;
@@ -38,6 +38,10 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule {
+        installs: Some(install_env),
+        ..Schedule::PLAIN
+    },
 };
 
 /// KLMO91's C on the Firefly: "the time for a context-switch (C) is
@@ -124,11 +128,16 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// The environment that installs, in the experiments after this one,
+/// the calibration its rows record ([`Schedule::installs`]).
+fn install_env(rows: &[Row]) -> Option<Env> {
+    installed_calibration(rows).map(|cal| klmo91::calibration_env(&cal))
+}
+
 /// The calibration this experiment installed, read back from its rows:
 /// the spin length and the two C values in force (`c_installed`). `None`
-/// if the rows lack them. `reproduce` passes it to the experiments after
-/// this one with [`klmo91::calibration_env`].
-pub fn installed_calibration(rows: &[Row]) -> Option<Calibration> {
+/// if the rows lack them.
+fn installed_calibration(rows: &[Row]) -> Option<Calibration> {
     let os = rows
         .iter()
         .find(|r| r.series == "os" && r.metric == "ns_per_spin")?;

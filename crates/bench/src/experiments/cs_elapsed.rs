@@ -34,8 +34,8 @@
 //! The workload runners live in [`crate::kernels::klmo91`].
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, rule,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, figure, rule,
 };
 use crate::kernels::klmo91::{
     self, ADAPTIVE, COMPETITIVE, ExecKind, FIXED, POLICIES, Point, Runner, Workload, family,
@@ -56,6 +56,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// KLMO91 §5 and §8 (judged on OS threads, as KLMO91 measured kernel

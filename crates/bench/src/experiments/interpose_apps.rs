@@ -58,7 +58,7 @@ use symmetry_models::competitive::{self, Strategy};
 use symmetry_models::rng::SplitMix64;
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Outcome,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Outcome, Schedule,
     ScratchDir, Sel, Spread, figure, rule,
 };
 use crate::kernels::interpose::{self, Digest, Launch, Mode, Ran};
@@ -78,6 +78,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::ONE_PROCESS_WHEN_QUICK,
 };
 
 const CLAIMS: &[Claim] = &[

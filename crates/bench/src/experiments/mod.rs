@@ -74,39 +74,11 @@ pub const ALL: &[Experiment] = &[
     peer_messages::EXPERIMENT,
 ];
 
-/// Experiments that create and free a million threads or more (gigabytes
-/// of stacks), which `reproduce` runs after all the others.
-///
-/// After them, the kernel's memory is left in another state (free lists
-/// reordered, pages being reclaimed), and a process started next gets its
-/// memory laid out differently: `presto-atomic-int`'s `dyn` over generic
-/// ratio, steady across fresh processes, moved by tens of percent in runs
-/// started right after `tm-null-threads` and `tm-million` (the runs are in
-/// the notes of issue #12). Run last, they disturb no other experiment.
-pub const RUN_LAST: &[&str] = &[
-    "tm-null-threads",
-    "tm-user-work",
-    "tm-million",
-    "presto-create-delete",
-    "presto-create-start-delete",
-    "peer-threads",
-    "peer-skynet",
-];
-
-/// Experiments a `--quick` run measures in one process: not in a second
-/// pass of `symmetry reproduce`, and not run again when the placement
-/// probe moved during them. A quick run of each takes minutes (it runs
-/// Debian programs under every lock configuration), and the quick
-/// reproduction is kept short. Declared here rather than judged from how
-/// long a run took, so that how an experiment is measured never depends on
-/// how fast the machine was during it. A full run measures every
-/// experiment in two passes and retakes any whose probe moved.
-pub const ONE_PROCESS_WHEN_QUICK: &[&str] = &["interpose-apps"];
-
-/// The order `reproduce` runs the catalogue in: [`ALL`]'s, with
-/// [`RUN_LAST`] moved to the end (in [`ALL`]'s order among themselves).
+/// The order `reproduce` runs the catalogue in: [`ALL`]'s, with the
+/// experiments that run last ([`crate::harness::Schedule::last`]) moved to
+/// the end (in [`ALL`]'s order among themselves).
 pub fn run_order() -> Vec<&'static Experiment> {
-    let (last, first): (Vec<_>, Vec<_>) = ALL.iter().partition(|e| RUN_LAST.contains(&e.id));
+    let (last, first): (Vec<_>, Vec<_>) = ALL.iter().partition(|e| e.schedule.last);
     first.into_iter().chain(last).collect()
 }
 
@@ -121,22 +93,21 @@ pub const PENDING: &[&str] = &[];
 
 #[cfg(test)]
 mod tests {
-    use super::{ALL, ONE_PROCESS_WHEN_QUICK, RUN_LAST, run_order};
+    use super::{ALL, run_order};
 
     /// `run_order` holds every experiment exactly once, the ones that use
     /// a million threads last.
     #[test]
     fn run_order_is_the_catalogue_with_the_heavy_ones_last() {
-        for id in RUN_LAST.iter().chain(ONE_PROCESS_WHEN_QUICK) {
-            assert!(ALL.iter().any(|e| e.id == *id), "{id} is not in ALL");
-        }
         let order: Vec<&str> = run_order().iter().map(|e| e.id).collect();
         let mut sorted = order.clone();
         sorted.sort_unstable();
         let mut all: Vec<&str> = ALL.iter().map(|e| e.id).collect();
         all.sort_unstable();
         assert_eq!(sorted, all);
-        let tail = &order[order.len() - RUN_LAST.len()..];
-        assert!(tail.iter().all(|id| RUN_LAST.contains(id)), "{order:?}");
+        let heavy = ALL.iter().filter(|e| e.schedule.last).count();
+        assert!(heavy > 0, "tm-million runs last");
+        let tail = &run_order()[order.len() - heavy..];
+        assert!(tail.iter().all(|e| e.schedule.last), "{order:?}");
     }
 }

@@ -72,8 +72,8 @@
 use symmetry_models::mva::{Hierarchical, Lock, Prediction, Spinning};
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, ns, rule,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, figure, ns, rule,
 };
 use crate::kernels::locks::{CounterCfg, on_pinned_thread, work_iters_for_ns, work_ns_per_iter};
 use crate::kernels::machine;
@@ -94,6 +94,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 const CLAIMS: &[Claim] = &[

@@ -20,8 +20,8 @@
 use symmetry_locks::registry::LockKind;
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Sel, Spread, figure, in_rounds, ns,
-    ratio, rule, threads_panel, value,
+    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Schedule, Sel, Spread, figure,
+    in_rounds, ns, ratio, rule, threads_panel, value,
 };
 use crate::kernels::klmo91::{
     self, ADAPTIVE, ExecKind, Point, RunOut, Runner, Workload, install_opt_known, median_runs,
@@ -44,6 +44,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// The project's targets for the uncontended path (issue #2), judged on

@@ -28,8 +28,8 @@
 //! T - 1, T >= 2).
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, ns,
-    ratio, rule, threads_panel, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, Spread,
+    figure, ns, ratio, rule, threads_panel, value,
 };
 use crate::kernels::messages::{logp, pingpong_rtt_ns, stress};
 use crate::output::data::Row;
@@ -50,6 +50,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// Writers the many-to-one rules start at (LC98's smallest contended

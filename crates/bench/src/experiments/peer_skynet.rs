@@ -19,8 +19,8 @@
 //! start of the run, the median run's). P = 1 and P = all cores.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, bar_panels,
-    figure, median_of, median_run, rule,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    bar_panels, figure, median_of, median_run, rule,
 };
 use crate::kernels::fanout::{ScaleOut, skynet};
 use crate::output::data::Row;
@@ -40,6 +40,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::LAST,
 };
 
 /// The project's targets for fan-out programs.

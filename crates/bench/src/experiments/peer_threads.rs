@@ -40,8 +40,8 @@
 //! between rounds cancels; the rules judge it where it is recorded.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    bar_panels, figure, median_run, ns, ratio, rule, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, bar_panels, figure, median_run, ns, ratio, rule, value,
 };
 use crate::kernels::threads::{ChainCfg, null_chain, pin};
 use crate::output::data::Row;
@@ -61,6 +61,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::LAST,
 };
 
 /// The project's targets for the Table III chain with processors = workers

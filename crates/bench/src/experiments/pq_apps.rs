@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    bar_panels, figure, median_of, names, rule, try_in_rounds,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, bar_panels, figure, median_of, names, rule, try_in_rounds,
 };
 use crate::kernels::preempt::{self as kernel, AppOut};
 use crate::output::data::Row;
@@ -25,6 +25,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 const CLAIMS: &[Claim] = &[

@@ -8,8 +8,8 @@ use symmetry_locks::sched::emulated::Emulated;
 
 use crate::harness::rows::NOISE_FLOOR;
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, median_of, param_panel, rule,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, figure, median_of, param_panel, rule,
 };
 use crate::kernels::preempt::{self as kernel, LoopOut, PAPER_CS_NS};
 use crate::output::data::Row;
@@ -29,6 +29,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 const CLAIMS: &[Claim] = &[

@@ -4,8 +4,8 @@
 //! scheduler with one worker per core.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, median_of, param_panel, ratio, rule, try_in_rounds,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, figure, median_of, param_panel, ratio, rule, try_in_rounds,
 };
 use crate::kernels::preempt::{self as kernel, LoopOut, PAPER_CS_NS};
 use crate::output::data::Row;
@@ -25,6 +25,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 const CLAIMS: &[Claim] = &[

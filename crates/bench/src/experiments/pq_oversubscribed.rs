@@ -4,8 +4,8 @@
 //! meet the kernel's own scheduler.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Outcome, Sel,
-    figure, ratio, rule, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Outcome, Schedule,
+    Sel, figure, ratio, rule, threads_panel,
 };
 use crate::kernels::preempt::{self as kernel, PAPER_CS_NS};
 use crate::output::data::Row;
@@ -25,6 +25,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 const CLAIMS: &[Claim] = &[

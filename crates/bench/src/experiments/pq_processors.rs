@@ -3,8 +3,8 @@
 //! plus `mcs-tp` and `parking_lot`, on the emulated scheduler.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, figure, rule,
-    threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    figure, rule, threads_panel,
 };
 use crate::kernels::preempt::{self as kernel, PAPER_CS_NS};
 use crate::output::data::Row;
@@ -23,6 +23,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 const CLAIMS: &[Claim] = &[

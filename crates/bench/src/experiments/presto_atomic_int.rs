@@ -7,8 +7,8 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, in_rounds, median_of, ns, ratio, rule, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, figure, in_rounds, median_of, ns, ratio, rule, threads_panel,
 };
 use crate::kernels::locks::{Object, increments, work_iters_for_ns};
 use crate::output::data::Row;
@@ -27,6 +27,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// PRESTO §3.2. The call-overhead rules are judged where nothing else

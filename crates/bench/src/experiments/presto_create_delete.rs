@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 use symmetry_threads::{Builder, DEFAULT_STACK_SIZE, Handle, Stack, Strategy};
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, Spread, figure, ns,
-    rule, threads_panel, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, Spread,
+    figure, ns, rule, threads_panel, value,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -51,6 +51,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::LAST,
 };
 
 /// PRESTO §3.3 (Fig. 3) and the SPEC's stack pooling (§2.2, after ALL89).

@@ -31,8 +31,8 @@ use symmetry_locks::Tas;
 use symmetry_threads::{Fifo, LocalFreelist, LocalReadyq, SingleLock};
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, ns, rule, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, figure, ns, rule, threads_panel,
 };
 use crate::kernels::threads::{ChainCfg, ChainOut, null_chain};
 use crate::output::data::Row;
@@ -51,6 +51,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::LAST,
 };
 
 /// PRESTO §3.4 (Figs. 4-5) and the SPEC's requirement on user-written

@@ -22,8 +22,8 @@
 //! by chance.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Outcome, Sel,
-    Spread, figure, in_rounds, median_of, ns, ratio, rule, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Outcome, Schedule,
+    Sel, Spread, figure, in_rounds, median_of, ns, ratio, rule, threads_panel,
 };
 use crate::kernels::locks::{CounterCfg, CounterOut, work_iters_for_ns};
 use crate::output::data::Row;
@@ -42,6 +42,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// PRESTO §3.1: the uncontended claim judged at P = 1 without a compute

@@ -3,8 +3,8 @@
 //! until all have; time per episode divided by the number of threads.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, in_rounds, median_of, ns, rule, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, figure, in_rounds, median_of, ns, rule, threads_panel,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -22,6 +22,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// ALL89 §IV-E on Fig. 8: each end of the curve judged where it lies on

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, names, ns, ratio, rule, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, figure, names, ns, ratio, rule, threads_panel,
 };
 use crate::kernels::locks::{CounterCfg, CounterOut};
 use crate::output::data::Row;
@@ -24,6 +24,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// ALL89 §IV-E and §IV-F. The "moderate number of spinning processors" is

@@ -4,7 +4,8 @@
 //! not slow the holder at all.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, figure, names, rule,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, figure,
+    names, rule,
 };
 use crate::kernels::locks::{CounterCfg, work_iters_for_ns};
 use crate::output::data::Row;
@@ -23,6 +24,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// ALL89 §IV-E, judged at P = all cores (the most waiters the machine runs

@@ -55,8 +55,8 @@ use symmetry_models::expected_queues_examined;
 use symmetry_threads::{Builder, DefaultProcessor, Stats, Strategy, spawn_detached_here};
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Outcome, Sel, Spread, figure,
-    median_of, ns, rule, try_in_rounds,
+    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Outcome, Schedule, Sel, Spread,
+    figure, median_of, ns, rule, try_in_rounds,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -74,6 +74,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// ALL89 §III-F on Fig. 4 (18 processors), judged with P = all cores. The

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Outcome, Sel, figure, rule,
+    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Outcome, Schedule, Sel, figure, rule,
     threads_panel,
 };
 use crate::kernels::fanout::blocked;
@@ -33,6 +33,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::LAST,
 };
 
 /// The project's targets for threads at scale.

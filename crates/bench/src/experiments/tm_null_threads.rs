@@ -35,8 +35,8 @@
 //! spinning processors to one CPU would measure the pinning).
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, ns, rule, threads_panel, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, figure, ns, rule, threads_panel, value,
 };
 use crate::kernels::threads::{
     ChainCfg, GridPoint, SPEEDUP_BASE, chain_grid, elapsed_row, null_chain, pin, processors,
@@ -58,6 +58,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::LAST,
 };
 
 /// ALL89 §III-C..F. The latency claims are judged at one processor (Fig.

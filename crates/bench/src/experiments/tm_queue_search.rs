@@ -38,8 +38,8 @@ use symmetry_models::{expected_queues_examined, expected_queues_examined_monte_c
 use symmetry_threads::{Handle, LocalReadyq, Runtime, Thread};
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Sel, Spread,
-    figure, rule, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, figure, rule, value,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -56,6 +56,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::PLAIN,
 };
 
 /// ALL89 §III-G. The measurement needs 18 queues, not 18 processors (one

@@ -38,8 +38,8 @@
 //! points' spreads).
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Sel, figure, ns, rule,
-    threads_panel, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, figure, ns,
+    rule, threads_panel, value,
 };
 use crate::kernels::locks::{work_iters_for_ns, work_ns_per_iter};
 use crate::kernels::threads::{
@@ -62,6 +62,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
     figure: draw,
     assess,
+    schedule: Schedule::LAST,
 };
 
 /// ALL89 §III-F, Fig. 3 (up to 18-20 processors). The start of the curves

@@ -285,6 +285,60 @@ pub struct Experiment {
     pub figure: fn(&[Row], &Machine) -> Figure,
     /// Evaluates each claim's rule on rows.
     pub assess: fn(&[Row], &Machine) -> Assessment,
+    /// How `symmetry reproduce` schedules it.
+    pub schedule: Schedule,
+}
+
+/// How `symmetry reproduce` schedules an experiment: properties of the
+/// experiment, declared with it.
+#[derive(Clone, Copy, Debug)]
+pub struct Schedule {
+    /// Runs after all the others: it creates and frees a million threads
+    /// or more (gigabytes of stacks). After such a run the kernel's memory
+    /// is in another state (free lists reordered, pages being reclaimed)
+    /// and a process started next gets its memory laid out differently:
+    /// `presto-atomic-int`'s `dyn` over generic ratio, steady across fresh
+    /// processes, moved by tens of percent in runs started right after
+    /// `tm-null-threads` and `tm-million` (notes of issue #12).
+    pub last: bool,
+    /// A `--quick` run measures it in one process: not in a second pass,
+    /// and not again when the placement probe moved during it, because a
+    /// quick run of it takes minutes (it runs Debian programs under every
+    /// lock configuration). Declared rather than judged from how long a
+    /// run took, so that how an experiment is measured never depends on
+    /// how fast the machine was. A full run measures every experiment in
+    /// two passes and retakes any whose probe moved.
+    pub one_process_when_quick: bool,
+    /// The environment its rows install in the experiments after it
+    /// (`cs-calibrate`'s spin-then-block constants, which one process
+    /// would share in memory), or `None` if the rows lack it.
+    pub installs: Option<Installs>,
+}
+
+/// Environment variables a child process is given, `(name, value)`.
+pub type Env = Vec<(String, String)>;
+
+/// Reads the environment an experiment installs from its rows
+/// ([`Schedule::installs`]).
+pub type Installs = fn(&[Row]) -> Option<Env>;
+
+impl Schedule {
+    /// Two passes in catalogue order, installing nothing.
+    pub const PLAIN: Schedule = Schedule {
+        last: false,
+        one_process_when_quick: false,
+        installs: None,
+    };
+    /// [`Schedule::last`].
+    pub const LAST: Schedule = Schedule {
+        last: true,
+        ..Self::PLAIN
+    };
+    /// [`Schedule::one_process_when_quick`].
+    pub const ONE_PROCESS_WHEN_QUICK: Schedule = Schedule {
+        one_process_when_quick: true,
+        ..Self::PLAIN
+    };
 }
 
 impl std::fmt::Debug for Experiment {
