@@ -631,31 +631,6 @@ fn replaced(mode: &Mode, m: *mut libc::pthread_mutex_t) -> Option<&'static Repla
     install(mode, m)
 }
 
-/// Blocks every signal while alive, so a handler cannot interrupt its
-/// own thread while it marks a mutex (and then wait for that mark).
-struct NoSignals(libc::sigset_t);
-
-impl NoSignals {
-    fn new() -> Self {
-        // SAFETY: sigset_t is plain data; sigfillset and pthread_sigmask
-        // get valid pointers.
-        unsafe {
-            let mut all: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
-            NoSignals(old)
-        }
-    }
-}
-
-impl Drop for NoSignals {
-    fn drop(&mut self) {
-        // SAFETY: restores the mask saved in `new`.
-        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
-    }
-}
-
 /// Marks mutex `m` (new memory: no mark) with a lock, or leaves it to
 /// glibc by its kind (module docs).
 #[cold]
@@ -687,7 +662,9 @@ fn install(mode: &Mode, m: *mut libc::pthread_mutex_t) -> Option<&'static Replac
             }
             continue;
         }
-        let _masked = NoSignals::new();
+        // A handler cannot interrupt its own thread while it marks a mutex
+        // (and then wait for that mark).
+        let _masked = symmetry_locks::SignalsBlocked::new();
         // Relaxed: the CAS only elects the marker; what it publishes goes
         // out with the Release store below.
         if mark

@@ -148,6 +148,7 @@ pub use mcs_tp::McsTp;
 #[cfg(not(loom))]
 pub use no_preempt::NativeNp;
 pub use no_preempt::{McsNp, NoPreempt};
+pub use node_pool::SignalsBlocked;
 pub use registry::{GuardWord, LockInfo, LockKind};
 pub use smart_q::SmartQ;
 pub use tas::Tas;

@@ -274,15 +274,20 @@ impl<N> Recycle<N> {
     }
 }
 
-/// Every signal blocked on this thread while alive (the pool's cold path,
-/// module docs); nothing under loom.
-pub(crate) struct SignalsBlocked {
+/// Every signal blocked on the calling thread while alive, the previous
+/// mask restored on drop: for code a signal handler of the same thread
+/// must not interrupt (the queue locks' node pool, module docs; a
+/// lock-library shim marking a mutex). Nothing under loom.
+#[derive(Debug)]
+pub struct SignalsBlocked {
     #[cfg(not(loom))]
     old: libc::sigset_t,
 }
 
 impl SignalsBlocked {
-    pub(crate) fn new() -> Self {
+    /// Blocks every signal until the guard is dropped.
+    #[must_use]
+    pub fn new() -> Self {
         #[cfg(not(loom))]
         // SAFETY: `sigset_t` is plain data that `sigfillset` initialises;
         // `pthread_sigmask` gets valid pointers and cannot fail with
@@ -296,6 +301,12 @@ impl SignalsBlocked {
         }
         #[cfg(loom)]
         SignalsBlocked {}
+    }
+}
+
+impl Default for SignalsBlocked {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
