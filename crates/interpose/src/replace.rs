@@ -111,14 +111,12 @@
 //! The queue locks (`mcs`, `clh`, `graunke-thakkar` and those built on
 //! them) take queue nodes from a per-thread pool, which a handler may
 //! interrupt. The pool is safe there (`symmetry-locks`' `node_pool` docs):
-//! a handler leaves a busy stack alone, and the pool's cold path (its
-//! shared list's mutex, `malloc`) runs with every signal blocked. `clh`
-//! once hung here: a handler interrupted a new thread while it drew its
-//! first node from the shared list's mutex, and needed one itself. One
-//! window remains, as for any `malloc` in a handler: a handler that needs
-//! a brand-new node while its thread is inside a `malloc` of the
-//! program's own. Nodes are allocated only when a thread holds more locks
-//! at once than ever before and no exited thread left one behind.
+//! a handler leaves a busy stack alone, the pool's cold path (the shared
+//! slab's mutex) runs with every signal blocked, and nodes live in memory
+//! the pool maps itself, so no handler calls `malloc` (which would
+//! deadlock when its thread was interrupted inside `malloc`). `clh` once
+//! hung here: a handler interrupted a new thread while it drew its first
+//! node from the shared list's mutex, and needed one itself.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;

@@ -8,8 +8,9 @@
 //!
 //! State word: `tail`, a `u64` that names one *enqueue* of the last
 //! acquirer's node, `slot << 44 | counter mod 2^44`, where `slot`, from 1
-//! to 2^20 - 1, is the node's index in a type-stable slab (under loom,
-//! where nodes are boxed, the node's address `>> 7` and 23 counter bits);
+//! to 2^20 - 1, is one more than the node's index in the type-stable slab
+//! of `node_pool` (under loom, where nodes are boxed, the node's address
+//! `>> 7` and 23 counter bits);
 //! `0` before the first acquisition. Invariants:
 //!
 //! * the lock is held iff `tail` is non-zero and its node's `locked` is
@@ -93,116 +94,20 @@ impl ClhNode {
     }
 }
 
+/// Slab indices `0..LIMIT` are named `1..=LIMIT` in a `tail` word, whose
+/// top `64 - COUNT_BITS` bits hold the name.
 #[cfg(not(loom))]
-mod slab {
-    //! The type-stable home of CLH nodes: up to 1024 chunks of 1024 nodes,
-    //! never freed, so that 20 bits name a node in a `tail` word. Chunk 0
-    //! is a static (zeroed, so it costs no space in the binary), which
-    //! spares the first 1023 nodes, all that most programs use, a directory
-    //! load in `node`; later chunks are allocated on demand and found
-    //! through `DIRECTORY`. Slot 0 is never handed out, so a `tail` word
-    //! naming slot 0 is the initial `0`.
+const LIMIT: usize = (1 << (64 - COUNT_BITS)) - 1;
 
-    use super::{COUNT_BITS, ClhNode, Node};
-    use core::ptr::NonNull;
-    use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
-
-    const CHUNK: usize = 1024;
-    const CHUNKS: usize = 1024;
-    /// Slots `1..LIMIT` are handed out; a slot fits in `64 - COUNT_BITS`
-    /// bits.
-    const LIMIT: usize = CHUNK * CHUNKS;
-    const _: () = assert!(LIMIT <= 1 << (64 - COUNT_BITS));
-
-    /// Chunk 0.
-    struct First([Node; CHUNK]);
-    // SAFETY: the nodes are shared between threads as the lock protocol
-    // prescribes: atomics, and cells touched only by each node's owner.
-    unsafe impl Sync for First {}
-    static FIRST: First = First([const { Node::new(ClhNode::zero()) }; CHUNK]);
-
-    /// Chunks 1 and up (entry 0 is unused).
-    static DIRECTORY: [AtomicPtr<Node>; CHUNKS] =
-        [const { AtomicPtr::new(core::ptr::null_mut()) }; CHUNKS];
-    static NEXT: AtomicU32 = AtomicU32::new(1);
-
-    impl ClhNode {
-        /// A node not yet handed out: free, unnamed (all zero).
-        const fn zero() -> Self {
-            Self {
-                locked: crate::sync::AtomicBool::new(false),
-                pred: core::cell::Cell::new(None),
-                word: core::cell::Cell::new(0),
-            }
-        }
-    }
-
-    /// A fresh node from the slab, named.
-    #[cold]
-    pub(super) fn alloc() -> NonNull<Node> {
-        // Relaxed: only uniqueness of the index matters.
-        let slot = NEXT.fetch_add(1, Ordering::Relaxed) as usize;
-        assert!(
-            slot < LIMIT,
-            "clh: more than {} queue nodes in use at once",
-            LIMIT - 1
-        );
-        let node = if slot < CHUNK {
-            NonNull::from(&FIRST.0[slot])
-        } else {
-            chunk_node(slot, true)
-        };
-        // SAFETY: type-stable node, handed out once (now), so it is ours.
-        unsafe { node.as_ref() }
-            .word
-            .set((slot as u64) << COUNT_BITS);
-        node
-    }
-
-    /// The node in slot `slot`, which `alloc` handed out.
-    #[inline(always)]
-    pub(super) fn node(slot: u64) -> NonNull<Node> {
-        let slot = slot as usize;
-        if slot < CHUNK {
-            NonNull::from(&FIRST.0[slot])
-        } else {
-            chunk_node(slot, false)
-        }
-    }
-
-    /// Slot `slot` (at least `CHUNK`) of a directory chunk, installing the
-    /// chunk first if `install` and it is missing.
-    #[inline]
-    fn chunk_node(slot: usize, install: bool) -> NonNull<Node> {
-        let entry = &DIRECTORY[slot / CHUNK];
-        // Acquire: pairs with the Release CAS that installed the chunk.
-        let mut chunk = entry.load(Ordering::Acquire);
-        if install && chunk.is_null() {
-            let fresh: Box<[Node]> = (0..CHUNK).map(|_| Node::new(ClhNode::zero())).collect();
-            let fresh = Box::into_raw(fresh) as *mut Node;
-            // AcqRel: Release publishes the chunk; Acquire sees a rival's.
-            chunk = match entry.compare_exchange(
-                core::ptr::null_mut(),
-                fresh,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => fresh,
-                Err(theirs) => {
-                    // SAFETY: `fresh` lost the race and was never shared.
-                    drop(unsafe {
-                        Box::from_raw(core::ptr::slice_from_raw_parts_mut(fresh, CHUNK))
-                    });
-                    theirs
-                }
-            };
-        }
-        // SAFETY: the slot was handed out by `alloc` (or is being), which
-        // installed its chunk before the slot could appear in a `tail` word
-        // (whose Acquire load, like ours above, then sees the chunk); chunks
-        // hold CHUNK nodes and are never freed.
-        unsafe { NonNull::new_unchecked(chunk.add(slot % CHUNK)) }
-    }
+/// Names a fresh node: its slab index plus one, so that the initial `tail`
+/// word `0` names no node.
+#[cfg(not(loom))]
+fn name(node: &mut Node, index: usize) {
+    assert!(
+        index < LIMIT,
+        "clh: more than {LIMIT} queue nodes in use at once"
+    );
+    node.word.set(((index + 1) as u64) << COUNT_BITS);
 }
 
 /// The node a `tail` word names (`None` for `0`, the initial word).
@@ -211,13 +116,8 @@ mod slab {
 fn decode(word: u64) -> Option<NonNull<Node>> {
     match word >> COUNT_BITS {
         0 => None,
-        slot => Some(slab::node(slot)),
+        slot => Some(SLAB.get(slot as usize - 1)),
     }
-}
-
-#[cfg(not(loom))]
-fn new_node() -> NonNull<Node> {
-    slab::alloc()
 }
 
 /// Loom: `address >> LOOM_SHIFT` names a boxed node; `CachePadded` nodes
@@ -235,16 +135,14 @@ fn decode(word: u64) -> Option<NonNull<Node>> {
 }
 
 #[cfg(loom)]
-fn new_node() -> NonNull<Node> {
-    let node: NonNull<Node> = crate::node_pool::boxed_node();
-    let name = (node.as_ptr().expose_provenance() as u64 >> LOOM_SHIFT) << COUNT_BITS;
-    assert_eq!(decode(name), Some(node), "node address too wide to pack");
-    // SAFETY: a fresh node, ours.
-    unsafe { node.as_ref() }.word.set(name);
-    node
+fn name(node: &mut Node, _: usize) {
+    let at = NonNull::from(&mut *node);
+    let name = (at.as_ptr().expose_provenance() as u64 >> LOOM_SHIFT) << COUNT_BITS;
+    assert_eq!(decode(name), Some(at), "node address too wide to pack");
+    node.word.set(name);
 }
 
-crate::node_pool::node_pool!(Node, new_node);
+crate::node_pool::node_pool!(Node, name);
 
 /// CLH queue lock.
 #[derive(Debug)]

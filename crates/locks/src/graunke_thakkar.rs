@@ -22,10 +22,10 @@
 //! exactly 2^40 times (about a day of back-to-back 80 ns hand-overs on one
 //! node) while one waiter never looked, and then left idle.
 //!
-//! Nodes live in a type-stable slab of up to 2^20 cache-padded nodes (a
-//! chunk directory of 1024 chunks of 1024), indexed so that 20 bits name
-//! one; a node is never freed, so a waiter may read a predecessor's flag at
-//! any time. Under loom, nodes are individually boxed and named by pointer.
+//! Nodes live in the type-stable slab of `node_pool`, indexed, so that 24
+//! bits name one; a node is never freed, so a waiter may read a
+//! predecessor's flag at any time. Under loom, nodes are individually boxed
+//! and named by pointer.
 
 use core::ptr::NonNull;
 
@@ -52,77 +52,6 @@ pub struct GtNode {
 type Node = CachePadded<GtNode>;
 
 #[cfg(not(loom))]
-mod slab {
-    use super::{GtNode, Node};
-    use core::ptr::NonNull;
-    use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
-    use crossbeam_utils::CachePadded;
-
-    const CHUNK: usize = 1024;
-    const CHUNKS: usize = 1024;
-
-    static DIRECTORY: [AtomicPtr<Node>; CHUNKS] =
-        [const { AtomicPtr::new(core::ptr::null_mut()) }; CHUNKS];
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-
-    /// A fresh node from the slab.
-    #[cold]
-    pub(super) fn alloc() -> NonNull<Node> {
-        // Relaxed: only uniqueness of the index matters.
-        let index = NEXT.fetch_add(1, Ordering::Relaxed) as usize;
-        assert!(
-            index < CHUNK * CHUNKS,
-            "graunke-thakkar: more than {} queue nodes in use at once",
-            CHUNK * CHUNKS
-        );
-        let slot = &DIRECTORY[index / CHUNK];
-        // Acquire: pairs with the Release CAS that installed the chunk.
-        let mut chunk = slot.load(Ordering::Acquire);
-        if chunk.is_null() {
-            let base = (index / CHUNK * CHUNK) as u32;
-            let fresh: Box<[Node]> = (0..CHUNK as u32)
-                .map(|i| {
-                    CachePadded::new(GtNode {
-                        generation: Default::default(),
-                        index: base + i,
-                    })
-                })
-                .collect();
-            let fresh = Box::into_raw(fresh) as *mut Node;
-            // AcqRel: Release publishes the chunk; Acquire sees a rival's.
-            chunk = match slot.compare_exchange(
-                core::ptr::null_mut(),
-                fresh,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => fresh,
-                Err(theirs) => {
-                    // SAFETY: `fresh` lost the race and was never shared.
-                    drop(unsafe {
-                        Box::from_raw(core::ptr::slice_from_raw_parts_mut(fresh, CHUNK))
-                    });
-                    theirs
-                }
-            };
-        }
-        // SAFETY: the chunk holds CHUNK nodes and is never freed.
-        unsafe { NonNull::new_unchecked(chunk.add(index % CHUNK)) }
-    }
-
-    /// The node with slab index `index` (which was handed out by `alloc`).
-    #[inline]
-    pub(super) fn node(index: u32) -> &'static Node {
-        let index = index as usize;
-        // Acquire: pairs with the Release CAS that installed the chunk.
-        let chunk = DIRECTORY[index / CHUNK].load(Ordering::Acquire);
-        // SAFETY: an index in a `tail` word was handed out by `alloc`, whose
-        // chunk is installed before the index is published, and never freed.
-        unsafe { &*chunk.add(index % CHUNK) }
-    }
-}
-
-#[cfg(not(loom))]
 #[inline]
 fn encode(node: &Node, generation: u64) -> u64 {
     (u64::from(node.index) + 1) << GEN_BITS | (generation & GEN_MASK)
@@ -131,12 +60,18 @@ fn encode(node: &Node, generation: u64) -> u64 {
 #[cfg(not(loom))]
 #[inline]
 fn decode(word: u64) -> (&'static Node, u64) {
-    (slab::node((word >> GEN_BITS) as u32 - 1), word & GEN_MASK)
+    let index = (word >> GEN_BITS) as usize - 1;
+    // SAFETY: an index in a `tail` word names a node the slab handed out;
+    // slab nodes are never freed.
+    (unsafe { SLAB.get(index).as_ref() }, word & GEN_MASK)
 }
 
+/// Records a fresh node's slab index, which `tail` words carry.
 #[cfg(not(loom))]
-fn new_node() -> NonNull<Node> {
-    slab::alloc()
+fn name(node: &mut Node, index: usize) {
+    // The slab's limit is far inside the `64 - GEN_BITS` bits of a name.
+    const { assert!(crate::node_pool::SLAB_LIMIT < 1 << (64 - GEN_BITS)) };
+    node.index = index as u32;
 }
 
 // Loom: boxed nodes named by `address >> 7` (they are 128-byte aligned on
@@ -159,9 +94,7 @@ fn decode(word: u64) -> (&'static Node, u64) {
 }
 
 #[cfg(loom)]
-fn new_node() -> NonNull<Node> {
-    crate::node_pool::boxed_node()
-}
+fn name(_: &mut Node, _: usize) {}
 
 #[cfg(loom)]
 #[inline]
@@ -175,7 +108,7 @@ fn generation_eq(a: u64, b: u64) -> bool {
     (a & GEN_MASK) == b
 }
 
-crate::node_pool::node_pool!(Node, new_node);
+crate::node_pool::node_pool!(Node, name);
 
 /// Graunke-Thakkar queue lock (PRESTO's `HP_Spinlock`).
 #[derive(Debug)]

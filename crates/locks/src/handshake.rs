@@ -76,11 +76,7 @@ pub struct HsNode {
 
 type Node = CachePadded<HsNode>;
 
-fn new_node() -> NonNull<Node> {
-    crate::node_pool::boxed_node()
-}
-
-crate::node_pool::node_pool!(Node, new_node);
+crate::node_pool::node_pool!(Node);
 
 /// Queued-Handshaking lock over scheduler interface `S`.
 #[derive(Debug)]

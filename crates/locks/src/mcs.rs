@@ -58,11 +58,7 @@ pub struct McsNode {
 
 type Node = CachePadded<McsNode>;
 
-fn new_node() -> NonNull<Node> {
-    crate::node_pool::boxed_node()
-}
-
-crate::node_pool::node_pool!(Node, new_node);
+crate::node_pool::node_pool!(Node);
 
 /// MCS queue lock (Mellor-Crummey & Scott): FIFO, each waiter spins on a
 /// flag in its own queue node, so a release touches one waiter's cache line.

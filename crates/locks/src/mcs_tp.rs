@@ -98,11 +98,7 @@ pub struct TpNode {
 
 type Node = CachePadded<TpNode>;
 
-fn new_node() -> NonNull<Node> {
-    crate::node_pool::boxed_node()
-}
-
-crate::node_pool::node_pool!(Node, new_node);
+crate::node_pool::node_pool!(Node);
 
 /// Time-published MCS lock; `S` decides whether stale waiters are
 /// skipped (module docs).

@@ -85,11 +85,7 @@ pub struct SqNode {
 
 type Node = CachePadded<SqNode>;
 
-fn new_node() -> NonNull<Node> {
-    crate::node_pool::boxed_node()
-}
-
-crate::node_pool::node_pool!(Node, new_node);
+crate::node_pool::node_pool!(Node);
 
 /// Smart-Q lock over scheduler interface `S` (use
 /// [`Emulated`](crate::sched::emulated::Emulated) to see preemptions).

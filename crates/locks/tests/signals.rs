@@ -9,11 +9,19 @@
 //! For each lock with a node pool: rounds of two fresh threads that take a
 //! lock 500 times each (with `try_lock` between), while an interval timer
 //! fires `SIGALRM` every 50 µs and the handler takes a second lock of the
-//! same algorithm. Checks that both counts are exact and that the run
-//! never stops making progress (a hang aborts the test binary after
-//! [`STALL`], since a thread stuck in a handler cannot be unwound).
+//! same algorithm (at most [`IN_FLIGHT`] handler runs at once). Checks that
+//! both counts are exact, that the run never stops making progress (a hang
+//! aborts the test binary after [`STALL`], since a thread stuck in a
+//! handler cannot be unwound), and that no handler allocated: a handler
+//! that calls `malloc` while its thread was inside `malloc` (Linux delivers
+//! a process's signals to its main thread first, and this one spawns
+//! threads) deadlocks on the arena's lock. The test's global allocator
+//! counts what handlers allocate, so that hazard is seen every time, not
+//! only when the timing is unlucky.
 #![cfg(all(target_os = "linux", not(loom)))]
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -34,8 +42,62 @@ static HANDLER_LOCK: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
 static HANDLER_TAKE: AtomicUsize = AtomicUsize::new(0);
 /// Handler runs that took the lock.
 static RUNS: AtomicU64 = AtomicU64::new(0);
+/// Handler runs under way; more than [`IN_FLIGHT`] return at once.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+/// Handler runs that may wait for the lock together. Without a cap, on a
+/// busy machine every thread spends all its time in the handler: a FIFO
+/// lock hands over to a descheduled waiter once per time slice, far less
+/// often than the timer fires, so a signal is always pending and the
+/// workers' own code never runs (a livelock of the test, not of the locks:
+/// CI saw no round finish for 60 s).
+const IN_FLIGHT: usize = 2;
 /// Rounds finished, all algorithms together (the watchdog's progress).
 static PROGRESS: AtomicU64 = AtomicU64::new(0);
+
+std::thread_local! {
+    /// True while this thread runs `on_alarm`.
+    static IN_HANDLER: Cell<bool> = const { Cell::new(false) };
+}
+/// Allocations and frees made inside `on_alarm`, by the locks.
+static HANDLER_ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+/// The system allocator, counting calls made inside the handler.
+struct Counting;
+
+impl Counting {
+    fn note(&self) {
+        if IN_HANDLER.try_with(Cell::get).unwrap_or(false) {
+            HANDLER_ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+// SAFETY: every call is passed to `System` unchanged.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        self.note();
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        self.note();
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        self.note();
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        self.note();
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 /// # Safety
 /// `p` is a live `Mutex<L, u64>`.
@@ -53,11 +115,17 @@ extern "C" fn on_alarm(_: c_int) {
     if p.is_null() || f == 0 {
         return;
     }
-    // SAFETY: `f` was stored from `take::<L>` for the `L` of `p`.
-    let f: unsafe fn(*const ()) = unsafe { std::mem::transmute(f) };
-    // SAFETY: `p` is leaked, so it outlives every handler run.
-    unsafe { f(p) };
-    RUNS.fetch_add(1, Ordering::Relaxed);
+    // Relaxed: a count; the lock orders the runs' work.
+    if RUNNING.fetch_add(1, Ordering::Relaxed) < IN_FLIGHT {
+        // SAFETY: `f` was stored from `take::<L>` for the `L` of `p`.
+        let f: unsafe fn(*const ()) = unsafe { std::mem::transmute(f) };
+        IN_HANDLER.set(true);
+        // SAFETY: `p` is leaked, so it outlives every handler run.
+        unsafe { f(p) };
+        IN_HANDLER.set(false);
+        RUNS.fetch_add(1, Ordering::Relaxed);
+    }
+    RUNNING.fetch_sub(1, Ordering::Relaxed);
 }
 
 fn timer(interval_us: i64) {
@@ -78,6 +146,7 @@ fn run<L: RawMutex + Send + Sync + 'static>(name: &str) {
     let work: &'static Mutex<L, u64> = Box::leak(Box::new(Mutex::new(0)));
     let in_handler: &'static Mutex<L, u64> = Box::leak(Box::new(Mutex::new(0)));
     RUNS.store(0, Ordering::Relaxed);
+    HANDLER_ALLOCS.store(0, Ordering::Relaxed);
     HANDLER_TAKE.store(
         take::<L> as unsafe fn(*const ()) as usize,
         Ordering::Release,
@@ -114,6 +183,11 @@ fn run<L: RawMutex + Send + Sync + 'static>(name: &str) {
     assert_eq!(*work.lock(), 2 * PER_THREAD * ROUNDS, "{name}: work count");
     assert_eq!(*in_handler.lock(), runs, "{name}: handler count");
     assert!(runs > 0, "{name}: the handler never ran");
+    assert_eq!(
+        HANDLER_ALLOCS.load(Ordering::Relaxed),
+        0,
+        "{name}: a handler taking the lock called the allocator (a deadlock when its thread was inside malloc)"
+    );
     eprintln!("{name}: {ROUNDS} rounds, {runs} handler runs took the lock");
 }
 

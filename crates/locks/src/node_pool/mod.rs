@@ -3,27 +3,29 @@
 //! MCS, CLH and Graunke-Thakkar need one queue node per acquisition, and
 //! the node must stay at a fixed address while other threads may touch it,
 //! so it cannot live in the (movable) guard. Each thread keeps a stack of
-//! heap-allocated nodes: `lock` pops one (allocating only when the stack is
-//! empty, i.e. on first use or at a new nesting depth), `unlock` pushes one.
-//! Because a node is found through the guard, not through its position in a
-//! per-thread array, locks can be released in any order.
+//! free nodes: `lock` pops one (drawing from the shared [`Slab`] only when
+//! the stack is empty, i.e. on first use or at a new nesting depth),
+//! `unlock` pushes one. Because a node is found through the guard, not
+//! through its position in a per-thread array, locks can be released in
+//! any order.
 //!
-//! Nodes are *type-stable*: once allocated, a node is never freed. At thread
-//! exit the stack's nodes move to a global recycle list that later threads
-//! draw from. This is what makes it safe for `try_lock`/`is_locked` of CLH
-//! to read the node found in `tail` without owning it, and for
-//! Graunke-Thakkar to compare against a predecessor's flag at any time.
-//! Nodes still in use (a guard leaked with `mem::forget`) are not in the
-//! stack and simply stay where they are. When the thread has exited its
-//! stack (a lock used from a thread-local's destructor), nodes go straight
-//! to the recycle list.
+//! Nodes are *type-stable*: once handed out, a node is never freed. At
+//! thread exit the stack's nodes go back to the slab's recycle list, which
+//! later threads draw from. This is what makes it safe for
+//! `try_lock`/`is_locked` of CLH to read the node found in `tail` without
+//! owning it, and for Graunke-Thakkar to compare against a predecessor's
+//! flag at any time. Nodes still in use (a guard leaked with `mem::forget`)
+//! are not in the stack and simply stay where they are. When the thread has
+//! exited its stack (a lock used from a thread-local's destructor), nodes
+//! go straight to the recycle list.
 //!
 //! # Signal handlers
 //!
 //! A program's signal handler may take a lock (`symmetry-interpose` runs
 //! unmodified C programs on these locks, and C programs do), and it
-//! interrupts its thread anywhere, also inside this thread's own pool. Three
-//! rules keep the pool whole and free of self-deadlock there:
+//! interrupts its thread anywhere: inside this thread's own pool, or
+//! inside `malloc`, also while the thread exits. Three rules keep the pool
+//! whole and free of self-deadlock there:
 //!
 //! * **The hot path is guarded by a per-thread `busy` flag** set around
 //!   each push and pop, behind compiler fences (a handler runs on the same
@@ -31,30 +33,32 @@
 //!   handler that finds the flag set leaves the stack alone and takes the
 //!   cold path, so a node is never popped twice or lost in a half-done
 //!   push.
-//! * **The cold path runs with every signal blocked**: the shared recycle
-//!   list (a mutex), allocating a node (`malloc`) and registering the
-//!   thread's exit hook. A handler therefore never finds its own thread
-//!   holding the recycle list's mutex, or inside `malloc` from here.
-//! * **Nothing a handler reaches allocates, but a brand-new node.** The
-//!   stack is a fixed array inside a `const`-initialised thread-local
-//!   without a destructor (no lazy state a handler could find half-made,
-//!   no buffer to grow; more than [`CAPACITY`] free nodes go to the
-//!   recycle list), and the exit hook is a pthread key's destructor:
-//!   glibc keeps a thread's values of the process's first 32 keys inside
-//!   the thread, so registering allocates nothing, where a Rust
-//!   thread-local destructor's registration calls `calloc`. (Unlike such
-//!   a destructor, a key does not keep its library loaded, so the key is
-//!   deleted when the code is unloaded: a `.fini_array` entry.)
-//!
-//! What remains is `malloc` itself: a handler that needs a brand-new node
-//! (the recycle list is empty) while its thread was interrupted inside a
-//! `malloc` of the program's own can deadlock there, as any `malloc` in a
-//! handler can. Nodes are allocated only when a thread holds more locks at
-//! once than ever before and no exited thread left one behind.
+//! * **The cold path runs with every signal blocked**: the slab's mutex
+//!   and registering the thread's exit hook. A handler therefore never
+//!   finds its own thread holding that mutex.
+//! * **Nothing a handler reaches allocates.** Nodes and the recycle list
+//!   live in the slab's `mmap`ped chunks, never in `malloc`ed memory (a
+//!   handler that allocated while its thread was inside `malloc`, or inside
+//!   glibc's freeing of a thread's cache at exit, would deadlock on the
+//!   arena's lock). The per-thread stack is a fixed array inside a
+//!   `const`-initialised thread-local without a destructor (no lazy state
+//!   a handler could find half-made, no buffer to grow; more than
+//!   [`CAPACITY`] free nodes go to the recycle list), and the exit hook is
+//!   a pthread key's destructor: glibc keeps a thread's values of the
+//!   process's first 32 keys inside the thread, so registering allocates
+//!   nothing, where a Rust thread-local destructor's registration calls
+//!   `calloc`. (Unlike such a destructor, a key does not keep its library
+//!   loaded, so the key is deleted when the code is unloaded: a
+//!   `.fini_array` entry.)
 //!
 //! Under loom, nodes hold loom atomics that belong to one model execution,
-//! so nothing is recycled: nodes are leaked at thread exit, and nothing
-//! blocks signals.
+//! so nothing is recycled: nodes are boxed and leaked, and nothing blocks
+//! signals.
+
+#[cfg(not(loom))]
+mod slab;
+#[cfg(not(loom))]
+pub(crate) use slab::{LIMIT as SLAB_LIMIT, Slab};
 
 use core::cell::{Cell, UnsafeCell};
 use core::ptr::NonNull;
@@ -232,48 +236,6 @@ pub(crate) fn unregister_exit(key: &core::sync::atomic::AtomicUsize) {
     }
 }
 
-/// Global list of free nodes left behind by exited threads.
-pub(crate) struct Recycle<N>(std::sync::Mutex<Vec<SendPtr<N>>>);
-
-/// A node pointer moved between threads through [`Recycle`].
-pub(crate) struct SendPtr<N>(NonNull<N>);
-// SAFETY: a recycled node is owned by nobody; the mutex hands it to one
-// thread at a time.
-unsafe impl<N> Send for SendPtr<N> {}
-
-impl<N> Recycle<N> {
-    pub(crate) const fn new() -> Self {
-        Self(std::sync::Mutex::new(Vec::new()))
-    }
-
-    /// A node an exited thread left behind, if any. Call with signals
-    /// blocked ([`SignalsBlocked`]).
-    #[cold]
-    pub(crate) fn take(&self) -> Option<NonNull<N>> {
-        if cfg!(loom) {
-            return None;
-        }
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-            .map(|p| p.0)
-    }
-
-    /// Makes free nodes available to other threads. Call with signals
-    /// blocked ([`SignalsBlocked`]).
-    #[cold]
-    pub(crate) fn give(&self, nodes: impl IntoIterator<Item = NonNull<N>>) {
-        if cfg!(loom) {
-            return; // leaked: see the module docs
-        }
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(nodes.into_iter().map(SendPtr));
-    }
-}
-
 /// Every signal blocked on the calling thread while alive, the previous
 /// mask restored on drop: for code a signal handler of the same thread
 /// must not interrupt (the queue locks' node pool, module docs; a
@@ -321,12 +283,19 @@ impl Drop for SignalsBlocked {
 }
 
 /// Declares a thread-local node pool and `take_node`/`give_node` functions
-/// for node type `$node`. `$alloc` is a `fn() -> NonNull<$node>` that makes
-/// a new node (called when neither the thread's stack nor the recycle list
-/// has one).
+/// for node type `$node`, whose free nodes are `<$node>::default()`.
+/// `$name`, an `FnOnce(&mut $node, usize)`, is given each node handed out
+/// fresh with its slab index (under loom, `0`): CLH and Graunke-Thakkar
+/// name their nodes by index. It also declares `SLAB`, the type's
+/// [`Slab`] (not under loom), where `SLAB.get(index)` finds a node again.
 macro_rules! node_pool {
-    ($node:ty, $alloc:path) => {
-        static RECYCLE: crate::node_pool::Recycle<$node> = crate::node_pool::Recycle::new();
+    ($node:ty) => {
+        crate::node_pool::node_pool!($node, |_: &mut $node, _: usize| {});
+    };
+    ($node:ty, $name:expr) => {
+        /// Every node of this type, held, waiting or free.
+        #[cfg(not(loom))]
+        static SLAB: crate::node_pool::Slab<$node> = crate::node_pool::Slab::new();
 
         #[cfg(not(loom))]
         std::thread_local! {
@@ -357,17 +326,16 @@ macro_rules! node_pool {
             unregister
         };
 
-        /// Moves the exiting thread's free nodes to [`RECYCLE`].
+        /// Moves the exiting thread's free nodes to [`SLAB`]'s recycle
+        /// list.
         #[cfg(not(loom))]
         unsafe extern "C" fn on_exit(_: *mut core::ffi::c_void) {
             let _quiet = crate::node_pool::SignalsBlocked::new();
-            if let Ok(nodes) = POOL.try_with(|p| p.drain().collect::<std::vec::Vec<_>>()) {
-                RECYCLE.give(nodes);
-            }
+            let _ = POOL.try_with(|p| SLAB.give(p.drain()));
         }
 
         /// The cold half of `take_node`, with every signal blocked: a
-        /// recycled node or a new one; registers the exit hook on the
+        /// recycled node or a fresh one; registers the exit hook on the
         /// thread's first call.
         #[cold]
         #[inline(never)]
@@ -377,17 +345,26 @@ macro_rules! node_pool {
                 #[cfg(not(loom))]
                 crate::node_pool::register_exit(&EXIT_KEY, on_exit);
             }
-            RECYCLE.take().unwrap_or_else($alloc)
+            #[cfg(not(loom))]
+            return SLAB.take($name);
+            #[cfg(loom)]
+            return crate::node_pool::boxed($name);
         }
 
         /// The cold half of `give_node`, with every signal blocked: the
         /// thread's stack is full, busy (a handler interrupted it) or
-        /// gone, so the node goes to the shared list.
+        /// gone, so the node goes to the recycle list (under loom, it is
+        /// leaked).
         #[cold]
         #[inline(never)]
         fn give_cold(node: core::ptr::NonNull<$node>) {
-            let _quiet = crate::node_pool::SignalsBlocked::new();
-            RECYCLE.give(core::iter::once(node));
+            #[cfg(not(loom))]
+            {
+                let _quiet = crate::node_pool::SignalsBlocked::new();
+                SLAB.give(core::iter::once(node));
+            }
+            #[cfg(loom)]
+            let _ = node;
         }
 
         /// A node owned by the calling thread, not in any queue.
@@ -418,25 +395,27 @@ macro_rules! node_pool {
 }
 pub(crate) use node_pool;
 
-/// Allocates a default node on the heap; it is never freed (type-stable).
-pub(crate) fn boxed_node<N: Default>() -> NonNull<N> {
-    let node: Box<N> = Box::default();
-    NonNull::from(Box::leak(node))
+/// Under loom: a default node on the heap, named by `name` (index 0), and
+/// leaked (module docs).
+#[cfg(loom)]
+pub(crate) fn boxed<N: Default>(name: impl FnOnce(&mut N, usize)) -> NonNull<N> {
+    let node = Box::leak(Box::<N>::default());
+    name(node, 0);
+    NonNull::from(node)
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use core::ptr::NonNull;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     static MADE: AtomicUsize = AtomicUsize::new(0);
 
     #[derive(Default)]
-    struct TestNode(#[allow(dead_code)] u64);
+    struct TestNode(u64);
 
-    fn counted() -> NonNull<TestNode> {
+    fn counted(node: &mut TestNode, index: usize) {
         MADE.fetch_add(1, Ordering::Relaxed);
-        super::boxed_node()
+        node.0 = index as u64;
     }
 
     crate::node_pool::node_pool!(TestNode, counted);
@@ -449,6 +428,11 @@ mod tests {
                 let held: Vec<_> = (0..3).map(|_| take_node()).collect();
                 held.into_iter().for_each(give_node);
                 let many: Vec<_> = (0..super::CAPACITY + 5).map(|_| take_node()).collect();
+                for &node in &many {
+                    // SAFETY: a node handed to this thread, not shared.
+                    let index = unsafe { node.as_ref() }.0 as usize;
+                    assert_eq!(SLAB.get(index), node, "a node found again by its index");
+                }
                 many.into_iter().for_each(give_node);
             })
             .join()
@@ -457,5 +441,34 @@ mod tests {
         // The first thread makes them all; every later one draws the nodes
         // the exited ones left (the exit hook and the full stack's spill).
         assert_eq!(MADE.load(Ordering::Relaxed), super::CAPACITY + 5);
+    }
+
+    mod across_chunks {
+        use std::collections::HashSet;
+
+        #[derive(Default)]
+        struct Wide([u64; 16]);
+
+        crate::node_pool::node_pool!(Wide, |n: &mut Wide, i: usize| n.0[0] = i as u64);
+
+        #[test]
+        fn nodes_of_many_chunks_are_distinct_and_found_by_index() {
+            for round in 0..3 {
+                let held: Vec<_> = (0..2_500).map(|_| take_node()).collect();
+                let addresses: HashSet<_> = held.iter().map(|n| n.as_ptr() as usize).collect();
+                assert_eq!(
+                    addresses.len(),
+                    held.len(),
+                    "round {round}: a node handed out twice"
+                );
+                for &node in &held {
+                    // SAFETY: held by this thread.
+                    let index = unsafe { node.as_ref() }.0[0] as usize;
+                    assert!(index < 2_500, "round {round}: no node made after the first");
+                    assert_eq!(SLAB.get(index), node);
+                }
+                held.into_iter().rev().for_each(give_node);
+            }
+        }
     }
 }
