@@ -102,7 +102,7 @@
 
 use std::fmt::Write as _;
 
-use symmetry_locks::spin_then_block::lock::LockName;
+use symmetry_locks::spin_then_block::LockName;
 use symmetry_locks::spin_then_block::policy::{
     Last3, OptApprox, RandomWalk, SpinPolicy, optimal_threshold,
 };

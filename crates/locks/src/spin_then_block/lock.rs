@@ -38,9 +38,9 @@
 //! spurious wake-up, an earlier one (counted as zero).
 
 use core::panic::Location;
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicPtr, AtomicU64};
 
+use super::LockName;
 use super::blocker::Blocker;
 use super::calibration::ns_to_spins;
 use super::policy::SpinPolicy;
@@ -51,29 +51,6 @@ use crate::sync::{AtomicU32, Ordering, spin_hint};
 const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;
 const CONTENDED: u32 = 2;
-
-/// How a lock is named in profiles and in the `opt-known` table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockName {
-    /// Built through `lock_api::RawMutex::INIT` (e.g. `Mutex::new`): no
-    /// name; all such locks share the profile entry `(unnamed)`.
-    Anonymous,
-    /// Named by the user.
-    Named(&'static str),
-    /// Named by its creation site, `file:line:column`.
-    Site(&'static Location<'static>),
-}
-
-impl LockName {
-    /// The key of the lock in profiles.
-    pub fn key(&self) -> Cow<'static, str> {
-        match self {
-            LockName::Anonymous => Cow::Borrowed("(unnamed)"),
-            LockName::Named(s) => Cow::Borrowed(s),
-            LockName::Site(l) => Cow::Owned(format!("{}:{}:{}", l.file(), l.line(), l.column())),
-        }
-    }
-}
 
 /// A spin-then-block mutex: spins up to `P`'s threshold, then blocks
 /// through `B` (see the module docs). Use it through `lock_api`:

@@ -42,5 +42,31 @@ pub mod profiler;
 pub use blocker::Blocker;
 #[cfg(all(target_os = "linux", not(loom)))]
 pub use blocker::Futex;
-pub use lock::{LockName, SpinThenBlock};
+pub use lock::SpinThenBlock;
 pub use policy::SpinPolicy;
+
+use core::panic::Location;
+use std::borrow::Cow;
+
+/// How a lock is named in profiles and in the `opt-known` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockName {
+    /// Built through `lock_api::RawMutex::INIT` (e.g. `Mutex::new`): no
+    /// name; all such locks share the profile entry `(unnamed)`.
+    Anonymous,
+    /// Named by the user.
+    Named(&'static str),
+    /// Named by its creation site, `file:line:column`.
+    Site(&'static Location<'static>),
+}
+
+impl LockName {
+    /// The key of the lock in profiles.
+    pub fn key(&self) -> Cow<'static, str> {
+        match self {
+            LockName::Anonymous => Cow::Borrowed("(unnamed)"),
+            LockName::Named(s) => Cow::Borrowed(s),
+            LockName::Site(l) => Cow::Owned(format!("{}:{}:{}", l.file(), l.line(), l.column())),
+        }
+    }
+}

@@ -40,8 +40,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, Once, OnceLock};
 
+use super::LockName;
 use super::calibration;
-use super::lock::LockName;
 use super::policy::{Bucket, optimal_threshold};
 
 /// Width of a bucket, spins (KLMO91 §3).

@@ -58,8 +58,8 @@ use crossbeam_utils::CachePadded;
 
 pub use super::Holder;
 
+use symmetry_locks::spin_then_block::LockName;
 use symmetry_locks::spin_then_block::calibration;
-use symmetry_locks::spin_then_block::lock::LockName;
 use symmetry_locks::spin_then_block::policy::{FixedSpinC, SpinPolicy};
 
 use crate::segment::pid_alive;

@@ -42,7 +42,7 @@ pub use opt_approx::OptApprox;
 pub use opt_known::OptKnown;
 pub use random_walk::RandomWalk;
 
-use super::lock::LockName;
+use super::LockName;
 
 /// How long a contended acquisition spins before blocking (module docs).
 pub trait SpinPolicy: Send + Sync + 'static {
