@@ -156,12 +156,8 @@ pub enum AmError {
     },
 }
 
-/// The magic number [`AmError::BadMagic`] expects. Under loom there are no
-/// segments (and no `segment` module), and no such error is ever made.
-#[cfg(not(loom))]
-const ENDPOINT_MAGIC: u64 = crate::segment::MAGIC;
-#[cfg(loom)]
-const ENDPOINT_MAGIC: u64 = 0;
+/// The magic number [`AmError::BadMagic`] expects.
+const ENDPOINT_MAGIC: u64 = crate::layout::MAGIC;
 
 impl AmError {
     #[cfg_attr(loom, allow(dead_code))]

@@ -52,6 +52,9 @@ use crossbeam_utils::CachePadded;
 
 use crate::sync::{AtomicU64, Cell, Ordering};
 
+/// First word of every endpoint segment once it is fully initialized.
+pub const MAGIC: u64 = 0x5359_4d41_4d51_424b; // "SYMAMQBK"
+
 /// Free: the slot may be claimed.
 pub const FREE: u64 = 0;
 /// Claimed: one sender owns it and is filling it.
@@ -252,7 +255,7 @@ impl<T> Queue<'_, T> {
     #[inline(always)]
     pub(crate) fn publish(
         &self,
-        c: &crate::claim::Claimed,
+        c: &Claimed,
         handler: u16,
         src: u32,
         args: &[u64],
@@ -512,4 +515,17 @@ impl QueueLayout {
             bytes,
         }
     }
+}
+
+/// What a successful claim owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claimed {
+    /// Index of the claimed packet in the ring.
+    pub slot: usize,
+    /// The packet's handshake word as claimed: state CLAIMED, the lap its
+    /// publication carries, the claimer's pid. (`stamp` never stores it:
+    /// its first store to the packet is the READY one, with this lap.)
+    pub word: u64,
+    /// Index and claimed word of the bulk block, for a bulk claim.
+    pub bulk: Option<(usize, u64)>,
 }

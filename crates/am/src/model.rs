@@ -256,27 +256,7 @@ fn holder(pid: u32) -> crate::claim::Holder {
     }
 }
 
-std::thread_local! {
-    /// Pids the running model has killed. Loom runs a model's threads on
-    /// the test's OS thread, one at a time, so this is the model's view of
-    /// the operating system: a death is seen by every step after it.
-    static DEAD: core::cell::RefCell<Vec<u32>> = const { core::cell::RefCell::new(Vec::new()) };
-}
-
-/// Marks `pid` dead for the rest of the model's execution.
-pub fn kill(pid: u32) {
-    DEAD.with(|d| d.borrow_mut().push(pid));
-}
-
-/// Forgets every death (call at the start of each execution).
-pub fn revive_all() {
-    DEAD.with(|d| d.borrow_mut().clear());
-}
-
-/// Whether the model killed `pid`.
-pub fn is_dead(pid: u32) -> bool {
-    DEAD.with(|d| d.borrow().contains(&pid))
-}
+pub use crate::claim::{kill, revive_all};
 
 /// FNV-1a of the bytes, with the length.
 fn checksum(d: &[u8]) -> u64 {

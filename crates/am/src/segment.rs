@@ -34,8 +34,7 @@ use crate::error::AmError;
 use crate::layout::{BulkSlot, FREE, HeadInfo, Packet, Queue, QueueLayout, word};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
-/// First word of every endpoint segment once it is fully initialized.
-pub const MAGIC: u64 = 0x5359_4d41_4d51_424b; // "SYMAMQBK"
+pub use crate::layout::MAGIC;
 /// Layout version; bump on any change of the shared structures.
 pub const VERSION: u32 = 2;
 /// Bytes reserved for the header.

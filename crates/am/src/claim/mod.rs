@@ -39,15 +39,33 @@ pub use locked::{AndersonClaim, Locked, ShmLock, TasClaim, TicketClaim, TtasClai
 pub use pthread::{PthreadClaim, PthreadShm};
 pub use stamp::Stamp;
 
+pub use crate::layout::Claimed;
+
 /// Whether `pid` is a dead process (under loom, one the model killed:
-/// [`crate::model::kill`]).
+/// [`kill`]).
 #[cfg(not(loom))]
 pub(crate) fn dead(pid: u32) -> bool {
     lock::dead(pid)
 }
 #[cfg(loom)]
 pub(crate) fn dead(pid: u32) -> bool {
-    crate::model::is_dead(pid)
+    DEAD.with(|d| d.borrow().contains(&pid))
+}
+
+std::thread_local! {
+    /// Pids the running model has killed. Loom runs a model's threads on
+    /// the test's OS thread, one at a time, so this is the model's view of
+    /// the operating system: a death is seen by every step after it.
+    static DEAD: core::cell::RefCell<Vec<u32>> = const { core::cell::RefCell::new(Vec::new()) };
+}
+/// Marks `pid` dead for the rest of the model's execution (the loom
+/// models' `model` module re-exports it).
+pub fn kill(pid: u32) {
+    DEAD.with(|d| d.borrow_mut().push(pid));
+}
+/// Forgets every death (call at the start of each execution).
+pub fn revive_all() {
+    DEAD.with(|d| d.borrow_mut().clear());
 }
 
 /// Bits of a position kept in an intent word (`stamp`, `lock-free`):
@@ -80,19 +98,6 @@ pub struct Hint {
     /// consumed (used where the receiver does not free packets, so that
     /// the shared head is read once per ring, not once per message).
     pub head: u64,
-}
-
-/// What a successful claim owns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Claimed {
-    /// Index of the claimed packet in the ring.
-    pub slot: usize,
-    /// The packet's handshake word as claimed: state CLAIMED, the lap its
-    /// publication carries, the claimer's pid. (`stamp` never stores it:
-    /// its first store to the packet is the READY one, with this lap.)
-    pub word: u64,
-    /// Index and claimed word of the bulk block, for a bulk claim.
-    pub bulk: Option<(usize, u64)>,
 }
 
 /// A concurrent-access algorithm for claiming packets of a queue.
