@@ -28,13 +28,47 @@
 //! the middle of its life: it is never unwound from outside (its
 //! destructors could call into a stopped runtime), only leaked with its
 //! stack (see the runtime's shutdown).
+//!
+//! The memory a fiber's coroutine runs on, [`SlotMem`], is declared here
+//! too (the fiber says what memory it runs on); the `stack` module builds
+//! it from a slot for every resume.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use crate::cb::{CbRef, Switch};
-use crate::stack::SlotMem;
+
+/// The memory a fiber's coroutine runs on: a slot below its fiber header,
+/// as corosensei sees it. A view that owns nothing (the
+/// [`Stack`](crate::Stack) returns the slot); the stack builds it for
+/// every [`Fiber::resume`].
+#[derive(Clone, Copy)]
+pub(crate) struct SlotMem {
+    /// Low end of the slot (the guard's first byte).
+    pub(crate) lo: usize,
+    /// The fiber header's address: the coroutine stack's base.
+    pub(crate) top: usize,
+}
+
+// SAFETY: `base` is the fiber header's address, 64-byte aligned, with
+// the slot's usable bytes below it above a guard region; `limit` is the
+// slot's low end, guard included, as the trait asks. The slot belongs to
+// the `Stack` whose fiber holds this view, and only that fiber runs on it.
+unsafe impl corosensei::stack::Stack for SlotMem {
+    #[inline]
+    fn base(&self) -> corosensei::stack::StackPointer {
+        // `top` is a mapped address, never zero.
+        corosensei::stack::StackPointer::new(self.top)
+            .unwrap_or(corosensei::stack::StackPointer::MIN)
+    }
+
+    #[inline]
+    fn limit(&self) -> corosensei::stack::StackPointer {
+        corosensei::stack::StackPointer::new(self.lo)
+            .unwrap_or(corosensei::stack::StackPointer::MIN)
+    }
+}
 
 /// The coroutine of a fiber: resumed with the thread to start (or, for a
 /// started thread, with itself, ignored), suspends with why it switched.

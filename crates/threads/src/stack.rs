@@ -51,7 +51,7 @@ use std::sync::{Mutex, Once};
 use symmetry_locks::sync::{AtomicU8, AtomicUsize, Ordering};
 
 use crate::cb::{CbRef, Switch};
-use crate::fiber::Fiber;
+use crate::fiber::{Fiber, SlotMem};
 
 /// Bytes of guard region below every stack (see the module docs).
 pub const GUARD: usize = 64 * 1024;
@@ -378,17 +378,6 @@ pub struct Stack {
 /// of cache lines, so the coroutine's stack below stays 16-byte aligned).
 const FIBER_BYTES: usize = std::mem::size_of::<Fiber>().next_multiple_of(64);
 
-/// The memory a fiber's coroutine runs on: a slot below its fiber header,
-/// as corosensei sees it. A view that owns nothing (the [`Stack`] returns
-/// the slot).
-#[derive(Clone, Copy)]
-pub(crate) struct SlotMem {
-    /// Low end of the slot (the guard's first byte).
-    lo: usize,
-    /// The fiber header's address: the coroutine stack's base.
-    top: usize,
-}
-
 impl std::fmt::Debug for Stack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stack")
@@ -458,25 +447,6 @@ impl Drop for Stack {
         }
         fiber.reset();
         self.pool.give(self.lo);
-    }
-}
-
-// SAFETY: `base` is the fiber header's address, 64-byte aligned, with
-// the slot's usable bytes below it above a guard region; `limit` is the
-// slot's low end, guard included, as the trait asks. The slot belongs to
-// the `Stack` whose fiber holds this view, and only that fiber runs on it.
-unsafe impl corosensei::stack::Stack for SlotMem {
-    #[inline]
-    fn base(&self) -> corosensei::stack::StackPointer {
-        // `top` is a mapped address, never zero.
-        corosensei::stack::StackPointer::new(self.top)
-            .unwrap_or(corosensei::stack::StackPointer::MIN)
-    }
-
-    #[inline]
-    fn limit(&self) -> corosensei::stack::StackPointer {
-        corosensei::stack::StackPointer::new(self.lo)
-            .unwrap_or(corosensei::stack::StackPointer::MIN)
     }
 }
 
