@@ -680,7 +680,7 @@ impl<S: Strategy, P: Processor> Builder<S, P> {
         if self.queues == Some(0) {
             return Err(invalid("local-readyq needs at least one ready queue"));
         }
-        crate::stack::install_overflow_handler();
+        crate::stack::install_overflow_handler(running_for_fault);
         install_panic_note();
         let n = self.processors;
         let env = Env {

@@ -42,7 +42,9 @@
 //! A user thread that runs off the end of its stack touches its guard and
 //! takes `SIGSEGV`. The handler installed here (on an alternate signal
 //! stack) checks whether the faulting address lies in the guard of the
-//! user thread running on this processor; if so it writes
+//! user thread running on this processor (the runtime registers the
+//! function that names that thread when it installs the handler, so this
+//! module does not reach into the runtime); if so it writes
 //! `user thread '<name>' (id N) has overflowed its stack` to stderr and
 //! aborts, as std does for OS threads. Any other fault goes to the handler
 //! that was installed before (std's, or the default action).
@@ -464,10 +466,28 @@ static INSTALL: Once = Once::new();
 static mut OLD_SEGV: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();
 static mut OLD_BUS: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();
 
+/// The hook that names the user thread running on the faulting OS thread
+/// (see [`install_overflow_handler`]).
+pub(crate) type RunningForFault = fn() -> Option<CbRef>;
+
+/// The registered [`RunningForFault`] hook as an address, 0 until
+/// [`install_overflow_handler`] stores it. An atomic holding a plain
+/// function pointer, so the handler reads it async-signal-safely.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
 /// Installs the overflow handler for `SIGSEGV` and `SIGBUS` (once per
 /// process), chaining to the handlers that were there before.
-pub(crate) fn install_overflow_handler() {
+///
+/// `running` tells the handler which user thread runs on the OS thread it
+/// interrupted (the runtime's processor context); it must be callable from
+/// a signal handler. Only the first call's `running` is kept (every
+/// runtime passes the same one).
+pub(crate) fn install_overflow_handler(running: RunningForFault) {
     INSTALL.call_once(|| {
+        // Release: pairs with the Acquire load in `running_for_fault`.
+        // Stored before the handler is installed below, so the handler
+        // never sees it unset once it can run.
+        RUNNING.store(running as usize, Ordering::Release);
         // SAFETY: plain sigaction calls with valid, zeroed structures; the
         // OLD_* statics are written here, once, before the handler can run
         // (the handler is installed by this very call).
@@ -570,10 +590,25 @@ fn write_u64(mut n: u64) {
     write_stderr(&buf[i..]);
 }
 
+/// The user thread running on this OS thread, through the hook that
+/// [`install_overflow_handler`] registered (`None` if none is).
+fn running_for_fault() -> Option<CbRef> {
+    // Acquire: pairs with the Release store in `install_overflow_handler`.
+    let p = RUNNING.load(Ordering::Acquire);
+    if p == 0 {
+        return None;
+    }
+    // SAFETY: a non-zero `RUNNING` is the address of a `RunningForFault`
+    // stored by `install_overflow_handler` (never written again), so it
+    // converts back to that function pointer.
+    let running: RunningForFault = unsafe { std::mem::transmute::<usize, RunningForFault>(p) };
+    running()
+}
+
 extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let addr = unsafe { (*info).si_addr() } as usize;
-    if let Some(r) = crate::runtime::running_for_fault() {
+    if let Some(r) = running_for_fault() {
         let cb = r.cb();
         let (lo, hi) = cb.guard.get();
         if addr >= lo && addr < hi {
