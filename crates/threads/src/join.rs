@@ -54,7 +54,7 @@ impl<T> Packet<T> {
             g.waiter.take()
         };
         match w {
-            Some(Waiter::User(cb)) => crate::runtime::unpark(cb),
+            Some(Waiter::User(cb)) => crate::runtime::context::unpark(cb),
             Some(Waiter::Os(t)) => t.unpark(),
             None => {}
         }
@@ -154,7 +154,7 @@ impl<T> JoinHandle<T> {
     /// this blocks only the user thread (its processor runs others); from
     /// any other thread it blocks the OS thread.
     pub fn join(self) -> Result<T, JoinError> {
-        let me = crate::runtime::current_cb();
+        let me = crate::runtime::context::current_cb();
         loop {
             {
                 let mut g = self.packet.inner.lock();
@@ -173,7 +173,7 @@ impl<T> JoinHandle<T> {
                 });
             }
             match me {
-                Some(cb) => crate::runtime::park_current(cb),
+                Some(cb) => crate::runtime::context::park_current(cb),
                 None => {
                     // Acquire: pairs with the Release store at the end of
                     // `Runtime::shutdown`; abandoned threads never complete.

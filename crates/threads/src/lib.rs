@@ -141,7 +141,7 @@ impl Thread {
     /// Makes a pending or future [`park`] of this thread return (Table I
     /// signal). Safe to call from any thread, any number of times.
     pub fn unpark(&self) {
-        runtime::unpark(self.0)
+        runtime::context::unpark(self.0)
     }
 
     /// The thread's id.
@@ -163,13 +163,13 @@ impl Thread {
 #[cfg(not(loom))]
 /// The calling user thread, or `None` outside the runtime.
 pub fn current() -> Option<Thread> {
-    runtime::current_cb().map(Thread)
+    runtime::context::current_cb().map(Thread)
 }
 
 #[cfg(not(loom))]
 /// Whether the caller runs as a user thread.
 pub fn in_user_thread() -> bool {
-    runtime::current_cb().is_some()
+    runtime::context::current_cb().is_some()
 }
 
 #[cfg(not(loom))]
@@ -178,9 +178,9 @@ pub fn in_user_thread() -> bool {
 ///
 /// Errors if called outside a user thread.
 pub fn try_park() -> Result<(), NotInRuntime> {
-    match runtime::current_cb() {
+    match runtime::context::current_cb() {
         Some(cb) => {
-            runtime::park_current(cb);
+            runtime::context::park_current(cb);
             Ok(())
         }
         None => Err(NotInRuntime { op: "park" }),
@@ -199,8 +199,8 @@ pub fn park() {
 /// Puts the calling user thread back on the ready pool and runs another.
 /// Outside a user thread it yields the OS thread instead.
 pub fn yield_now() {
-    match runtime::current_cb() {
-        Some(cb) => runtime::suspend(cb, cb::Switch::Yield),
+    match runtime::context::current_cb() {
+        Some(cb) => runtime::context::suspend(cb, cb::Switch::Yield),
         None => std::thread::yield_now(),
     }
 }

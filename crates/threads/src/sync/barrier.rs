@@ -29,7 +29,7 @@ use symmetry_locks::Tas;
 use super::mutex::not_in_runtime;
 use super::wait_queue::{WOKEN, WaitList, Waiter};
 use crate::NotInRuntime;
-use crate::runtime::current_cb;
+use crate::runtime::context::current_cb;
 
 struct State {
     /// Waiting arrivals of the current generation.

@@ -33,7 +33,7 @@ use super::mutex::{Mutex, MutexGuard, not_in_runtime};
 use super::spin_policy::SpinPolicy;
 use super::wait_queue::{WOKEN, WaitList, Waiter};
 use crate::NotInRuntime;
-use crate::runtime::current_cb;
+use crate::runtime::context::current_cb;
 
 /// A condition variable for user threads, used with [`Mutex`]. Waiting
 /// blocks the user thread (its processor runs others). Mesa semantics: a

@@ -53,7 +53,7 @@ use super::spin_policy::{FixedSpin, SpinPolicy};
 use super::wait_queue::{HANDED_OFF, WOKEN, WaitList, Waiter};
 use crate::NotInRuntime;
 use crate::cb::CbRef;
-use crate::runtime::current_cb;
+use crate::runtime::context::current_cb;
 
 /// Some thread holds the mutex.
 const LOCKED: u8 = 1;

@@ -40,7 +40,7 @@ use std::ptr;
 use symmetry_locks::sync::{AtomicU8, Ordering};
 
 use crate::cb::CbRef;
-use crate::runtime::{park_current, unpark};
+use crate::runtime::context::{park_current, unpark};
 
 /// The node is queued (or about to be); its thread must keep waiting.
 pub(crate) const WAITING: u8 = 0;
