@@ -76,6 +76,7 @@ const CLAIMS: &[Claim] = &[
         rule: "in every application but at most one, `lock-free` is faster than each other of LC98's six \
                algorithms",
         needs: Needs::cores(RANKS_NEEDED),
+        judge: lock_free_fastest,
     },
     Claim {
         key: "fft-only-ticket",
@@ -84,6 +85,7 @@ const CLAIMS: &[Claim] = &[
                 the Ticket Lock is able to obtain better performance\" (LC98 §4.3, Table 4: 8.6 against 8.7 s).",
         rule: "on 3-D FFT, `tas`, `ttas`, `anderson` and `pthread` are each slower than `lock-free`",
         needs: Needs::cores(RANKS_NEEDED),
+        judge: fft_only_ticket,
     },
     Claim {
         key: "ticket-best-locking",
@@ -92,6 +94,7 @@ const CLAIMS: &[Claim] = &[
         rule: "in most applications, `ticket` is faster than each other locking algorithm (`tas`, `ttas`, \
                `anderson`, `pthread`)",
         needs: Needs::cores(RANKS_NEEDED),
+        judge: ticket_best_locking,
     },
     Claim {
         key: "mutex-not-competitive",
@@ -100,6 +103,7 @@ const CLAIMS: &[Claim] = &[
         rule: "in most applications `pthread` is slower than each other of LC98's six algorithms, and in one \
                at least it takes 1.25x the fastest's time or more",
         needs: Needs::cores(RANKS_NEEDED),
+        judge: mutex_not_competitive,
     },
 ];
 
@@ -449,6 +453,79 @@ fn per_app(apps: &[AppTimes], f: impl Fn(&AppTimes) -> Option<String>) -> String
         .join("; ")
 }
 
+/// The judged P: the most ranks measured that leave every rank a core
+/// (of the configurations `cfgs`, [`configs`]).
+fn judged(cfgs: &[(String, u32, bool)]) -> Option<u32> {
+    cfgs.iter()
+        .filter(|c| !c.2)
+        .map(|c| c.1)
+        .filter(|&p| p as usize >= RANKS_NEEDED)
+        .max()
+}
+
+/// The P the text describes: the judged one, else the most ranks that
+/// fit, else the most measured.
+fn shown(cfgs: &[(String, u32, bool)]) -> Option<u32> {
+    let fitting: Vec<u32> = cfgs.iter().filter(|c| !c.2).map(|c| c.1).collect();
+    judged(cfgs)
+        .or_else(|| fitting.iter().copied().max())
+        .or_else(|| cfgs.iter().map(|c| c.1).max())
+}
+
+/// The times of the applications that have all six of LC98's algorithms
+/// at P = `p` (none without a `p`).
+fn apps(d: &Data<'_>, p: Option<u32>) -> Vec<AppTimes> {
+    let est = |a: &str, app: &str, p: u32| {
+        d.estimate(
+            Sel::metric("elapsed_ms")
+                .series(a)
+                .threads(p)
+                .params(&[("app", app)]),
+        )
+    };
+    p.map_or_else(Vec::new, |p| {
+        APPS.iter()
+            .map(|&app| AppTimes {
+                app,
+                times: PAPER_ALGOS
+                    .iter()
+                    .chain(&["stamp"])
+                    .filter_map(|&a| Some((a, est(a, app, p)?)))
+                    .collect(),
+            })
+            .filter(|t| PAPER_ALGOS.iter().all(|a| t.of(a).is_some()))
+            .collect()
+    })
+}
+
+/// The applications' times at the judged P, with it; else what every rule
+/// finds instead (no judged P, or no application with all six of LC98's
+/// algorithms there).
+fn judged_apps(d: &Data<'_>) -> Result<(Vec<AppTimes>, u32), Finding> {
+    let cfgs = configs(d.rows());
+    let judged = judged(&cfgs);
+    let apps = apps(d, shown(&cfgs));
+    match judged {
+        None => {
+            let mut ps = cfgs.iter().map(|c| c.1).collect::<Vec<_>>();
+            ps.sort_unstable();
+            ps.dedup();
+            Err(Finding::not_measurable(format!(
+                "no configuration of {RANKS_NEEDED} or more ranks, each on its own core (ranks measured: {})",
+                if ps.is_empty() {
+                    "none".to_string()
+                } else {
+                    ps.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+                }
+            )))
+        }
+        Some(_) if apps.is_empty() => Err(Finding::missing(
+            "an application with all six of LC98's algorithms",
+        )),
+        Some(p) => Ok((apps, p)),
+    }
+}
+
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let cfgs = configs(rows);
@@ -493,59 +570,9 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         table.rows.push(row);
     }
 
-    // The judged P: the most ranks measured that leave every rank a core.
-    let fitting: Vec<u32> = cfgs.iter().filter(|c| !c.2).map(|c| c.1).collect();
-    let judged = fitting
-        .iter()
-        .copied()
-        .filter(|&p| p as usize >= RANKS_NEEDED)
-        .max();
-    let est = |a: &str, app: &str, p: u32| {
-        d.estimate(
-            Sel::metric("elapsed_ms")
-                .series(a)
-                .threads(p)
-                .params(&[("app", app)]),
-        )
-    };
-    // The P the text describes: the judged one, else the most ranks that
-    // fit, else the most measured.
-    let shown = judged
-        .or_else(|| fitting.iter().copied().max())
-        .or_else(|| cfgs.iter().map(|c| c.1).max());
-    let apps: Vec<AppTimes> = shown.map_or_else(Vec::new, |p| {
-        APPS.iter()
-            .map(|&app| AppTimes {
-                app,
-                times: PAPER_ALGOS
-                    .iter()
-                    .chain(&["stamp"])
-                    .filter_map(|&a| Some((a, est(a, app, p)?)))
-                    .collect(),
-            })
-            .filter(|t| PAPER_ALGOS.iter().all(|a| t.of(a).is_some()))
-            .collect()
-    });
-    let findings = match judged {
-        None => {
-            let mut ps = cfgs.iter().map(|c| c.1).collect::<Vec<_>>();
-            ps.sort_unstable();
-            ps.dedup();
-            let why = Finding::not_measurable(format!(
-                "no configuration of {RANKS_NEEDED} or more ranks, each on its own core (ranks measured: {})",
-                if ps.is_empty() {
-                    "none".to_string()
-                } else {
-                    ps.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-                }
-            ));
-            vec![why; CLAIMS.len()]
-        }
-        Some(_) if apps.is_empty() => {
-            vec![Finding::missing("an application with all six of LC98's algorithms"); CLAIMS.len()]
-        }
-        Some(p) => judge(&apps, p),
-    };
+    let judged = judged(&cfgs);
+    let shown = shown(&cfgs);
+    let apps = apps(&d, shown);
 
     let mut measured = String::new();
     if let Some(p) = shown {
@@ -614,19 +641,21 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         ));
     }
     Assessment {
-        findings,
         measured,
         notes: notes(rows, &cfgs, m),
         table: Some(table),
     }
 }
 
-/// One finding per claim from the applications' times at P = `p`.
-fn judge(apps: &[AppTimes], p: u32) -> Vec<Finding> {
+/// `lock-free-fastest`: at the judged P, `lock-free` fastest of LC98's
+/// six in all applications but at most one.
+fn lock_free_fastest(d: &Data<'_>, _m: &Machine) -> Finding {
+    let (apps, p) = match judged_apps(d) {
+        Ok(judged) => judged,
+        Err(f) => return f,
+    };
+    let apps = apps.as_slice();
     let n = apps.len();
-    let mut findings = Vec::new();
-
-    // (1) lock-free fastest in all applications but at most one.
     let lf_best: Vec<Outcome> = apps
         .iter()
         .map(|a| match a.of("lock-free") {
@@ -634,7 +663,7 @@ fn judge(apps: &[AppTimes], p: u32) -> Vec<Finding> {
             None => Outcome::NotMeasurable("no `lock-free`".into()),
         })
         .collect();
-    findings.push(Finding::new(
+    Finding::new(
         at_least_k(&lf_best, n.saturating_sub(1).max(1)),
         format!(
             "at P = {p}, `lock-free` over the fastest other of the six: {}",
@@ -646,11 +675,18 @@ fn judge(apps: &[AppTimes], p: u32) -> Vec<Finding> {
                 ))
             })
         ),
-    ));
+    )
+}
 
-    // (2) on FFT only ticket may beat lock-free.
+/// `fft-only-ticket`: at the judged P, on 3-D FFT only `ticket` may beat
+/// `lock-free`.
+fn fft_only_ticket(d: &Data<'_>, _m: &Machine) -> Finding {
+    let (apps, p) = match judged_apps(d) {
+        Ok(judged) => judged,
+        Err(f) => return f,
+    };
     let slower = ["tas", "ttas", "anderson", "pthread"];
-    findings.push(match apps.iter().find(|a| a.app == "fft") {
+    match apps.iter().find(|a| a.app == "fft") {
         Some(fft) => match fft.of("lock-free") {
             Some(lf) => Finding::new(
                 fft.against(&slower, "", |x| rule::greater(x, lf)),
@@ -666,9 +702,18 @@ fn judge(apps: &[AppTimes], p: u32) -> Vec<Finding> {
             None => Finding::missing("`lock-free` on 3-D FFT"),
         },
         None => Finding::missing("3-D FFT with LC98's six algorithms"),
-    });
+    }
+}
 
-    // (3) ticket the best locking algorithm in most applications.
+/// `ticket-best-locking`: at the judged P, `ticket` the best locking
+/// algorithm in most applications.
+fn ticket_best_locking(d: &Data<'_>, _m: &Machine) -> Finding {
+    let (apps, p) = match judged_apps(d) {
+        Ok(judged) => judged,
+        Err(f) => return f,
+    };
+    let apps = apps.as_slice();
+    let n = apps.len();
     let ticket_best: Vec<Outcome> = apps
         .iter()
         .map(|a| match a.of("ticket") {
@@ -676,7 +721,7 @@ fn judge(apps: &[AppTimes], p: u32) -> Vec<Finding> {
             None => Outcome::NotMeasurable("no `ticket`".into()),
         })
         .collect();
-    findings.push(Finding::new(
+    Finding::new(
         at_least_k(&ticket_best, n / 2 + 1),
         format!(
             "at P = {p}, `ticket` over the fastest other locking algorithm: {}",
@@ -685,9 +730,19 @@ fn judge(apps: &[AppTimes], p: u32) -> Vec<Finding> {
                 Some(format!("{} (`{other}`)", a.of("ticket")?.ratio(x).show(2)))
             })
         ),
-    ));
+    )
+}
 
-    // (4) the Posix mutex not competitive.
+/// `mutex-not-competitive`: at the judged P, `pthread` the slowest of
+/// LC98's six in most applications, and 1.25x the fastest in one at
+/// least.
+fn mutex_not_competitive(d: &Data<'_>, _m: &Machine) -> Finding {
+    let (apps, p) = match judged_apps(d) {
+        Ok(judged) => judged,
+        Err(f) => return f,
+    };
+    let apps = apps.as_slice();
+    let n = apps.len();
     let (mut slowest, mut far) = (Vec::new(), Vec::new());
     for a in apps {
         match (a.of("pthread"), a.fastest(&PAPER_ALGOS, "pthread")) {
@@ -698,7 +753,7 @@ fn judge(apps: &[AppTimes], p: u32) -> Vec<Finding> {
             _ => slowest.push(Outcome::NotMeasurable("no `pthread`".into())),
         }
     }
-    findings.push(Finding::new(
+    Finding::new(
         Outcome::all([at_least_k(&slowest, n / 2 + 1), at_least_k(&far, 1)]),
         format!(
             "at P = {p}, `pthread` over the fastest of the others: {}",
@@ -707,8 +762,7 @@ fn judge(apps: &[AppTimes], p: u32) -> Vec<Finding> {
                 Some(format!("{} (`{other}`)", a.of("pthread")?.ratio(x).show(2)))
             })
         ),
-    ));
-    findings
+    )
 }
 
 /// How the runs relate to LC98's, from the rows and the machine.

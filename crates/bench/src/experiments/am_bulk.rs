@@ -69,6 +69,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at 8 KiB, the peak bulk bandwidth of each of LC98's six algorithms is between 65% and 95% of \
                the `memcpy` rate of the same run",
         needs: Needs::cores(2),
+        judge: copy_rate_80pct,
     },
     Claim {
         key: "little-variation",
@@ -77,6 +78,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at 8 KiB, the fastest of LC98's six algorithms is within 1.11x of the slowest ((max - min) / \
                max at most 10%)",
         needs: Needs::cores(2),
+        judge: little_variation,
     },
     Claim {
         key: "mutex-lowest-lock-free-highest",
@@ -84,6 +86,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at 8 KiB, `pthread` has a lower peak bulk bandwidth than each other of LC98's six algorithms \
                and `lock-free` a higher one",
         needs: Needs::cores(2),
+        judge: mutex_lowest_lock_free_highest,
     },
 ];
 
@@ -303,25 +306,68 @@ fn mb_e(e: Estimate) -> String {
     format!("{:.0} [{:.0}, {:.0}] MB/s", e.value, e.lo, e.hi)
 }
 
-fn assess(rows: &[Row], _m: &Machine) -> Assessment {
-    let d = Data::new(rows);
+/// The 8 KiB bandwidth of `n`.
+fn bw(d: &Data<'_>, n: &str) -> Option<Estimate> {
     let peak = PEAK.to_string();
     let at_peak = [("bytes", peak.as_str())];
-    let bw = |n: &str| d.estimate(Sel::metric(METRIC).series(n).params(&at_peak));
-    let frac = |n: &str| d.estimate(Sel::metric(OF_MEMCPY).series(n));
-    let lc98_bw: Vec<(&str, Estimate)> = LC98.iter().filter_map(|n| Some((*n, bw(n)?))).collect();
-    let absent: Vec<&str> = LC98.iter().copied().filter(|n| bw(n).is_none()).collect();
-    let missing = || Finding::missing(&format!("8 KiB bandwidth of {}", names(&absent)));
-    let over = d
-        .select(Sel::metric(METRIC).params(&at_peak))
-        .any(|r| r.oversubscribed);
-    let over_finding =
-        || Finding::not_measurable("the 8 KiB streams ran with more threads than cores");
-    let mut findings = Vec::new();
+    d.estimate(Sel::metric(METRIC).series(n).params(&at_peak))
+}
 
-    // (1) roughly 80% of the memory copy rate.
+/// The 8 KiB bandwidth of each of LC98's algorithms that has one, in
+/// [`LC98`]'s order.
+fn lc98_bw(d: &Data<'_>) -> Vec<(&'static str, Estimate)> {
+    LC98.iter().filter_map(|n| Some((*n, bw(d, n)?))).collect()
+}
+
+/// The lowest of `lc98_bw` ([`lc98_bw`]).
+fn lowest(lc98_bw: &[(&'static str, Estimate)]) -> Option<(&'static str, Estimate)> {
+    lc98_bw
+        .iter()
+        .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
+        .copied()
+}
+
+/// The highest of `lc98_bw` ([`lc98_bw`]).
+fn highest(lc98_bw: &[(&'static str, Estimate)]) -> Option<(&'static str, Estimate)> {
+    lc98_bw
+        .iter()
+        .max_by(|a, b| a.1.value.total_cmp(&b.1.value))
+        .copied()
+}
+
+/// LC98's algorithms without an 8 KiB bandwidth.
+fn absent(d: &Data<'_>) -> Vec<&'static str> {
+    LC98.iter()
+        .copied()
+        .filter(|n| bw(d, n).is_none())
+        .collect()
+}
+
+/// What the bandwidth rules find where LC98's algorithms are not all
+/// there ([`absent`]).
+fn missing(d: &Data<'_>) -> Finding {
+    Finding::missing(&format!("8 KiB bandwidth of {}", names(&absent(d))))
+}
+
+/// Whether an 8 KiB stream ran with more threads than cores.
+fn oversubscribed(d: &Data<'_>) -> bool {
+    let peak = PEAK.to_string();
+    let at_peak = [("bytes", peak.as_str())];
+    d.select(Sel::metric(METRIC).params(&at_peak))
+        .any(|r| r.oversubscribed)
+}
+
+/// What every rule finds where [`oversubscribed`].
+fn over_finding() -> Finding {
+    Finding::not_measurable("the 8 KiB streams ran with more threads than cores")
+}
+
+/// `copy-rate-80pct`: at 8 KiB, each of LC98's algorithms reaches between
+/// 65% and 95% of `memcpy` (roughly 80% of the memory copy rate).
+fn copy_rate_80pct(d: &Data<'_>, _m: &Machine) -> Finding {
+    let frac = |n: &str| d.estimate(Sel::metric(OF_MEMCPY).series(n));
     let fracs: Vec<(&str, Estimate)> = LC98.iter().filter_map(|n| Some((*n, frac(n)?))).collect();
-    findings.push(if over {
+    if oversubscribed(d) {
         over_finding()
     } else if fracs.len() < LC98.len() {
         Finding::missing("the 8 KiB fraction of `memcpy` of every LC98 algorithm")
@@ -341,18 +387,16 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
                     .join(", ")
             ),
         )
-    });
+    }
+}
 
-    // (2) little variation across LC98's algorithms; (3) their order.
-    let lowest = lc98_bw
-        .iter()
-        .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
-    let highest = lc98_bw
-        .iter()
-        .max_by(|a, b| a.1.value.total_cmp(&b.1.value));
-    findings.push(match (lowest, highest) {
-        _ if over => over_finding(),
-        (Some(lo), Some(hi)) if absent.is_empty() => Finding::new(
+/// `little-variation`: at 8 KiB, the fastest of LC98's algorithms within
+/// 1.11x of the slowest.
+fn little_variation(d: &Data<'_>, _m: &Machine) -> Finding {
+    let lc98_bw = lc98_bw(d);
+    match (lowest(&lc98_bw), highest(&lc98_bw)) {
+        _ if oversubscribed(d) => over_finding(),
+        (Some(lo), Some(hi)) if absent(d).is_empty() => Finding::new(
             rule::within_factor(hi.1, lo.1, 1.0 / (1.0 - VARIATION)),
             format!(
                 "highest `{}` {}, lowest `{}` {}: ratio {}",
@@ -363,12 +407,18 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
                 hi.1.ratio(lo.1).show(2)
             ),
         ),
-        _ => missing(),
-    });
+        _ => missing(d),
+    }
+}
+
+/// `mutex-lowest-lock-free-highest`: at 8 KiB, `pthread` below each other
+/// of LC98's algorithms and `lock-free` above.
+fn mutex_lowest_lock_free_highest(d: &Data<'_>, _m: &Machine) -> Finding {
+    let lc98_bw = lc98_bw(d);
     let find = |n: &str| lc98_bw.iter().find(|(s, _)| *s == n).map(|(_, e)| *e);
-    findings.push(match (find("pthread"), find("lock-free")) {
-        _ if over => over_finding(),
-        (Some(px), Some(lf)) if absent.is_empty() => {
+    match (find("pthread"), find("lock-free")) {
+        _ if oversubscribed(d) => over_finding(),
+        (Some(px), Some(lf)) if absent(d).is_empty() => {
             let mut outcomes = Vec::new();
             for (n, e) in &lc98_bw {
                 if *n != "pthread" {
@@ -384,13 +434,22 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
                     "`pthread` {}, `lock-free` {}; lowest `{}`, highest `{}`",
                     mb_e(px),
                     mb_e(lf),
-                    lowest.map_or("n/a", |l| l.0),
-                    highest.map_or("n/a", |h| h.0)
+                    lowest(&lc98_bw).map_or("n/a", |l| l.0),
+                    highest(&lc98_bw).map_or("n/a", |h| h.0)
                 ),
             )
         }
-        _ => missing(),
-    });
+        _ => missing(d),
+    }
+}
+
+fn assess(rows: &[Row], _m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let peak = PEAK.to_string();
+    let at_peak = [("bytes", peak.as_str())];
+    let lc98_bw = lc98_bw(&d);
+    let lowest = lowest(&lc98_bw);
+    let highest = highest(&lc98_bw);
 
     let series = crate::harness::series_names(rows, METRIC);
     let mut header = vec!["series".to_string()];
@@ -483,7 +542,6 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         pct(cross_frac)
     );
     Assessment {
-        findings,
         measured,
         notes,
         table: Some(table),

@@ -30,8 +30,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Schedule, Sel,
-    Spread, figure, ns, rule, value,
+    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, OWN_MIN, Schedule, Sel, Spread,
+    figure, ns, rule, value,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -58,6 +58,7 @@ const CLAIMS: &[Claim] = &[
                 MPI's own `MPI_Send`/`MPI_Recv` ping-pong between the same ranks in the same run.",
         rule: "the `mpi` transport's round trip over the MPI ping-pong's is at most 1.5",
         needs: Needs::cores(2),
+        judge: am_over_mpi_rtt,
     },
     Claim {
         key: "hierarchical-keeps-shm",
@@ -66,6 +67,7 @@ const CLAIMS: &[Claim] = &[
         rule: "the hierarchical transport's same-host round trip over the `shm` transport's (both four-rank \
                jobs, the pair of ranks 0 and 1) is at most 1.1",
         needs: Needs::cores(2),
+        judge: hierarchical_keeps_shm,
     },
 ];
 
@@ -365,41 +367,60 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-fn assess(rows: &[Row], _m: &Machine) -> Assessment {
-    let d = Data::new(rows);
+/// Why nothing was measured, if the run's `completed` rows say so.
+fn nothing_measured(d: &Data<'_>) -> Option<String> {
+    d.select(Sel::metric("completed"))
+        .find_map(|r| r.get_param("status").map(str::to_string))
+}
+
+/// `s`'s ratio `metric` at `t` ranks at most `goal` (`what` names it), or
+/// not measurable where nothing was measured.
+fn ratio_at_most(d: &Data<'_>, s: &str, t: u32, metric: &str, goal: f64, what: &str) -> Finding {
+    if let Some(w) = nothing_measured(d) {
+        return Finding::not_measurable(format!("nothing was measured: {w}"));
+    }
     // Each ratio row is the only row of its metric: with `OWN_MIN` repeats
     // or more it carries its median interval, and is read on it; an older
     // CSV with fewer repeats falls back to `Data::estimate_of` (its
     // relative repeat range either side of the median).
-    let est =
-        |s: &str, t: u32, metric: &str| d.estimate_own(Sel::metric(metric).series(s).threads(t));
-    let why = d
-        .select(Sel::metric("completed"))
-        .find_map(|r| r.get_param("status").map(str::to_string));
-    let judge = |ratio: Option<Estimate>, goal: f64, what: &str| match ratio {
+    match d.estimate_own(Sel::metric(metric).series(s).threads(t)) {
         None => Finding::missing(what),
         Some(r) => Finding::new(
             rule::at_most(r, goal),
             format!("{what}: {} (goal at most {goal})", r.show(2)),
         ),
-    };
-    let mut findings = vec![
-        judge(
-            est(MPI, 2, "rtt_vs_mpi_pingpong"),
-            RTT_GOAL,
-            "`mpi` round trip / MPI ping-pong",
-        ),
-        judge(
-            est(HIER_SAME, 4, "rtt_vs_shm"),
-            SAME_HOST_GOAL,
-            "hierarchical same-host round trip / `shm` round trip",
-        ),
-    ];
-    if let Some(w) = &why {
-        for f in &mut findings {
-            *f = Finding::not_measurable(format!("nothing was measured: {w}"));
-        }
     }
+}
+
+/// `am-over-mpi-rtt`: the `mpi` round trip over MPI's ping-pong at most
+/// [`RTT_GOAL`].
+fn am_over_mpi_rtt(d: &Data<'_>, _m: &Machine) -> Finding {
+    ratio_at_most(
+        d,
+        MPI,
+        2,
+        "rtt_vs_mpi_pingpong",
+        RTT_GOAL,
+        "`mpi` round trip / MPI ping-pong",
+    )
+}
+
+/// `hierarchical-keeps-shm`: the hierarchical same-host round trip over
+/// `shm`'s at most [`SAME_HOST_GOAL`].
+fn hierarchical_keeps_shm(d: &Data<'_>, _m: &Machine) -> Finding {
+    ratio_at_most(
+        d,
+        HIER_SAME,
+        4,
+        "rtt_vs_shm",
+        SAME_HOST_GOAL,
+        "hierarchical same-host round trip / `shm` round trip",
+    )
+}
+
+fn assess(rows: &[Row], _m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let why = nothing_measured(&d);
     let mut table = Table::new(&["series", "round trip", "one-way per message", "bulk MB/s"]);
     for s in SERIES {
         let cell = |metric: &str| value(rows, s, ranks(s), metric, None);
@@ -459,7 +480,6 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         String::new()
     };
     Assessment {
-        findings,
         measured,
         notes,
         table: Some(table),
@@ -521,7 +541,7 @@ mod tests {
                 hi,
                 n,
             });
-            (EXPERIMENT.assess)(&data, &m)
+            testing::findings(&EXPERIMENT, &data, &m)
         };
         // The median's interval inside the 1.1 goal, then across it.
         testing::assert_outcome(&judged(1.05, 1.08, OWN_MIN), 1, Outcome::Holds);

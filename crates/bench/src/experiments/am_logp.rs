@@ -63,6 +63,7 @@ const CLAIMS: &[Claim] = &[
         rule: "the round trip of the slowest of LC98's five algorithms other than the Posix mutex is within \
                1.15x of the fastest's (each one's over the fastest's, paired by repeat)",
         needs: Needs::cores(2),
+        judge: others_equivalent,
     },
     Claim {
         key: "mutex-25pct-worse",
@@ -71,6 +72,7 @@ const CLAIMS: &[Claim] = &[
         rule: "the round trip of `pthread` is at least 1.25x the mean round trip of the other five LC98 \
                algorithms (the median over repeats of their quotient in each repeat, with its interval)",
         needs: Needs::cores(2),
+        judge: mutex_25pct_worse,
     },
     Claim {
         key: "lock-free-costs-more",
@@ -79,6 +81,7 @@ const CLAIMS: &[Claim] = &[
                 test-and-set locks).",
         rule: "`lock-free`'s send overhead o_s and gap g are each above the mean of `tas` and `ttas`",
         needs: Needs::cores(2),
+        judge: lock_free_costs_more,
     },
     Claim {
         key: "rtt-vs-pingpong",
@@ -86,6 +89,7 @@ const CLAIMS: &[Claim] = &[
                 of a cache-line ping-pong measured in the same run; LC98's `lock-free` is shown beside it.",
         rule: "`stamp`'s round trip over the cache-line ping-pong's is at most 2.5",
         needs: Needs::cores(2),
+        judge: rtt_vs_pingpong,
     },
 ];
 
@@ -343,32 +347,46 @@ fn ns_e(e: Estimate) -> String {
     format!("{} [{}, {}]", ns(e.value), ns(e.lo), ns(e.hi))
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Assessment {
-    let d = Data::new(rows);
-    let est = |s: &str, metric: &str| d.estimate(Sel::metric(metric).series(s).threads(2));
-    // Estimates of `metric` for each of `series`, or the names missing.
-    let all = |series: &[&str], metric: &str| -> Result<Vec<(String, Estimate)>, Finding> {
-        let absent: Vec<&str> = series
-            .iter()
-            .copied()
-            .filter(|s| est(s, metric).is_none())
-            .collect();
-        if !absent.is_empty() {
-            return Err(Finding::missing(&format!(
-                "`{metric}` of {}",
-                names(&absent)
-            )));
-        }
-        Ok(series
-            .iter()
-            .filter_map(|s| Some((s.to_string(), est(s, metric)?)))
-            .collect())
-    };
-    let shared = d.select(Sel::metric("rtt_ns")).any(|r| r.oversubscribed);
-    let mut findings = Vec::new();
-    let mut notes = Vec::new();
+/// The estimate of `metric` for series `s` (two ranks).
+fn est(d: &Data<'_>, s: &str, metric: &str) -> Option<Estimate> {
+    d.estimate(Sel::metric(metric).series(s).threads(2))
+}
 
-    // (1) the five others are nearly equivalent.
+/// Estimates of `metric` for each of `series`, or the names missing.
+fn all(d: &Data<'_>, series: &[&str], metric: &str) -> Result<Vec<(String, Estimate)>, Finding> {
+    let absent: Vec<&str> = series
+        .iter()
+        .copied()
+        .filter(|s| est(d, s, metric).is_none())
+        .collect();
+    if !absent.is_empty() {
+        return Err(Finding::missing(&format!(
+            "`{metric}` of {}",
+            names(&absent)
+        )));
+    }
+    Ok(series
+        .iter()
+        .filter_map(|s| Some((s.to_string(), est(d, s, metric)?)))
+        .collect())
+}
+
+/// `f`, unless the two ranks ran with more threads than cores: then not
+/// measurable (every rule).
+fn unless_shared(d: &Data<'_>, f: Finding) -> Finding {
+    if d.select(Sel::metric("rtt_ns")).any(|r| r.oversubscribed) {
+        Finding::not_measurable(
+            "the two ranks ran with more threads than cores (the rows are marked oversubscribed)",
+        )
+    } else {
+        f
+    }
+}
+
+/// `others-equivalent`: the slowest of LC98's five algorithms other than
+/// the Posix mutex within 1.15x of the fastest, paired by repeat where the
+/// run recorded it, else on the separate medians.
+fn others_equivalent(d: &Data<'_>, _m: &Machine) -> Finding {
     let paired: Vec<(String, Estimate)> = OTHERS
         .iter()
         .filter_map(|s| {
@@ -381,7 +399,10 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let fastest = d
         .row(Sel::metric(VS_FASTEST))
         .and_then(|r| r.get_param("fastest"));
-    findings.push(match (fastest, paired.iter().max_by(|a, b| a.1.value.total_cmp(&b.1.value))) {
+    let f = match (
+        fastest,
+        paired.iter().max_by(|a, b| a.1.value.total_cmp(&b.1.value)),
+    ) {
         // Paired by repeat: each one's round trip over the fastest's. The
         // slowest is within the factor exactly when every one is, and which
         // is slowest is itself measured: two at the same median take turns
@@ -401,7 +422,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                     .join(", ")
             ),
         ),
-        _ => match all(&OTHERS, "rtt_ns") {
+        _ => match all(d, &OTHERS, "rtt_ns") {
             Err(f) => f,
             Ok(others) => {
                 let by = |a: &&(String, Estimate), b: &&(String, Estimate)| {
@@ -423,11 +444,15 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 }
             }
         },
-    });
+    };
+    unless_shared(d, f)
+}
 
-    // (2) the Posix mutex is more than 25% worse: on the ratio paired by
-    // repeat where the run recorded it, else (older CSVs) on the quotient
-    // of the separate medians.
+/// The Posix mutex is more than 25% worse: on the ratio paired by repeat
+/// where the run recorded it, else (older CSVs) on the quotient of the
+/// separate medians. The finding before [`unless_shared`], and the note it
+/// calls for.
+fn mutex_worse(d: &Data<'_>) -> (Finding, Option<String>) {
     let mutex = match d.estimate_own(Sel::metric(VS_OTHERS).series("pthread")) {
         Some(r) => Ok((
             r,
@@ -436,7 +461,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 r.show(2)
             ),
         )),
-        None => match (est("pthread", "rtt_ns"), all(&OTHERS, "rtt_ns")) {
+        None => match (est(d, "pthread", "rtt_ns"), all(d, &OTHERS, "rtt_ns")) {
             (None, _) => Err(Finding::missing("`rtt_ns` of `pthread`")),
             (_, Err(f)) => Err(f),
             (Some(px), Ok(others)) => {
@@ -456,21 +481,28 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             }
         },
     };
-    findings.push(match mutex {
-        Err(f) => f,
+    match mutex {
+        Err(f) => (f, None),
         Ok((r, evidence)) => {
             let outcome = rule::at_least(r, PTHREAD_WORSE);
-            if outcome == rule::Outcome::Fails {
-                notes.push(MUTEX_IN_USER_SPACE.to_string());
-            }
-            Finding::new(outcome, evidence)
+            let note = (outcome == rule::Outcome::Fails).then(|| MUTEX_IN_USER_SPACE.to_string());
+            (Finding::new(outcome, evidence), note)
         }
-    });
+    }
+}
 
-    // (3) lock-free has higher o_s and g than the simple locks.
+/// `mutex-25pct-worse`: `pthread`'s round trip at least 1.25x the mean of
+/// the other five's ([`mutex_worse`]).
+fn mutex_25pct_worse(d: &Data<'_>, _m: &Machine) -> Finding {
+    unless_shared(d, mutex_worse(d).0)
+}
+
+/// `lock-free` has higher o_s and g than the simple locks. The finding
+/// before [`unless_shared`], and the note it calls for.
+fn lock_free_overheads(d: &Data<'_>) -> (Finding, Option<String>) {
     let overhead = |metric: &str| -> Result<(Estimate, Estimate), Finding> {
-        let lf = all(&["lock-free"], metric)?;
-        let simple: Vec<Estimate> = all(&SIMPLE, metric)?.iter().map(|s| s.1).collect();
+        let lf = all(d, &["lock-free"], metric)?;
+        let simple: Vec<Estimate> = all(d, &SIMPLE, metric)?.iter().map(|s| s.1).collect();
         match (lf.first(), mean(&simple)) {
             (Some(lf), Some(s)) => Ok((lf.1, s)),
             _ => Err(Finding::missing(&format!(
@@ -478,46 +510,57 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             ))),
         }
     };
-    findings.push(match (overhead("os_ns"), overhead("g_ns")) {
-        (Err(f), _) | (_, Err(f)) => f,
+    match (overhead("os_ns"), overhead("g_ns")) {
+        (Err(f), _) | (_, Err(f)) => (f, None),
         (Ok((lf_os, s_os)), Ok((lf_g, s_g))) => {
-            let outcome = rule::Outcome::all([rule::greater(lf_os, s_os), rule::greater(lf_g, s_g)]);
-            if outcome != rule::Outcome::Holds {
-                notes.push(format!(
+            let outcome =
+                rule::Outcome::all([rule::greater(lf_os, s_os), rule::greater(lf_g, s_g)]);
+            let note = (outcome != rule::Outcome::Holds).then(|| {
+                format!(
                     "`lock-free`'s second CAS is made on a line already in the sender's cache; a send is \
                      dominated by the cache miss on the packet's state word, last written by the receiver \
                      when it freed the packet (LC98's handshake). In this run `lock-free`'s o_s differs from the simple locks' by \
                      {} and its g by {}; LC98's second CAS cost about 90 ns next to a 480 ns miss.",
                     ns(lf_os.value - s_os.value),
                     ns(lf_g.value - s_g.value),
-                ));
-            }
-            Finding::new(
-                outcome,
-                format!(
-                    "o_s: `lock-free` {} vs `tas`/`ttas` mean {}; g: {} vs {} (LC98: 1.9 vs 1.6 us, 3.1 vs 2.9 us)",
-                    ns_e(lf_os),
-                    ns_e(s_os),
-                    ns_e(lf_g),
-                    ns_e(s_g)
+                )
+            });
+            (
+                Finding::new(
+                    outcome,
+                    format!(
+                        "o_s: `lock-free` {} vs `tas`/`ttas` mean {}; g: {} vs {} (LC98: 1.9 vs 1.6 us, 3.1 vs 2.9 us)",
+                        ns_e(lf_os),
+                        ns_e(s_os),
+                        ns_e(lf_g),
+                        ns_e(s_g)
+                    ),
                 ),
+                note,
             )
         }
-    });
+    }
+}
 
-    // (4) the issue's target against the cache-line ping-pong.
-    findings.push(match all(&["lock-free", "stamp"], "rtt_vs_pingpong") {
-        Err(f) => f,
+/// `lock-free-costs-more`: `lock-free`'s o_s and g each above the mean of
+/// `tas` and `ttas` ([`lock_free_overheads`]).
+fn lock_free_costs_more(d: &Data<'_>, _m: &Machine) -> Finding {
+    unless_shared(d, lock_free_overheads(d).0)
+}
+
+/// The issue's target against the cache-line ping-pong. The finding
+/// before [`unless_shared`], and the note it calls for.
+fn pingpong_target(d: &Data<'_>) -> (Finding, Option<String>) {
+    match all(d, &["lock-free", "stamp"], "rtt_vs_pingpong") {
+        Err(f) => (f, None),
         Ok(rs) => {
             let outcome = rule::Outcome::all(
                 rs.iter()
                     .filter(|(s, _)| *s == "stamp")
                     .map(|(_, r)| rule::at_most(*r, TARGET)),
             );
-            if let (Some(pp), rule::Outcome::Fails | rule::Outcome::Tie) =
-                (est(PINGPONG, "rtt_ns"), &outcome)
-            {
-                notes.push(format!(
+            let note = match (est(d, PINGPONG, "rtt_ns"), &outcome) {
+                (Some(pp), rule::Outcome::Fails | rule::Outcome::Tie) => Some(format!(
                     "The ping-pong ({} here) bounces one line that both sides keep polling. A `stamp` message \
                      is written once by its sender (its first write to the packet is the publishing one; the \
                      receiver never writes packets), but each message goes to the next packet of a ring, so \
@@ -526,27 +569,43 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                      (`lock-free`) the receiver also writes every packet when it frees it, which the next \
                      claim fetches back.",
                     ns(pp.value)
-                ));
-            }
-            Finding::new(
-                outcome,
-                format!(
-                    "RTT / ping-pong: {} (target at most {TARGET})",
-                    rs.iter()
-                        .map(|(s, r)| format!("`{s}` {}", r.show(2)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                )),
+                _ => None,
+            };
+            (
+                Finding::new(
+                    outcome,
+                    format!(
+                        "RTT / ping-pong: {} (target at most {TARGET})",
+                        rs.iter()
+                            .map(|(s, r)| format!("`{s}` {}", r.show(2)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
                 ),
+                note,
             )
         }
-    });
-    if shared {
-        for f in &mut findings {
-            *f = Finding::not_measurable(
-                "the two ranks ran with more threads than cores (the rows are marked oversubscribed)",
-            );
-        }
     }
+}
+
+/// `rtt-vs-pingpong`: `stamp`'s round trip over the cache-line
+/// ping-pong's at most 2.5 ([`pingpong_target`]).
+fn rtt_vs_pingpong(d: &Data<'_>, _m: &Machine) -> Finding {
+    unless_shared(d, pingpong_target(d).0)
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    // The notes the rules' outcomes call for, in the rules' order.
+    let mut notes: Vec<String> = [
+        mutex_worse(&d).1,
+        lock_free_overheads(&d).1,
+        pingpong_target(&d).1,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
 
     let mut table = Table::new(&[
         "series",
@@ -626,7 +685,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         m.cores()
     ));
     Assessment {
-        findings,
         measured,
         notes: notes.join(" "),
         table: Some(table),
@@ -778,7 +836,7 @@ mod tests {
                     .and_then(|r| r.get_param("fastest")),
                 Some("ttas")
             );
-            assess(&v, &m).findings[0].outcome.clone()
+            testing::findings(&EXPERIMENT, &v, &m)[0].outcome.clone()
         };
         use rule::Outcome;
         assert_eq!(with_pairs(&[1.05; 9]), Outcome::Holds);
@@ -806,7 +864,10 @@ mod tests {
             },
         );
         use rule::Outcome;
-        assert_eq!(assess(&separate, &m).findings[1].outcome, Outcome::Tie);
+        assert_eq!(
+            testing::findings(&EXPERIMENT, &separate, &m)[1].outcome,
+            Outcome::Tie
+        );
         let with_pairs = |q: &[f64]| {
             let mut v = separate.clone();
             let s = Spread::median_interval(q).unwrap();
@@ -814,7 +875,7 @@ mod tests {
                 Row::new(EXPERIMENT.id, "pthread", 2, false, VS_OTHERS, s.median, "x")
                     .with_spread(&s),
             );
-            assess(&v, &m).findings[1].clone()
+            testing::findings(&EXPERIMENT, &v, &m)[1].clone()
         };
         // The same 1.4 in every repeat: holds, and the evidence says paired.
         let f = with_pairs(&[1.4; 9]);

@@ -76,6 +76,7 @@ const CLAIMS: &[Claim] = &[
         rule: "for every algorithm, the time per integer with one writer (median block) agrees with the LogP \
                gap g measured just before it within 1.3x (their ratio's median over rounds, with its interval)",
         needs: Needs::cores(2),
+        judge: one_writer_is_gap,
     },
     Claim {
         key: "locks-degrade",
@@ -85,6 +86,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at the most writers (3 or more) that leave every rank a core, each of LC98's locking algorithms \
                takes longer per integer (median block) than with one writer",
         needs: Needs::cores(CONTENDED as usize + 1),
+        judge: locks_degrade,
     },
     Claim {
         key: "lock-free-improves",
@@ -93,6 +95,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at the most writers (3 or more) that leave every rank a core, `lock-free` takes less time per \
                integer (median block) than with one writer",
         needs: Needs::cores(CONTENDED as usize + 1),
+        judge: lock_free_improves,
     },
     Claim {
         key: "lock-free-robust",
@@ -100,6 +103,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at the most writers measured, with more ranks than cores, `lock-free`'s whole-run time per \
                integer is below every locking algorithm's",
         needs: Needs::NONE,
+        judge: lock_free_robust,
     },
 ];
 
@@ -419,30 +423,34 @@ fn ns_e(e: Estimate) -> String {
     format!("{} [{}, {}]", ns(e.value), ns(e.lo), ns(e.hi))
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Assessment {
-    let d = Data::new(rows);
-    let cores = m.cores() as u32;
-    let writers = measured_writers(rows);
-    let algs = crate::harness::series_names(rows, "ns_per_msg");
-    let est = |metric: &str, alg: &str, w: u32| {
-        let r = point_of(rows, metric, alg, w)?;
-        r.value.is_finite().then(|| d.estimate_of(r))
-    };
-    let gap = |alg: &str| d.estimate(Sel::metric("logp_g_ns").series(alg).threads(2));
-    let slowdown = |a: &str, w: u32| Some(per_msg(rows, a, w)? / per_msg(rows, a, 1)?);
-    let list = |xs: &[(String, String)]| {
-        xs.iter()
-            .map(|(a, x)| format!("`{a}` {x}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut findings = Vec::new();
-    let mut notes = Vec::new();
+/// The estimate of `metric` of `alg` with `w` writers (finite values
+/// only).
+fn est(d: &Data<'_>, metric: &str, alg: &str, w: u32) -> Option<Estimate> {
+    let r = point_of(d.rows(), metric, alg, w)?;
+    r.value.is_finite().then(|| d.estimate_of(r))
+}
 
-    // (1) one writer = the LogP gap: both are rates while every rank runs
-    // (the median block of the stress run, the median block of the LogP
-    // stream), judged on their ratio paired by round where the run has it
-    // (a CSV written before the rounds existed: the two medians).
+/// The LogP gap g of `alg`.
+fn gap(d: &Data<'_>, alg: &str) -> Option<Estimate> {
+    d.estimate(Sel::metric("logp_g_ns").series(alg).threads(2))
+}
+
+/// `name x` pairs, comma-separated.
+fn list(xs: &[(String, String)]) -> String {
+    xs.iter()
+        .map(|(a, x)| format!("`{a}` {x}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One writer = the LogP gap: both are rates while every rank runs (the
+/// median block of the stress run, the median block of the LogP stream),
+/// judged on their ratio paired by round where the run has it (a CSV
+/// written before the rounds existed: the two medians). The finding, and
+/// the note it calls for.
+fn one_writer_gap(d: &Data<'_>) -> (Finding, Option<String>) {
+    let rows = d.rows();
+    let algs = crate::harness::series_names(rows, "ns_per_msg");
     // Per algorithm: the paired ratio, else the ratio of the medians, else
     // nothing (no run long enough for a block rate).
     let pairs: Vec<(String, Option<(Estimate, bool)>)> = algs
@@ -450,26 +458,32 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         .map(|a| {
             let q = match d.estimate_own(Sel::metric(VS_GAP).series(a)) {
                 Some(q) => Some((q, true)),
-                None => (|| Some((est("block_ns_per_msg", a, 1)?.ratio(gap(a)?), false)))(),
+                None => (|| Some((est(d, "block_ns_per_msg", a, 1)?.ratio(gap(d, a)?), false)))(),
             };
             (a.clone(), q)
         })
         .collect();
     let one_over = point(rows, LOCK_FREE, 1).is_some_and(|r| r.oversubscribed);
-    findings.push(if one_over {
-        Finding::not_measurable("the one-writer points ran with more threads than cores")
+    if one_over {
+        (
+            Finding::not_measurable("the one-writer points ran with more threads than cores"),
+            None,
+        )
     } else if pairs.iter().all(|(_, q)| q.is_none()) {
-        Finding::missing("a one-writer block rate with its LogP gap")
+        (
+            Finding::missing("a one-writer block rate with its LogP gap"),
+            None,
+        )
     } else {
         let whole: Vec<(String, String)> = algs
             .iter()
-            .filter_map(|a| Some((a.clone(), ratio(per_msg(rows, a, 1)? / gap(a)?.value))))
+            .filter_map(|a| Some((a.clone(), ratio(per_msg(rows, a, 1)? / gap(d, a)?.value))))
             .collect();
-        notes.push(format!(
+        let note = format!(
             "Over the whole one-writer run (elapsed / integers, LC98's measure) the time per integer over g is {} \
              (ratios of medians): a whole run also counts the time either rank spent descheduled by other load.",
             list(&whole)
-        ));
+        );
         let all_paired = pairs.iter().all(|(_, q)| q.is_some_and(|(_, p)| p));
         // An algorithm without a ratio keeps the rule from holding.
         let outcomes = pairs.iter().map(|(a, q)| match q {
@@ -487,58 +501,84 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 (a.clone(), x)
             })
             .collect();
-        Finding::new(
-            rule::Outcome::all(outcomes),
-            format!(
-                "one writer's median block / g{}: {}",
-                if all_paired {
-                    ", paired by round"
-                } else {
-                    ", paired by round where not marked"
-                },
-                list(&shown)
+        (
+            Finding::new(
+                rule::Outcome::all(outcomes),
+                format!(
+                    "one writer's median block / g{}: {}",
+                    if all_paired {
+                        ", paired by round"
+                    } else {
+                        ", paired by round where not marked"
+                    },
+                    list(&shown)
+                ),
             ),
+            Some(note),
         )
-    });
+    }
+}
 
-    // (2), (3) contention with one rank per core: the most writers that fit.
-    let fit = writers
+/// `one-writer-is-gap`: for every algorithm, one writer's median block
+/// agrees with the LogP gap within 1.3x ([`one_writer_gap`]).
+fn one_writer_is_gap(d: &Data<'_>, _m: &Machine) -> Finding {
+    one_writer_gap(d).0
+}
+
+/// Contention with one rank per core: the most writers (3 or more) that
+/// leave every rank a core of `m`.
+fn fit(d: &Data<'_>, m: &Machine) -> Option<u32> {
+    let rows = d.rows();
+    let cores = m.cores() as u32;
+    measured_writers(rows)
         .iter()
         .copied()
         .filter(|&w| w >= CONTENDED && w < cores)
         .filter(|&w| point(rows, LOCK_FREE, w).is_none_or(|r| !r.oversubscribed))
-        .max();
-    let versus_one = |a: &str, w: u32| {
-        Some((
-            est("block_ns_per_msg", a, w)?,
-            est("block_ns_per_msg", a, 1)?,
-        ))
-    };
-    let no_fit = || {
-        Finding::not_measurable(format!(
-            "no point with {CONTENDED} or more writers where every rank has a core (writers measured: {})",
-            if writers.is_empty() {
-                "none".to_string()
-            } else {
-                writers
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        ))
-    };
+        .max()
+}
+
+/// The median blocks of `a` with `w` writers and with one.
+fn versus_one(d: &Data<'_>, a: &str, w: u32) -> Option<(Estimate, Estimate)> {
+    Some((
+        est(d, "block_ns_per_msg", a, w)?,
+        est(d, "block_ns_per_msg", a, 1)?,
+    ))
+}
+
+/// Why the contention rules cannot be judged where there is no [`fit`].
+fn no_fit(d: &Data<'_>) -> Finding {
+    let writers = measured_writers(d.rows());
+    Finding::not_measurable(format!(
+        "no point with {CONTENDED} or more writers where every rank has a core (writers measured: {})",
+        if writers.is_empty() {
+            "none".to_string()
+        } else {
+            writers
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    ))
+}
+
+/// `locks-degrade`: at the [`fit`], each of LC98's locking algorithms
+/// takes longer per integer (median block) than with one writer.
+fn locks_degrade(d: &Data<'_>, m: &Machine) -> Finding {
     let show = |a: &str, (at_w, at_1): (Estimate, Estimate)| {
         (
             a.to_string(),
             format!("{} ({} with 1)", at_w.ratio(at_1).show(2), ns(at_1.value)),
         )
     };
-    findings.push(match fit {
-        None => no_fit(),
+    match fit(d, m) {
+        None => no_fit(d),
         Some(w) => {
-            let locks: Vec<(&str, (Estimate, Estimate))> =
-                LOCKING.iter().filter_map(|a| Some((*a, versus_one(a, w)?))).collect();
+            let locks: Vec<(&str, (Estimate, Estimate))> = LOCKING
+                .iter()
+                .filter_map(|a| Some((*a, versus_one(d, a, w)?)))
+                .collect();
             if locks.len() < LOCKING.len() {
                 Finding::missing(&format!("the locking algorithms at 1 and {w} writers"))
             } else {
@@ -552,10 +592,15 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 )
             }
         }
-    });
-    findings.push(match fit {
-        None => no_fit(),
-        Some(w) => match versus_one(LOCK_FREE, w) {
+    }
+}
+
+/// `lock-free-improves`: at the [`fit`], `lock-free` takes less time per
+/// integer (median block) than with one writer.
+fn lock_free_improves(d: &Data<'_>, m: &Machine) -> Finding {
+    match fit(d, m) {
+        None => no_fit(d),
+        Some(w) => match versus_one(d, LOCK_FREE, w) {
             None => Finding::missing(&format!("`lock-free` at 1 and {w} writers")),
             Some((x, one)) => Finding::new(
                 rule::less(x, one),
@@ -568,29 +613,37 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 ),
             ),
         },
-    });
+    }
+}
 
-    // (4) robust to multiprogramming: the most writers, oversubscribed.
-    let max_w = writers.last().copied();
+/// Robust to multiprogramming: at the most writers, oversubscribed,
+/// `lock-free` against the locking algorithms. The finding, and the notes
+/// it calls for.
+fn robustness(d: &Data<'_>) -> (Finding, Vec<String>) {
+    let rows = d.rows();
+    let algs = crate::harness::series_names(rows, "ns_per_msg");
+    let mut notes = Vec::new();
+    let max_w = measured_writers(rows).last().copied();
     let over_w = max_w.filter(|&w| point(rows, LOCK_FREE, w).is_some_and(|r| r.oversubscribed));
-    findings.push(match (max_w, over_w) {
+    let finding = match (max_w, over_w) {
         (None, _) => Finding::missing("many-to-one points"),
         (Some(w), None) => Finding::not_measurable(format!(
             "the most writers measured ({w}) leave every rank a core; a job has at most {} ranks",
             symmetry_am::MAX_RANKS
         )),
         (_, Some(w)) => {
-            let lf = est("ns_per_msg", LOCK_FREE, w);
+            let lf = est(d, "ns_per_msg", LOCK_FREE, w);
             let locks: Vec<(&str, Estimate)> = LOCKING
                 .iter()
-                .filter_map(|a| Some((*a, est("ns_per_msg", a, w)?)))
+                .filter_map(|a| Some((*a, est(d, "ns_per_msg", a, w)?)))
                 .collect();
             match lf {
                 Some(lf) if locks.len() == LOCKING.len() => {
                     let partial: Vec<String> = algs
                         .iter()
                         .filter(|a| {
-                            point(rows, a, w).and_then(|r| r.get_param("completed")) == Some("false")
+                            point(rows, a, w).and_then(|r| r.get_param("completed"))
+                                == Some("false")
                         })
                         .cloned()
                         .collect();
@@ -630,10 +683,32 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                         ),
                     )
                 }
-                _ => Finding::missing(&format!("`lock-free` and the locking algorithms at {w} writers")),
+                _ => Finding::missing(&format!(
+                    "`lock-free` and the locking algorithms at {w} writers"
+                )),
             }
         }
-    });
+    };
+    (finding, notes)
+}
+
+/// `lock-free-robust`: at the most writers measured, oversubscribed,
+/// `lock-free`'s whole-run time per integer below every locking
+/// algorithm's ([`robustness`]).
+fn lock_free_robust(d: &Data<'_>, _m: &Machine) -> Finding {
+    robustness(d).0
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let cores = m.cores() as u32;
+    let writers = measured_writers(rows);
+    let algs = crate::harness::series_names(rows, "ns_per_msg");
+    let slowdown = |a: &str, w: u32| Some(per_msg(rows, a, w)? / per_msg(rows, a, 1)?);
+    // The notes the rules' outcomes call for, in the rules' order.
+    let mut notes: Vec<String> = one_writer_gap(&d).1.into_iter().collect();
+    notes.extend(robustness(&d).1);
+    let max_w = writers.last().copied();
 
     // Table: ns per integer per writer count, slowdown, gap.
     let mut header: Vec<String> = vec!["algorithm".into()];
@@ -729,7 +804,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         if cores == 2 { "" } else { "s" }
     ));
     Assessment {
-        findings,
         measured,
         notes: notes.join("\n\n"),
         table: Some(table),
@@ -838,7 +912,7 @@ mod tests {
     fn the_gap_rule_judges_ratios_paired_by_round() {
         use rule::Outcome;
         let m = small_vm();
-        let gap_rule = |rows: &[Row]| assess(rows, &m).findings.remove(0);
+        let gap_rule = |rows: &[Row]| testing::findings(&EXPERIMENT, rows, &m).remove(0);
         // The medians alone (one writer 2x g) fail; paired by round they
         // agree within 1.3x.
         let base = rows(&m, 200.0, 300.0, 80.0, 0.01);

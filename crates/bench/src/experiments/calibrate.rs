@@ -45,6 +45,7 @@ const CLAIMS: &[Claim] = &[
         rule: "the run measured the spin length, the atomic RMW and CAS costs and the user-thread hand-off, and \
                every constant it measured is finite and above zero",
         needs: Needs::NONE,
+        judge: |d, _| measured_finding(d.rows()),
     },
     Claim {
         key: "user-block-cheaper",
@@ -55,6 +56,7 @@ const CLAIMS: &[Claim] = &[
                `user_block_wake_1p_ns`) costs less than a futex block+wake hand-off between a pair of cores \
                (`block_wake_ns`)",
         needs: Needs::cores(2),
+        judge: user_block_cheaper,
     },
 ];
 
@@ -111,7 +113,7 @@ fn show(v: f64, unit: &str) -> String {
     }
 }
 
-/// The first finding: the constants every run measures are there, and all
+/// `constants-measured`: the constants every run measures are there, and all
 /// measured constants are finite and positive.
 fn measured_finding(rows: &[Row]) -> Finding {
     let missing: Vec<&str> = ALWAYS
@@ -143,6 +145,26 @@ fn measured_finding(rows: &[Row]) -> Finding {
     )
 }
 
+/// `user-block-cheaper`: the one-processor user-thread hand-off costs
+/// less than the futex hand-off.
+fn user_block_cheaper(d: &Data<'_>, _m: &Machine) -> Finding {
+    let est = |k: &str| d.estimate(Sel::metric(k));
+    let user1 = est("user_block_wake_1p_ns");
+    let futex = est("block_wake_ns");
+    match (user1, futex) {
+        (Some(u), Some(b)) => Finding::new(
+            rule::less(u, b),
+            format!(
+                "user hand-off {} ns, futex hand-off {} ns",
+                u.show(1),
+                b.show(1)
+            ),
+        ),
+        (None, _) => Finding::missing("`user_block_wake_1p_ns`"),
+        (_, None) => Finding::missing("`block_wake_ns` (a futex hand-off between a pair of CPUs)"),
+    }
+}
+
 fn assess(rows: &[Row], _m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let mut table = Table::new(&["constant", "value", "repeats span", "meaning"]);
@@ -156,21 +178,6 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
             describe(&r.metric).to_string(),
         ]);
     }
-    let est = |k: &str| d.estimate(Sel::metric(k));
-    let user1 = est("user_block_wake_1p_ns");
-    let futex = est("block_wake_ns");
-    let cheaper = match (user1, futex) {
-        (Some(u), Some(b)) => Finding::new(
-            rule::less(u, b),
-            format!(
-                "user hand-off {} ns, futex hand-off {} ns",
-                u.show(1),
-                b.show(1)
-            ),
-        ),
-        (None, _) => Finding::missing("`user_block_wake_1p_ns`"),
-        (_, None) => Finding::missing("`block_wake_ns` (a futex hand-off between a pair of CPUs)"),
-    };
     let v = |k: &str| d.value(Sel::metric(k));
     let mut measured = Vec::new();
     match (v("block_wake_ns"), v("c_spins_os"), v("cacheline_rtt_ns")) {
@@ -211,7 +218,6 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         }
     }
     Assessment {
-        findings: vec![measured_finding(rows), cheaper],
         measured: measured.join(" "),
         notes: "Every constant is the median of its repeats; the table gives the range they spanned. The \
                 spin-then-block experiments use C measured the same way: `cs-calibrate`'s, under `reproduce`."

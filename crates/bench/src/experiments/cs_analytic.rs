@@ -66,6 +66,7 @@ const CLAIMS: &[Claim] = &[
         rule: "on every input where off-line blocks in at most half of the waits, `always-block` costs more than \
                every competitive policy",
         needs: Needs::NONE,
+        judge: block_worst,
     },
     Claim {
         key: "adaptive-beats-fixed",
@@ -74,6 +75,7 @@ const CLAIMS: &[Claim] = &[
         rule: "on most inputs, the cheapest on-line adaptive policy (`opt-approx`, `last-3`, `random-walk`) costs \
                less than the cheapest fixed threshold (`fixed-spin-c2`, `fixed-spin-c`)",
         needs: Needs::NONE,
+        judge: adaptive_beats_fixed,
     },
     Claim {
         key: "within-2x",
@@ -81,6 +83,7 @@ const CLAIMS: &[Claim] = &[
                 fixed-spin(C) is 2-competitive (§2.4).",
         rule: "on every input, every competitive policy costs at most 2x the off-line optimum",
         needs: Needs::NONE,
+        judge: within_2x,
     },
 ];
 
@@ -416,52 +419,27 @@ fn every(outcomes: &[Outcome]) -> Outcome {
     Outcome::all(outcomes.iter().cloned())
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Assessment {
-    let d = Data::new(rows);
+/// Each input's outcome, with its evidence, under the rules that judge
+/// input by input, on every input with contended waits.
+struct PerInput {
+    /// `block-worst`, on the inputs where off-line blocks in at most half
+    /// of the waits.
+    block_worst: Vec<(Outcome, String)>,
+    /// `adaptive-beats-fixed`.
+    adaptive: Vec<(Outcome, String)>,
+    /// `within-2x`.
+    within: Vec<(Outcome, String)>,
+}
+
+/// The per-input outcomes of `block-worst`, `adaptive-beats-fixed` and
+/// `within-2x` on the inputs of `d` with contended waits.
+fn per_input(d: &Data<'_>) -> PerInput {
+    let rows = d.rows();
     let all = inputs(rows);
     let priced: Vec<&String> = all
         .iter()
         .filter(|i| get(rows, i, "always-block", "cost_vs_offline").is_some())
         .collect();
-    let mut header = vec!["input".to_string(), "C (spins)".into(), "waits".into()];
-    header.extend(Strategy::POLICIES.iter().map(|s| s.name().to_string()));
-    header.extend(["off-line % block".to_string(), "off-line avg spin".into()]);
-    let mut table = Table::new(&header);
-    for i in &all {
-        let first = rows
-            .iter()
-            .find(|r| r.get_param("input") == Some(i.as_str()));
-        let mut cells = vec![
-            i.clone(),
-            first
-                .and_then(|r| r.get_param("c_spins"))
-                .unwrap_or("?")
-                .to_string(),
-            first
-                .and_then(|r| r.get_param("waits"))
-                .unwrap_or("?")
-                .to_string(),
-        ];
-        for s in Strategy::POLICIES {
-            cells.push(
-                get(rows, i, s.name(), "cost_vs_offline").map_or("-".into(), |v| format!("{v:.3}")),
-            );
-        }
-        cells.push(
-            get(rows, i, "offline", "offline_block_pct").map_or("-".into(), |v| format!("{v:.1}")),
-        );
-        cells.push(
-            match (
-                get(rows, i, "offline", "offline_mean_spin_us"),
-                get(rows, i, "offline", "offline_mean_spin_spins"),
-            ) {
-                (Some(us), Some(sp)) => format!("{us:.2} us ({sp:.0} spins)"),
-                (Some(us), None) => format!("{us:.2} us"),
-                _ => "-".into(),
-            },
-        );
-        table.rows.push(cells);
-    }
     // Cost over off-line of policy `n` on input `i`, as an estimate (exact:
     // the analysis has no repeats).
     let cost = |i: &str, n: &str| -> Option<Estimate> {
@@ -520,16 +498,84 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             ));
         }
     }
-    let findings = vec![
-        combined(
-            block_worst,
-            every,
-            "an input where off-line blocks in at most half of the waits",
-        ),
-        combined(adaptive, Outcome::majority, "an input with contended waits"),
-        combined(within, every, "an input with contended waits"),
-    ];
+    PerInput {
+        block_worst,
+        adaptive,
+        within,
+    }
+}
 
+/// `block-worst`: on every input where off-line blocks in at most half of
+/// the waits, `always-block` dearer than every competitive policy.
+fn block_worst(d: &Data<'_>, _m: &Machine) -> Finding {
+    combined(
+        per_input(d).block_worst,
+        every,
+        "an input where off-line blocks in at most half of the waits",
+    )
+}
+
+/// `adaptive-beats-fixed`: on most inputs, the cheapest on-line adaptive
+/// policy cheaper than the cheapest fixed threshold.
+fn adaptive_beats_fixed(d: &Data<'_>, _m: &Machine) -> Finding {
+    combined(
+        per_input(d).adaptive,
+        Outcome::majority,
+        "an input with contended waits",
+    )
+}
+
+/// `within-2x`: on every input, every competitive policy at most 2x the
+/// off-line optimum.
+fn within_2x(d: &Data<'_>, _m: &Machine) -> Finding {
+    combined(per_input(d).within, every, "an input with contended waits")
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let all = inputs(rows);
+    let priced: Vec<&String> = all
+        .iter()
+        .filter(|i| get(rows, i, "always-block", "cost_vs_offline").is_some())
+        .collect();
+    let mut header = vec!["input".to_string(), "C (spins)".into(), "waits".into()];
+    header.extend(Strategy::POLICIES.iter().map(|s| s.name().to_string()));
+    header.extend(["off-line % block".to_string(), "off-line avg spin".into()]);
+    let mut table = Table::new(&header);
+    for i in &all {
+        let first = rows
+            .iter()
+            .find(|r| r.get_param("input") == Some(i.as_str()));
+        let mut cells = vec![
+            i.clone(),
+            first
+                .and_then(|r| r.get_param("c_spins"))
+                .unwrap_or("?")
+                .to_string(),
+            first
+                .and_then(|r| r.get_param("waits"))
+                .unwrap_or("?")
+                .to_string(),
+        ];
+        for s in Strategy::POLICIES {
+            cells.push(
+                get(rows, i, s.name(), "cost_vs_offline").map_or("-".into(), |v| format!("{v:.3}")),
+            );
+        }
+        cells.push(
+            get(rows, i, "offline", "offline_block_pct").map_or("-".into(), |v| format!("{v:.1}")),
+        );
+        cells.push(
+            match (
+                get(rows, i, "offline", "offline_mean_spin_us"),
+                get(rows, i, "offline", "offline_mean_spin_spins"),
+            ) {
+                (Some(us), Some(sp)) => format!("{us:.2} us ({sp:.0} spins)"),
+                (Some(us), None) => format!("{us:.2} us"),
+                _ => "-".into(),
+            },
+        );
+        table.rows.push(cells);
+    }
     let ratio = |i: &str, n: &str| get(rows, i, n, "cost_vs_offline");
     let opt_known_ok = priced
         .iter()
@@ -685,7 +731,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         threads_of("hanoi"),
     );
     Assessment {
-        findings,
         measured,
         notes,
         table: Some(table),

@@ -64,6 +64,7 @@ const CLAIMS: &[Claim] = &[
         rule: "C for OS threads (a futex block+wake hand-off between a pair of cores, in spin-wait iterations) is \
                of the Firefly's order: within 5x of 200 spins either way",
         needs: Needs::cores(2),
+        judge: c_os_order,
     },
     Claim {
         key: "c-user-smaller",
@@ -71,6 +72,7 @@ const CLAIMS: &[Claim] = &[
                 context-switch is larger than it would be with a user-level implementation of threads\" (KLMO91 §7).",
         rule: "the C installed for user threads (park/unpark, in spins) is below the C for OS threads",
         needs: Needs::cores(2),
+        judge: c_user_smaller,
     },
 ];
 
@@ -199,6 +201,48 @@ fn installed<'a>(d: &Data<'a>, series: &str, metric: &str) -> Option<&'a Row> {
         .or_else(|| d.row(sel))
 }
 
+/// The estimate of the installed row of `series` and `metric`
+/// ([`installed`]).
+fn installed_estimate(d: &Data<'_>, series: &str, metric: &str) -> Option<Estimate> {
+    installed(d, series, metric).map(|r| d.estimate_of(r))
+}
+
+/// `c-os-order`: C for OS threads within [`SAME_ORDER`] of the Firefly's
+/// 200 spins either way.
+fn c_os_order(d: &Data<'_>, _m: &Machine) -> Finding {
+    let os_c = installed_estimate(d, "os", "c_spins");
+    let firefly = Estimate::exact(FIREFLY_C_SPINS);
+    match os_c {
+        Some(c) => Finding::new(
+            rule::within_factor(c, firefly, SAME_ORDER),
+            format!(
+                "C for OS threads {} spins = {}x the Firefly's 200",
+                c.show(0),
+                c.ratio(firefly).show(2)
+            ),
+        ),
+        None => Finding::missing("C for OS threads"),
+    }
+}
+
+/// `c-user-smaller`: the installed C for user threads below the C for OS
+/// threads.
+fn c_user_smaller(d: &Data<'_>, _m: &Machine) -> Finding {
+    let os_c = installed_estimate(d, "os", "c_spins");
+    let user_c = installed_estimate(d, "user", "c_spins");
+    match (user_c, os_c) {
+        (Some(u), Some(o)) => Finding::new(
+            rule::less(u, o),
+            format!(
+                "C for user threads {} spins, for OS threads {} spins",
+                u.show(0),
+                o.show(0)
+            ),
+        ),
+        _ => Finding::missing("C for user threads and for OS threads"),
+    }
+}
+
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let mut table = Table::new(&[
@@ -240,32 +284,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         "1.00x",
         "-",
     ]);
-    let est = |series: &str, metric: &str| installed(&d, series, metric).map(|r| d.estimate_of(r));
-    let os_c = est("os", "c_spins");
-    let user_c = est("user", "c_spins");
-    let firefly = Estimate::exact(FIREFLY_C_SPINS);
-    let order = match os_c {
-        Some(c) => Finding::new(
-            rule::within_factor(c, firefly, SAME_ORDER),
-            format!(
-                "C for OS threads {} spins = {}x the Firefly's 200",
-                c.show(0),
-                c.ratio(firefly).show(2)
-            ),
-        ),
-        None => Finding::missing("C for OS threads"),
-    };
-    let smaller = match (user_c, os_c) {
-        (Some(u), Some(o)) => Finding::new(
-            rule::less(u, o),
-            format!(
-                "C for user threads {} spins, for OS threads {} spins",
-                u.show(0),
-                o.show(0)
-            ),
-        ),
-        _ => Finding::missing("C for user threads and for OS threads"),
-    };
+    let os_c = installed_estimate(&d, "os", "c_spins");
     let v = |series: &str, metric: &str| installed(&d, series, metric).map(|r| r.value);
     let mut measured = String::new();
     if let (Some(c), Some(bw)) = (v("os", "c_spins"), v("os", "block_wake_ns")) {
@@ -326,7 +345,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         ));
     }
     Assessment {
-        findings: vec![order, smaller],
         measured,
         notes,
         table: Some(table),

@@ -70,6 +70,7 @@ const CLAIMS: &[Claim] = &[
         rule: "on OS threads, in most configurations (workload x threads, threads >= cores), most of the six \
                competitive policies take less time than `always-block`",
         needs: Needs::cores(2),
+        judge: block_beaten,
     },
     Claim {
         key: "adaptive-beats-fixed",
@@ -78,6 +79,7 @@ const CLAIMS: &[Claim] = &[
         rule: "on OS threads, in most configurations (threads >= cores), the fastest adaptive policy takes less \
                time than the fastest fixed-threshold policy",
         needs: Needs::cores(2),
+        judge: adaptive_beats_fixed,
     },
     Claim {
         key: "spin-good-regsim",
@@ -86,6 +88,7 @@ const CLAIMS: &[Claim] = &[
                 always-block).",
         rule: "Regsim on OS threads at threads = all cores: `always-spin` takes less time than `always-block`",
         needs: Needs::cores(2),
+        judge: spin_good_regsim,
     },
     Claim {
         key: "spin-bad-hanoi",
@@ -94,6 +97,7 @@ const CLAIMS: &[Claim] = &[
         rule: "Hanoi on OS threads at the most oversubscribed point (threads > cores): `always-spin` takes more \
                time than `always-block`",
         needs: Needs::NONE,
+        judge: spin_bad_hanoi,
     },
     Claim {
         key: "user-gain-smaller",
@@ -102,6 +106,7 @@ const CLAIMS: &[Claim] = &[
         rule: "in most (workload, threads) pairs with threads >= cores, the fastest competitive policy's time \
                relative to `always-block` is larger on user threads than on OS threads (a smaller gain)",
         needs: Needs::cores(2),
+        judge: user_gain_smaller,
     },
 ];
 
@@ -518,9 +523,168 @@ fn majority_finding(per: Vec<(Outcome, String)>, what: &str) -> Finding {
     )
 }
 
+/// The configurations the rules judge: those with at least `cores`
+/// threads, in first-seen order.
+fn judged(d: &Data<'_>, cores: u32) -> Vec<Config> {
+    configs(d.rows(), "elapsed_ms")
+        .into_iter()
+        .filter(|c| c.2 >= cores)
+        .collect()
+}
+
+/// `block-beaten`: on OS threads, in most judged configurations, most of
+/// the competitive policies faster than `always-block`.
+fn block_beaten(d: &Data<'_>, m: &Machine) -> Finding {
+    let times = Times { d: *d };
+    let cores = m.cores() as u32;
+    let mut beaten = Vec::new();
+    for c in judged(d, cores).iter().filter(|c| c.1 == "os") {
+        if times.of("always-block", c).is_some() {
+            let one = Estimate::exact(1.0);
+            let outs: Vec<Outcome> = COMPETITIVE
+                .iter()
+                .filter_map(|n| Some(rule::less(times.vs_block(n, c)?, one)))
+                .collect();
+            let faster = outs.iter().filter(|o| **o == Outcome::Holds).count();
+            beaten.push((
+                Outcome::majority(&outs),
+                format!("{}: {faster} of {} faster", tag(c), outs.len()),
+            ));
+        }
+    }
+    majority_finding(
+        beaten,
+        &format!(
+            "`always-block` and the competitive policies on OS threads at {cores} or more threads"
+        ),
+    )
+}
+
+/// `adaptive-beats-fixed`: on OS threads, in most judged configurations,
+/// the fastest adaptive policy faster than the fastest fixed threshold.
+fn adaptive_beats_fixed(d: &Data<'_>, m: &Machine) -> Finding {
+    let times = Times { d: *d };
+    let cores = m.cores() as u32;
+    let mut adaptive = Vec::new();
+    for c in judged(d, cores).iter().filter(|c| c.1 == "os") {
+        if let (Some(a), Some(f)) = (times.fastest(&ADAPTIVE, c), times.fastest(&FIXED, c))
+            && let (Some(ab), Some(fb)) = (times.vs_block(a.0, c), times.vs_block(f.0, c))
+        {
+            // Each over `always-block` of its own rounds, so a drift of the
+            // machine between rounds cancels.
+            adaptive.push((
+                rule::less(ab, fb),
+                format!(
+                    "{}: `{}` {} ms ({}x block) vs `{}` {} ms ({}x block)",
+                    tag(c),
+                    a.0,
+                    a.1.value.round(),
+                    ab.show(2),
+                    f.0,
+                    f.1.value.round(),
+                    fb.show(2)
+                ),
+            ));
+        }
+    }
+    majority_finding(
+        adaptive,
+        &format!("adaptive and fixed policies on OS threads at {cores} or more threads"),
+    )
+}
+
+/// `always-spin` against `always-block` at `c` with `claim`, as a finding.
+fn spin_vs_block(d: &Data<'_>, c: &Config, claim: fn(Estimate, Estimate) -> Outcome) -> Finding {
+    let times = Times { d: *d };
+    match (
+        times.of("always-spin", c),
+        times.of("always-block", c),
+        times.vs_block("always-spin", c),
+    ) {
+        (Some(s), Some(b), Some(q)) => {
+            let capped = at(d.rows(), "always-spin", "elapsed_ms", &c.0, &c.1, c.2)
+                .is_some_and(|r| r.get_param("capped") == Some("true"));
+            Finding::new(
+                claim(q, Estimate::exact(1.0)),
+                format!(
+                    "{}: `always-spin` {} ms{}, `always-block` {} ms: {}x",
+                    tag(c),
+                    s.value.round(),
+                    if capped { " (capped pilot)" } else { "" },
+                    b.value.round(),
+                    q.show(2)
+                ),
+            )
+        }
+        _ => Finding::missing(&format!("`always-spin` and `always-block` at {}", tag(c))),
+    }
+}
+
+/// `spin-good-regsim`: Regsim on OS threads at threads = all cores,
+/// `always-spin` faster than `always-block`.
+fn spin_good_regsim(d: &Data<'_>, m: &Machine) -> Finding {
+    let cores = m.cores() as u32;
+    let cfgs = configs(d.rows(), "elapsed_ms");
+    let regsim_at_cores = cfgs
+        .iter()
+        .find(|c| c.0 == "regsim" && c.1 == "os" && c.2 == cores && !c.3);
+    match regsim_at_cores {
+        Some(c) => spin_vs_block(d, c, rule::less),
+        None => Finding::missing(&format!("Regsim on OS threads at {cores} threads")),
+    }
+}
+
+/// `spin-bad-hanoi`: Hanoi on OS threads at the most oversubscribed
+/// point, `always-spin` slower than `always-block`.
+fn spin_bad_hanoi(d: &Data<'_>, m: &Machine) -> Finding {
+    let cores = m.cores() as u32;
+    let cfgs = configs(d.rows(), "elapsed_ms");
+    let hanoi_over = cfgs
+        .iter()
+        .filter(|c| c.0 == "hanoi" && c.1 == "os" && c.2 > cores && c.3)
+        .max_by_key(|c| c.2);
+    match hanoi_over {
+        Some(c) => spin_vs_block(d, c, rule::greater),
+        None => Finding::missing(&format!("Hanoi on OS threads at more than {cores} threads")),
+    }
+}
+
+/// `user-gain-smaller`: in most judged (workload, threads) pairs, the
+/// fastest competitive policy's time over `always-block`'s larger on user
+/// threads than on OS threads.
+fn user_gain_smaller(d: &Data<'_>, m: &Machine) -> Finding {
+    let times = Times { d: *d };
+    let cores = m.cores() as u32;
+    let judged = judged(d, cores);
+    let mut gains = Vec::new();
+    for c in judged.iter().filter(|c| c.1 == "os") {
+        let Some(user) = judged
+            .iter()
+            .find(|u| u.1 == "user" && u.0 == c.0 && u.2 == c.2)
+        else {
+            continue;
+        };
+        if let (Some(o), Some(u)) = (times.best_over_block(c), times.best_over_block(user)) {
+            gains.push((
+                rule::greater(u, o),
+                format!(
+                    "{}/{}: fastest / always-block os {}, user {}",
+                    c.0,
+                    c.2,
+                    o.show(2),
+                    u.show(2)
+                ),
+            ));
+        }
+    }
+    majority_finding(
+        gains,
+        &format!("the same configurations on OS and user threads at {cores} or more threads"),
+    )
+}
+
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
-    let times = Times { d };
     let cores = m.cores() as u32;
     let cfgs = configs(rows, "elapsed_ms");
 
@@ -553,121 +717,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         }
         table.rows.push(row);
     }
-
-    // The configurations judged: threads >= cores.
-    let judged: Vec<&Config> = cfgs.iter().filter(|c| c.2 >= cores).collect();
-    let os: Vec<&Config> = judged.iter().copied().filter(|c| c.1 == "os").collect();
-    let mut beaten = Vec::new();
-    let mut adaptive = Vec::new();
-    for c in &os {
-        if times.of("always-block", c).is_some() {
-            let one = Estimate::exact(1.0);
-            let outs: Vec<Outcome> = COMPETITIVE
-                .iter()
-                .filter_map(|n| Some(rule::less(times.vs_block(n, c)?, one)))
-                .collect();
-            let faster = outs.iter().filter(|o| **o == Outcome::Holds).count();
-            beaten.push((
-                Outcome::majority(&outs),
-                format!("{}: {faster} of {} faster", tag(c), outs.len()),
-            ));
-        }
-        if let (Some(a), Some(f)) = (times.fastest(&ADAPTIVE, c), times.fastest(&FIXED, c))
-            && let (Some(ab), Some(fb)) = (times.vs_block(a.0, c), times.vs_block(f.0, c))
-        {
-            // Each over `always-block` of its own rounds, so a drift of the
-            // machine between rounds cancels.
-            adaptive.push((
-                rule::less(ab, fb),
-                format!(
-                    "{}: `{}` {} ms ({}x block) vs `{}` {} ms ({}x block)",
-                    tag(c),
-                    a.0,
-                    a.1.value.round(),
-                    ab.show(2),
-                    f.0,
-                    f.1.value.round(),
-                    fb.show(2)
-                ),
-            ));
-        }
-    }
-    let spin_vs_block = |c: &Config, claim: fn(Estimate, Estimate) -> Outcome| match (
-        times.of("always-spin", c),
-        times.of("always-block", c),
-        times.vs_block("always-spin", c),
-    ) {
-        (Some(s), Some(b), Some(q)) => {
-            let capped = at(rows, "always-spin", "elapsed_ms", &c.0, &c.1, c.2)
-                .is_some_and(|r| r.get_param("capped") == Some("true"));
-            Finding::new(
-                claim(q, Estimate::exact(1.0)),
-                format!(
-                    "{}: `always-spin` {} ms{}, `always-block` {} ms: {}x",
-                    tag(c),
-                    s.value.round(),
-                    if capped { " (capped pilot)" } else { "" },
-                    b.value.round(),
-                    q.show(2)
-                ),
-            )
-        }
-        _ => Finding::missing(&format!("`always-spin` and `always-block` at {}", tag(c))),
-    };
-    let regsim_at_cores = cfgs
-        .iter()
-        .find(|c| c.0 == "regsim" && c.1 == "os" && c.2 == cores && !c.3);
-    let spin_regsim = match regsim_at_cores {
-        Some(c) => spin_vs_block(c, rule::less),
-        None => Finding::missing(&format!("Regsim on OS threads at {cores} threads")),
-    };
-    let hanoi_over = cfgs
-        .iter()
-        .filter(|c| c.0 == "hanoi" && c.1 == "os" && c.2 > cores && c.3)
-        .max_by_key(|c| c.2);
-    let spin_hanoi = match hanoi_over {
-        Some(c) => spin_vs_block(c, rule::greater),
-        None => Finding::missing(&format!("Hanoi on OS threads at more than {cores} threads")),
-    };
-    let mut gains = Vec::new();
-    for c in judged.iter().filter(|c| c.1 == "os") {
-        let Some(user) = judged
-            .iter()
-            .find(|u| u.1 == "user" && u.0 == c.0 && u.2 == c.2)
-        else {
-            continue;
-        };
-        if let (Some(o), Some(u)) = (times.best_over_block(c), times.best_over_block(user)) {
-            gains.push((
-                rule::greater(u, o),
-                format!(
-                    "{}/{}: fastest / always-block os {}, user {}",
-                    c.0,
-                    c.2,
-                    o.show(2),
-                    u.show(2)
-                ),
-            ));
-        }
-    }
-    let findings = vec![
-        majority_finding(
-            beaten,
-            &format!(
-                "`always-block` and the competitive policies on OS threads at {cores} or more threads"
-            ),
-        ),
-        majority_finding(
-            adaptive,
-            &format!("adaptive and fixed policies on OS threads at {cores} or more threads"),
-        ),
-        spin_regsim,
-        spin_hanoi,
-        majority_finding(
-            gains,
-            &format!("the same configurations on OS and user threads at {cores} or more threads"),
-        ),
-    ];
 
     let c_of = |e: &str| {
         rows.iter()
@@ -723,7 +772,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         );
     }
     Assessment {
-        findings,
         measured,
         notes,
         table: Some(table),

@@ -89,6 +89,7 @@ const CLAIMS: &[Claim] = &[
                 sysbench, whose report carries timings, the same event count).",
         rule: "every run that completed wrote the same output as the program's run under glibc",
         needs: Needs::NONE,
+        judge: identical,
     },
     Claim {
         key: "profiler-overhead",
@@ -96,6 +97,7 @@ const CLAIMS: &[Claim] = &[
                 inside the lock code so that the profile would not change what it measures.",
         rule: "per program, profile-mode `ms` over glibc `ms` (paired by round) is at most 1.05",
         needs: Needs::NONE,
+        judge: profiler_overhead,
     },
     Claim {
         key: "recommended",
@@ -108,6 +110,7 @@ const CLAIMS: &[Claim] = &[
                run that the analysis prices at least 2x as high, their times paired by round; policies \
                priced under 2x (or not priced) are not judged, and a program with none priced 2x is a tie",
         needs: Needs::NONE,
+        judge: recommended,
     },
 ];
 
@@ -742,22 +745,28 @@ impl Case<'_> {
     }
 }
 
-fn assess(rows: &[Row], _m: &Machine) -> Assessment {
-    let d = Data::new(rows);
-    let cases: Vec<Case<'_>> = cases(&d)
+/// The cases of `d` ([`cases`]), each with its numbers.
+fn case_list<'a>(d: &'a Data<'a>) -> Vec<Case<'a>> {
+    cases(d)
         .into_iter()
-        .map(|(program, t)| Case { program, t, d: &d })
-        .collect();
-    if cases.is_empty() {
-        return Assessment {
-            measured: "No program run in the data.".into(),
-            ..Assessment::default()
-        };
+        .map(|(program, t)| Case { program, t, d })
+        .collect()
+}
+
+/// What each claim finds when the data hold no program run: the words
+/// the harness gave a claim its assessment found nothing for.
+fn no_run() -> Finding {
+    Finding::not_measurable("the assessment gave no finding")
+}
+
+/// `identical`: every completed run's output the same as under glibc.
+fn identical(d: &Data<'_>, _m: &Machine) -> Finding {
+    if cases(d).is_empty() {
+        return no_run();
     }
-    // identical
     let mut differed = Vec::new();
     let mut compared = 0;
-    for r in rows.iter().filter(|r| r.metric == "identical") {
+    for r in d.rows().iter().filter(|r| r.metric == "identical") {
         compared += 1;
         if r.value < 1.0 {
             differed.push(format!(
@@ -767,7 +776,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
             ));
         }
     }
-    let identical = if compared == 0 {
+    if compared == 0 {
         Finding::missing("a completed program run")
     } else if differed.is_empty() {
         Finding::new(
@@ -779,8 +788,15 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
             Outcome::Fails,
             format!("output differed: {}", differed.join(", ")),
         )
-    };
-    // profiler-overhead
+    }
+}
+
+/// `profiler-overhead`: per program, profile mode at most 1.05x glibc.
+fn profiler_overhead(d: &Data<'_>, _m: &Machine) -> Finding {
+    let cases = case_list(d);
+    if cases.is_empty() {
+        return no_run();
+    }
     let mut outcomes = Vec::new();
     let mut ev = Vec::new();
     let mut paired = false;
@@ -801,15 +817,24 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         }
     }
     let how = if paired { " (paired by round)" } else { "" };
-    let overhead = if outcomes.is_empty() {
+    if outcomes.is_empty() {
         Finding::missing("a program timed under glibc and in profile mode")
     } else {
         Finding::new(
             Outcome::all(outcomes),
             format!("profile / glibc{how}: {}", ev.join("; ")),
         )
-    };
-    // recommended
+    }
+}
+
+/// `recommended`: per program with enough contended waits, the policy
+/// the analysis prices cheapest no slower than each policy priced at
+/// least [`PRICE_TIE`] times as high.
+fn recommended(d: &Data<'_>, _m: &Machine) -> Finding {
+    let cases = case_list(d);
+    if cases.is_empty() {
+        return no_run();
+    }
     let mut outcomes = Vec::new();
     let mut ev = Vec::new();
     for c in &cases {
@@ -929,7 +954,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
             ));
         }
     }
-    let recommended = if outcomes.is_empty() {
+    if outcomes.is_empty() {
         Finding::not_measurable(if ev.is_empty() {
             "no program recorded a contended wait".to_string()
         } else {
@@ -937,7 +962,18 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         })
     } else {
         Finding::new(Outcome::all(outcomes), ev.join("; "))
-    };
+    }
+}
+
+fn assess(rows: &[Row], _m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let cases = case_list(&d);
+    if cases.is_empty() {
+        return Assessment {
+            measured: "No program run in the data.".into(),
+            ..Assessment::default()
+        };
+    }
     // The table and the words.
     let mut table = Table::new(&[
         "program",
@@ -1041,7 +1077,6 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         }
     );
     Assessment {
-        findings: vec![identical, overhead, recommended],
         measured,
         notes: "Replace mode runs `opt-known` without per-lock thresholds (its locks have no names to \
                 look them up by), so the recommendation is chosen among the other policies. A series \
@@ -1164,9 +1199,9 @@ mod tests {
                 n: 3,
             });
         }
-        let a = assess(&v, &m);
-        testing::assert_outcome(&a, 1, Outcome::Tie);
-        testing::assert_outcome(&a, 2, Outcome::Tie);
+        let f = testing::findings(&EXPERIMENT, &v, &m);
+        testing::assert_outcome(&f, 1, Outcome::Tie);
+        testing::assert_outcome(&f, 2, Outcome::Tie);
         // Paired by round, the three rounds agree to 1%.
         for program in ["pigz", "sysbench-mutex"] {
             let params = [("program", program), ("input_mb", "16")];
@@ -1181,11 +1216,11 @@ mod tests {
                 80.0 / 69.6,
             ));
         }
-        let a = assess(&v, &m);
-        testing::assert_outcome(&a, 1, Outcome::Holds);
-        assert!(a.findings[1].evidence.contains("paired by round"));
-        testing::assert_outcome(&a, 2, Outcome::Fails);
-        assert!(a.findings[2].evidence.contains("paired by round"));
+        let f = testing::findings(&EXPERIMENT, &v, &m);
+        testing::assert_outcome(&f, 1, Outcome::Holds);
+        assert!(f[1].evidence.contains("paired by round"));
+        testing::assert_outcome(&f, 2, Outcome::Fails);
+        assert!(f[2].evidence.contains("paired by round"));
     }
 
     #[test]
@@ -1209,21 +1244,21 @@ mod tests {
                     over,
                 ));
             }
-            assess(&v, &m)
+            testing::findings(&EXPERIMENT, &v, &m)
         };
         let spread =
             |mid: f64| -> Vec<f64> { (0..9).map(|i| mid - 0.08 + 0.02 * i as f64).collect() };
         // Paired over nine rounds, 0.90-1.06 of always-block: a tie, where
         // the medians alone made it the fastest.
-        let a = with(&spread(0.98), &spread(1.0));
-        testing::assert_outcome(&a, 2, Outcome::Tie);
-        assert!(a.findings[2].evidence.contains("`always-block` 0.98"));
+        let f = with(&spread(0.98), &spread(1.0));
+        testing::assert_outcome(&f, 2, Outcome::Tie);
+        assert!(f[2].evidence.contains("`always-block` 0.98"));
         // Its own nine rounds, not the pooled noise, judge the profiler:
         // 1.04-1.20, whose interval from the 2nd to the 8th (1.06-1.18)
         // fails 1.05.
-        let a = with(&spread(0.8), &spread(1.12));
-        testing::assert_outcome(&a, 1, Outcome::Fails);
-        testing::assert_outcome(&a, 2, Outcome::Holds);
+        let f = with(&spread(0.8), &spread(1.12));
+        testing::assert_outcome(&f, 1, Outcome::Fails);
+        testing::assert_outcome(&f, 2, Outcome::Holds);
     }
 
     /// Price rows for both programs: the recommended `fixed-spin-c2` at
@@ -1276,20 +1311,20 @@ mod tests {
         let priced = |block: f64| {
             let mut v = base.clone();
             v.extend(prices(&m, block));
-            assess(&v, &m)
+            testing::findings(&EXPERIMENT, &v, &m)
         };
         // Without prices (older data) every policy is judged: it fails.
-        testing::assert_outcome(&assess(&base, &m), 2, Outcome::Fails);
+        testing::assert_outcome(
+            &testing::findings(&EXPERIMENT, &base, &m),
+            2,
+            Outcome::Fails,
+        );
         // Priced 3x dearer, the analysis claims it is slower: it fails.
         testing::assert_outcome(&priced(3.03), 2, Outcome::Fails);
         // Priced under 2x, the analysis makes no claim: a tie.
-        let a = priced(1.9);
-        testing::assert_outcome(&a, 2, Outcome::Tie);
-        assert!(
-            a.findings[2].evidence.contains("no claim"),
-            "{}",
-            a.findings[2].evidence
-        );
+        let f = priced(1.9);
+        testing::assert_outcome(&f, 2, Outcome::Tie);
+        assert!(f[2].evidence.contains("no claim"), "{}", f[2].evidence);
         // The rule states the factor the code uses.
         assert!(CLAIMS[2].rule.contains(&format!("{PRICE_TIE}x")));
         // An unpriced policy in priced data (`opt-known`, faster still) is
@@ -1309,23 +1344,22 @@ mod tests {
                 v.push(r(ok, RECOMMENDED_OVER, 1.6, 0.0).with_spread(&s));
             }
             v.extend(prices(&m, block));
-            assess(&v, &m)
+            testing::findings(&EXPERIMENT, &v, &m)
         };
         testing::assert_outcome(&with_opt_known(1.9), 2, Outcome::Tie);
-        let a = with_opt_known(3.03);
-        testing::assert_outcome(&a, 2, Outcome::Fails);
+        let f = with_opt_known(3.03);
+        testing::assert_outcome(&f, 2, Outcome::Fails);
         assert!(
-            a.findings[2]
-                .evidence
+            f[2].evidence
                 .contains("`opt-known` 1.60 [1.57, 1.63] (not judged)"),
             "{}",
-            a.findings[2].evidence
+            f[2].evidence
         );
         // Without paired rows, against the fastest policy judged.
         let medians = |block: f64| {
             let mut v: Vec<Row> = rows(&m, 101.0, 66.7, true);
             v.extend(prices(&m, block));
-            assess(&v, &m)
+            testing::findings(&EXPERIMENT, &v, &m)
         };
         testing::assert_outcome(&medians(3.03), 2, Outcome::Fails);
         testing::assert_outcome(&medians(1.9), 2, Outcome::Tie);
@@ -1358,7 +1392,8 @@ mod tests {
         );
         let a = assess(&r, &m);
         assert!(a.measured.contains("`xz`: not installed"), "{}", a.measured);
-        assert_eq!(a.findings[0].outcome, Outcome::Holds);
+        let f = testing::findings(&EXPERIMENT, &r, &m);
+        assert_eq!(f[0].outcome, Outcome::Holds);
         let table = a.table.unwrap();
         assert!(table.rows.iter().any(|row| row[9].contains("`ticket`")));
     }
@@ -1370,13 +1405,13 @@ mod tests {
         for row in r.iter_mut().filter(|r| r.metric == "waits") {
             row.value = 12.0;
         }
-        let a = assess(&r, &m);
+        let f = testing::findings(&EXPERIMENT, &r, &m);
         assert!(
-            matches!(a.findings[2].outcome, Outcome::NotMeasurable(_)),
+            matches!(f[2].outcome, Outcome::NotMeasurable(_)),
             "{:?}",
-            a.findings[2]
+            f[2]
         );
-        assert!(a.findings[2].evidence.contains("too few"));
+        assert!(f[2].evidence.contains("too few"));
     }
 
     #[test]

@@ -107,6 +107,7 @@ const CLAIMS: &[Claim] = &[
                `local-readyq` is within 10% of the measured (the measured point's interval included; \
                P = 1 is the calibration)",
         needs: Needs::cores(2),
+        judge: model_agrees,
     },
     Claim {
         key: "fine-grain-central-bottleneck",
@@ -118,6 +119,7 @@ const CLAIMS: &[Claim] = &[
                `local-freelist`'s; with the coarsest, the two are within 10% of each other (the model's \
                agreement band), closer than with the finest",
         needs: Needs::cores(2),
+        judge: fine_grain_central_bottleneck,
     },
     Claim {
         key: "bus-load-limits-both",
@@ -128,6 +130,7 @@ const CLAIMS: &[Claim] = &[
                highest, and `local-readyq`'s advantage (its speedup over `local-freelist`'s) is smaller at \
                the highest load than at the lowest",
         needs: Needs::cores(2),
+        judge: bus_load_limits_both,
     },
     Claim {
         key: "central-dropoff",
@@ -138,6 +141,7 @@ const CLAIMS: &[Claim] = &[
         rule: "projected up to 64 processors: `local-freelist`'s speedup at 64 is below 0.9x its highest, \
                while `local-readyq`'s at 64 is its highest (within 1%) and above `local-freelist`'s",
         needs: Needs::cores(2),
+        judge: central_dropoff,
     },
 ];
 
@@ -741,15 +745,13 @@ fn curve(d: &Data<'_>, metric: &str, series: &str, key: Option<&str>) -> Vec<(f6
     v
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Assessment {
-    let d = Data::new(rows);
-    let mut findings = Vec::new();
-
-    // model-agrees.
+/// `model-agrees`: the model's ns per thread within [`AGREEMENT`] of the
+/// measured at every measured P from 2.
+fn model_agrees(d: &Data<'_>, _m: &Machine) -> Finding {
     let mut outcomes = Vec::new();
     let mut shown = Vec::new();
     for s in TM {
-        for (p, model, meas) in pairs(&d, NS, s).into_iter().filter(|x| x.0 >= 2) {
+        for (p, model, meas) in pairs(d, NS, s).into_iter().filter(|x| x.0 >= 2) {
             outcomes.push(rule::within_factor(Estimate::exact(model), meas, AGREEMENT));
             shown.push(format!(
                 "`{s}` P = {p}: model {} / measured {} = {:.3}",
@@ -759,17 +761,22 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             ));
         }
     }
-    findings.push(if outcomes.is_empty() {
+    if outcomes.is_empty() {
         Finding::missing("measured and modelled ns per thread")
     } else {
         Finding::new(Outcome::all(outcomes), shown.join("; "))
-    });
+    }
+}
 
-    // fine-grain-central-bottleneck.
-    let fig10 = |s: &str| curve(&d, SPEEDUP_WORK, s, Some("paper_work_us"));
+/// `fine-grain-central-bottleneck`: on the Fig. 10 projection, `local-readyq`
+/// well ahead with the finest work, the two close with the coarsest.
+fn fine_grain_central_bottleneck(d: &Data<'_>, _m: &Machine) -> Finding {
+    let fig10 = |s: &str| curve(d, SPEEDUP_WORK, s, Some("paper_work_us"));
     let (c10, l10) = (fig10(CENTRAL), fig10(LOCAL));
-    findings.push(match (c10.first(), c10.last(), l10.first(), l10.last()) {
-        (Some(cf), Some(cl), Some(lf), Some(ll)) if c10.len() >= 2 && cf.0 == lf.0 && cl.0 == ll.0 => {
+    match (c10.first(), c10.last(), l10.first(), l10.last()) {
+        (Some(cf), Some(cl), Some(lf), Some(ll))
+            if c10.len() >= 2 && cf.0 == lf.0 && cl.0 == ll.0 =>
+        {
             let fine = lf.1 / cf.1;
             let coarse = ll.1 / cl.1;
             Finding::new(
@@ -789,14 +796,20 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             )
         }
         _ => Finding::missing("the Fig. 10 projection"),
-    });
+    }
+}
 
-    // bus-load-limits-both.
-    let fig11 = |s: &str| curve(&d, SPEEDUP_BUS, s, Some("bus_load"));
+/// `bus-load-limits-both`: on the Fig. 11 projection, both speedups fall
+/// with the bus load, and `local-readyq`'s advantage shrinks.
+fn bus_load_limits_both(d: &Data<'_>, _m: &Machine) -> Finding {
+    let fig11 = |s: &str| curve(d, SPEEDUP_BUS, s, Some("bus_load"));
     let (c11, l11) = (fig11(CENTRAL), fig11(LOCAL));
-    findings.push(match (c11.first(), c11.last(), l11.first(), l11.last()) {
-        (Some(cf), Some(cl), Some(lf), Some(ll)) if c11.len() >= 2 && cf.0 == lf.0 && cl.0 == ll.0 => {
-            let exact = |v: &[(f64, f64)]| v.iter().map(|p| Estimate::exact(p.1)).collect::<Vec<_>>();
+    match (c11.first(), c11.last(), l11.first(), l11.last()) {
+        (Some(cf), Some(cl), Some(lf), Some(ll))
+            if c11.len() >= 2 && cf.0 == lf.0 && cl.0 == ll.0 =>
+        {
+            let exact =
+                |v: &[(f64, f64)]| v.iter().map(|p| Estimate::exact(p.1)).collect::<Vec<_>>();
             let (adv_lo, adv_hi) = (lf.1 / cf.1, ll.1 / cl.1);
             Finding::new(
                 Outcome::all([
@@ -817,30 +830,37 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             )
         }
         _ => Finding::missing("the Fig. 11 projection"),
-    });
+    }
+}
 
-    // central-dropoff.
-    let fig12 = |s: &str| curve(&d, SPEEDUP_P, s, None);
+/// `central-dropoff`: on the Fig. 12 projection, `local-freelist` drops
+/// off from its peak while `local-readyq` ends at its own, above it.
+fn central_dropoff(d: &Data<'_>, _m: &Machine) -> Finding {
+    let fig12 = |s: &str| curve(d, SPEEDUP_P, s, None);
     let (c12, l12) = (fig12(CENTRAL), fig12(LOCAL));
     let peak = |v: &[(f64, f64)]| v.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1));
-    findings.push(match (peak(&c12), c12.last(), peak(&l12), l12.last()) {
-        (Some(cp), Some(cl), Some(lp), Some(ll)) if cl.0 == ll.0 && cl.0 > cp.0.min(2.0) => Finding::new(
-            Outcome::all([
-                rule::less(Estimate::exact(cl.1), Estimate::exact(0.9 * cp.1)),
-                rule::at_least(Estimate::exact(ll.1 / lp.1), 0.99),
-                rule::greater(Estimate::exact(ll.1), Estimate::exact(cl.1)),
-            ]),
-            format!(
-                "`{CENTRAL}` peaks at {:.2} at P = {} and is {:.2} at P = {}; `{LOCAL}` peaks at {:.2} at \
+    match (peak(&c12), c12.last(), peak(&l12), l12.last()) {
+        (Some(cp), Some(cl), Some(lp), Some(ll)) if cl.0 == ll.0 && cl.0 > cp.0.min(2.0) => {
+            Finding::new(
+                Outcome::all([
+                    rule::less(Estimate::exact(cl.1), Estimate::exact(0.9 * cp.1)),
+                    rule::at_least(Estimate::exact(ll.1 / lp.1), 0.99),
+                    rule::greater(Estimate::exact(ll.1), Estimate::exact(cl.1)),
+                ]),
+                format!(
+                    "`{CENTRAL}` peaks at {:.2} at P = {} and is {:.2} at P = {}; `{LOCAL}` peaks at {:.2} at \
                  P = {} and is {:.2} at P = {}",
-                cp.1, cp.0, cl.1, cl.0, lp.1, lp.0, ll.1, ll.0
-            ),
-        ),
+                    cp.1, cp.0, cl.1, cl.0, lp.1, lp.0, ll.1, ll.0
+                ),
+            )
+        }
         _ => Finding::missing("the Fig. 12 projection"),
-    });
+    }
+}
 
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
     Assessment {
-        findings,
         measured: measured_text(&d),
         notes: notes(&d, m),
         table: Some(table(&d)),
@@ -1152,9 +1172,9 @@ mod tests {
     #[test]
     fn the_calibrated_model_reproduces_the_papers_shapes() {
         let m = big_metal();
-        let a = assess(&rows(&m, 1.0), &m);
-        assert_eq!(a.findings.len(), CLAIMS.len());
-        for f in &a.findings {
+        let f = testing::findings(&EXPERIMENT, &rows(&m, 1.0), &m);
+        assert_eq!(f.len(), CLAIMS.len());
+        for f in &f {
             assert_eq!(f.outcome, Outcome::Holds, "{f:?}");
         }
     }
@@ -1176,11 +1196,14 @@ mod tests {
             for r in flat.iter_mut().filter(|r| r.metric == SPEEDUP_P) {
                 r.value = f64::from(r.threads);
             }
-            let a = assess(&flat, &m);
-            assert_eq!(a.findings[3].outcome, Outcome::Fails);
+            let f = testing::findings(&EXPERIMENT, &flat, &m);
+            assert_eq!(f[3].outcome, Outcome::Fails);
             // Measured at 1.1x: inside the interval's reach of the line.
             let edge = rows(&m, 1.1);
-            assert_eq!(assess(&edge, &m).findings[0].outcome, Outcome::Tie);
+            assert_eq!(
+                testing::findings(&EXPERIMENT, &edge, &m)[0].outcome,
+                Outcome::Tie
+            );
         }
         let one = testing::machine(1, true);
         assert_eq!(

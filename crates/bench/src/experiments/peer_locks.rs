@@ -56,18 +56,21 @@ const CLAIMS: &[Claim] = &[
                 the same `lock_api::Mutex` interface cost.",
         rule: "uncontended lock+unlock of `tas` over `bare-atomic` is at most 1.3",
         needs: Needs::NONE,
+        judge: |d, _| near_bare(d, "tas", 1.3),
     },
     Claim {
         key: "mcs-near-bare",
         paper: "Target (issue #2): `mcs` uncontended within 3x of a bare exchange + release store.",
         rule: "uncontended lock+unlock of `mcs` over `bare-atomic` is at most 3",
         needs: Needs::NONE,
+        judge: |d, _| near_bare(d, "mcs", 3.0),
     },
     Claim {
         key: "clh-near-bare",
         paper: "Target (issue #2): `clh` uncontended within 3x of a bare exchange + release store.",
         rule: "uncontended lock+unlock of `clh` over `bare-atomic` is at most 3",
         needs: Needs::NONE,
+        judge: |d, _| near_bare(d, "clh", 3.0),
     },
     Claim {
         key: "best-below-parking-lot",
@@ -75,6 +78,7 @@ const CLAIMS: &[Claim] = &[
         rule: "the fastest symmetry spin or queue lock's uncontended lock+unlock takes less time than \
                `parking_lot`'s",
         needs: Needs::NONE,
+        judge: |d, _| best_below_parking_lot(d),
     },
 ];
 
@@ -466,6 +470,37 @@ fn near_bare(d: &Data<'_>, lock: &str, limit: f64) -> Finding {
     }
 }
 
+/// `best-below-parking-lot`: the fastest symmetry spin or queue lock's
+/// uncontended lock+unlock takes less time than `parking_lot`'s.
+fn best_below_parking_lot(d: &Data<'_>) -> Finding {
+    let uncontended = crate::harness::series_names(d.rows(), "uncontended_ns");
+    // Both sides of the comparison with parking_lot are taken over
+    // `bare-atomic` round by round, so a drift between rounds cancels.
+    let est = |s: &str| d.estimate(Sel::metric(VS_BARE).series(s).threads(1));
+    let best = uncontended
+        .iter()
+        .filter(|n| {
+            matches!(
+                symmetry_locks::registry::find(n).map(|l| l.kind),
+                Some(LockKind::Spin | LockKind::Queue)
+            )
+        })
+        .filter_map(|n| Some((n.as_str(), est(n)?)))
+        .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
+    match (best, est("parking_lot")) {
+        (Some((n, b)), Some(p)) => Finding::new(
+            rule::less(b, p),
+            format!(
+                "over `{BARE}` by round: fastest symmetry lock `{n}` {}x, `parking_lot` {}x",
+                b.show(2),
+                p.show(2)
+            ),
+        ),
+        (None, _) => Finding::missing("a symmetry spin or queue lock"),
+        (_, None) => Finding::missing("`parking_lot`"),
+    }
+}
+
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let cores = m.cores() as u32;
@@ -495,37 +530,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             value(rows, n, 4 * cores, "ns_per_acquire", None).map_or("-".into(), ns),
         ]);
     }
-    // Both sides of the comparison with parking_lot are taken over
-    // `bare-atomic` round by round, so a drift between rounds cancels.
-    let est = |s: &str| d.estimate(Sel::metric(VS_BARE).series(s).threads(1));
-    let best = uncontended
-        .iter()
-        .filter(|n| {
-            matches!(
-                symmetry_locks::registry::find(n).map(|l| l.kind),
-                Some(LockKind::Spin | LockKind::Queue)
-            )
-        })
-        .filter_map(|n| Some((n.as_str(), est(n)?)))
-        .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
-    let below = match (best, est("parking_lot")) {
-        (Some((n, b)), Some(p)) => Finding::new(
-            rule::less(b, p),
-            format!(
-                "over `{BARE}` by round: fastest symmetry lock `{n}` {}x, `parking_lot` {}x",
-                b.show(2),
-                p.show(2)
-            ),
-        ),
-        (None, _) => Finding::missing("a symmetry spin or queue lock"),
-        (_, None) => Finding::missing("`parking_lot`"),
-    };
-    let findings = vec![
-        near_bare(&d, "tas", 1.3),
-        near_bare(&d, "mcs", 3.0),
-        near_bare(&d, "clh", 3.0),
-        below,
-    ];
     let locks = uncontended.iter().filter(|n| *n != BARE).count();
     let rounds = d
         .row(Sel::metric("uncontended_ns"))
@@ -543,7 +547,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         measured.push_str(&workloads);
     }
     Assessment {
-        findings,
         measured,
         notes: "Ratios are taken within one run on one pinned thread, so they do not depend on the machine's \
                 absolute speed. The queue locks pay for a thread-local node pool on every acquisition. The KLMO91 \

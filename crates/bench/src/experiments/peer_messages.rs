@@ -69,6 +69,7 @@ const CLAIMS: &[Claim] = &[
                 for LC98's round trip (§4.1).",
         rule: "`am-stamp`'s round trip is at most 2x `crossbeam-arrayqueue`'s",
         needs: Needs::cores(2),
+        judge: rtt_vs_queue,
     },
     Claim {
         key: "rtt-vs-socket",
@@ -76,6 +77,7 @@ const CLAIMS: &[Claim] = &[
                 §4.3: the algorithm that involves the operating system \"is not competitive\".",
         rule: "`unix-socket`'s round trip is at least 5x `am-stamp`'s",
         needs: Needs::cores(2),
+        judge: rtt_vs_socket,
     },
     Claim {
         key: "many-to-one-vs-queue",
@@ -83,6 +85,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at the most writers (3 or more) that leave every participant a core, `am-stamp`'s time per \
                message is at most 2x `crossbeam-arrayqueue`'s",
         needs: Needs::cores(CONTENDED as usize + 1),
+        judge: many_to_one_vs_queue,
     },
     Claim {
         key: "many-to-one-vs-socket",
@@ -91,6 +94,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at the most writers (3 or more) that leave every participant a core, `unix-socket`'s time per \
                message is at least 5x `am-stamp`'s",
         needs: Needs::cores(CONTENDED as usize + 1),
+        judge: many_to_one_vs_socket,
     },
     Claim {
         key: "one-writer-vs-queue",
@@ -98,6 +102,7 @@ const CLAIMS: &[Claim] = &[
                 the in-process queue.",
         rule: "with one writer, `am-stamp`'s time per message is at most 2x `crossbeam-arrayqueue`'s",
         needs: Needs::cores(2),
+        judge: one_writer_vs_queue,
     },
 ];
 
@@ -328,25 +333,34 @@ fn compare(
     }
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Assessment {
-    let d = Data::new(rows);
-    let cores = m.cores() as u32;
-    let rtt = |s: &str| value(rows, s, 2, RTT, None);
-    let rtt_e = |s: &str| {
-        d.row(Sel::metric(RTT).series(s).threads(2))
-            .filter(|r| !r.oversubscribed)
-            .map(|r| d.estimate_of(r))
-    };
-    let mto_e = |s: &str, w: u32| d.estimate(Sel::metric(MTO).series(s).threads(w + 1));
+/// The round trip of series `s` (2 threads), unless oversubscribed.
+fn rtt_e(d: &Data<'_>, s: &str) -> Option<Estimate> {
+    d.row(Sel::metric(RTT).series(s).threads(2))
+        .filter(|r| !r.oversubscribed)
+        .map(|r| d.estimate_of(r))
+}
+
+/// The many-to-one time per message of series `s` with `w` writers.
+fn mto_e(d: &Data<'_>, s: &str, w: u32) -> Option<Estimate> {
+    d.estimate(Sel::metric(MTO).series(s).threads(w + 1))
+}
+
+/// The writer counts of the many-to-one points, ascending.
+fn writers_of(d: &Data<'_>) -> Vec<u32> {
     let mut writers: Vec<u32> = d
         .select(Sel::metric(MTO))
         .map(|r| r.threads.saturating_sub(1))
         .collect();
     writers.sort_unstable();
     writers.dedup();
-    // The judged many-to-one point: the most writers (3 or more) that
-    // leave every participant a core of its own.
-    let judged = writers
+    writers
+}
+
+/// The judged many-to-one point: the most writers (3 or more) that leave
+/// every participant a core of its own on `m`.
+fn judged_writers(d: &Data<'_>, m: &Machine) -> Option<u32> {
+    let cores = m.cores() as u32;
+    writers_of(d)
         .iter()
         .copied()
         .filter(|&w| w >= CONTENDED && w < cores)
@@ -354,66 +368,100 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             d.row(Sel::metric(MTO).series(STAMP).threads(w + 1))
                 .is_none_or(|r| !r.oversubscribed)
         })
-        .max();
+        .max()
+}
 
-    let mut findings = vec![
-        compare(
-            rtt_e(STAMP),
-            rtt_e(CROSSBEAM),
-            "RTT am-stamp / arrayqueue",
+/// Why the many-to-one rules cannot be judged where there is no judged
+/// point ([`judged_writers`]).
+fn no_contended_point(d: &Data<'_>) -> Finding {
+    let writers = writers_of(d);
+    Finding::not_measurable(format!(
+        "no many-to-one point with {CONTENDED} or more writers where every participant has a core \
+         (writers measured: {})",
+        if writers.is_empty() {
+            "none".to_string()
+        } else {
+            writers
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    ))
+}
+
+/// `rtt-vs-queue`: `am-stamp`'s round trip over `crossbeam-arrayqueue`'s,
+/// at most 2x.
+fn rtt_vs_queue(d: &Data<'_>, _m: &Machine) -> Finding {
+    compare(
+        rtt_e(d, STAMP),
+        rtt_e(d, CROSSBEAM),
+        "RTT am-stamp / arrayqueue",
+        rule::at_most,
+        VS_QUEUE,
+    )
+}
+
+/// `rtt-vs-socket`: `unix-socket`'s round trip over `am-stamp`'s, at
+/// least 5x.
+fn rtt_vs_socket(d: &Data<'_>, _m: &Machine) -> Finding {
+    compare(
+        rtt_e(d, UNIX),
+        rtt_e(d, STAMP),
+        "RTT unix-socket / am-stamp",
+        rule::at_least,
+        VS_SOCKET,
+    )
+}
+
+/// `many-to-one-vs-queue`: at the judged many-to-one point, `am-stamp`'s
+/// time per message over `crossbeam-arrayqueue`'s, at most 2x.
+fn many_to_one_vs_queue(d: &Data<'_>, m: &Machine) -> Finding {
+    match judged_writers(d, m) {
+        Some(w) => compare(
+            mto_e(d, STAMP, w),
+            mto_e(d, CROSSBEAM, w),
+            &format!("{w} writers: am-stamp / arrayqueue"),
             rule::at_most,
             VS_QUEUE,
         ),
-        compare(
-            rtt_e(UNIX),
-            rtt_e(STAMP),
-            "RTT unix-socket / am-stamp",
+        None => no_contended_point(d),
+    }
+}
+
+/// `many-to-one-vs-socket`: at the judged many-to-one point,
+/// `unix-socket`'s time per message over `am-stamp`'s, at least 5x.
+fn many_to_one_vs_socket(d: &Data<'_>, m: &Machine) -> Finding {
+    match judged_writers(d, m) {
+        Some(w) => compare(
+            mto_e(d, UNIX, w),
+            mto_e(d, STAMP, w),
+            &format!("{w} writers: unix-socket / am-stamp"),
             rule::at_least,
             VS_SOCKET,
         ),
-    ];
-    match judged {
-        Some(w) => {
-            findings.push(compare(
-                mto_e(STAMP, w),
-                mto_e(CROSSBEAM, w),
-                &format!("{w} writers: am-stamp / arrayqueue"),
-                rule::at_most,
-                VS_QUEUE,
-            ));
-            findings.push(compare(
-                mto_e(UNIX, w),
-                mto_e(STAMP, w),
-                &format!("{w} writers: unix-socket / am-stamp"),
-                rule::at_least,
-                VS_SOCKET,
-            ));
-        }
-        None => {
-            let why = Finding::not_measurable(format!(
-                "no many-to-one point with {CONTENDED} or more writers where every participant has a core \
-                 (writers measured: {})",
-                if writers.is_empty() {
-                    "none".to_string()
-                } else {
-                    writers
-                        .iter()
-                        .map(u32::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                }
-            ));
-            findings.push(why.clone());
-            findings.push(why);
-        }
+        None => no_contended_point(d),
     }
-    findings.push(compare(
-        mto_e(STAMP, 1),
-        mto_e(CROSSBEAM, 1),
+}
+
+/// `one-writer-vs-queue`: with one writer, `am-stamp`'s time per message
+/// over `crossbeam-arrayqueue`'s, at most 2x.
+fn one_writer_vs_queue(d: &Data<'_>, _m: &Machine) -> Finding {
+    compare(
+        mto_e(d, STAMP, 1),
+        mto_e(d, CROSSBEAM, 1),
         "1 writer: am-stamp / arrayqueue",
         rule::at_most,
         VS_QUEUE,
-    ));
+    )
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let cores = m.cores() as u32;
+    let rtt = |s: &str| value(rows, s, 2, RTT, None);
+    let writers = writers_of(&d);
+    let judged = judged_writers(&d, m);
 
     let mut header = vec!["series".to_string(), "RTT".to_string()];
     for w in &writers {
@@ -511,7 +559,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         )
     );
     Assessment {
-        findings,
         measured,
         notes,
         table: Some(table),

@@ -52,12 +52,14 @@ const CLAIMS: &[Claim] = &[
                 block).",
         rule: "at the largest size run, every strategy's `completed` is 1 at every P",
         needs: Needs::NONE,
+        judge: completes,
     },
     Claim {
         key: "within-tokio",
         paper: "Target: the best built-in strategy runs skynet in at most tokio's time.",
         rule: "at P = 1 and at P = all cores, the best strategy's `ms` over tokio's is at most 1",
         needs: Needs::NONE,
+        judge: within_tokio,
     },
 ];
 
@@ -189,32 +191,63 @@ fn extent(d: &Data<'_>) -> Option<(String, Vec<u32>)> {
     Some((largest, ps))
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Assessment {
-    let d = Data::new(rows);
-    let Some((l, ps)) = extent(&d) else {
-        return Assessment {
-            measured: "No skynet run in the data.".into(),
-            ..Assessment::default()
-        };
+/// What a rule finds where the data holds no skynet run (what the report
+/// said when the assessment gave no finding).
+fn no_run() -> Finding {
+    Finding::not_measurable("the assessment gave no finding")
+}
+
+/// The estimate of `metric` for `series` in `order` at `p` processors,
+/// `leaves` leaves.
+fn point(
+    d: &Data<'_>,
+    leaves: &str,
+    metric: &str,
+    series: &str,
+    p: u32,
+    order: &str,
+) -> Option<Estimate> {
+    let params = [("leaves", leaves), ("order", order)];
+    d.estimate(
+        Sel::metric(metric)
+            .series(series)
+            .threads(p)
+            .params(&params),
+    )
+}
+
+/// The fastest strategy in `order` at `p` processors, `leaves` leaves,
+/// among those that completed, with its `ms`.
+fn best_at(d: &Data<'_>, leaves: &str, p: u32, order: &str) -> Option<(&'static str, Estimate)> {
+    NAMES
+        .iter()
+        .filter(|n| point(d, leaves, "completed", n, p, order).is_some_and(|c| c.value >= 1.0))
+        .filter_map(|n| Some((*n, point(d, leaves, "ms", n, p, order)?)))
+        .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
+}
+
+/// The processor counts of `ps` that `within-tokio` judges: 1 and all
+/// cores of `m`.
+fn judged_ps(ps: &[u32], m: &Machine) -> Vec<u32> {
+    let cores = m.cores() as u32;
+    ps.iter()
+        .copied()
+        .filter(|&p| p == 1 || p == cores)
+        .collect()
+}
+
+/// `completes`: at the largest size, every strategy, every order run,
+/// every P completed with the right sum.
+fn completes(d: &Data<'_>, _m: &Machine) -> Finding {
+    let Some((l, ps)) = extent(d) else {
+        return no_run();
     };
-    let at = |order: &'static str| [("leaves", l.clone()), ("order", order.to_string())];
-    let pick = |metric: &str, series: &str, p: u32, order: &'static str| {
-        let params = at(order);
-        let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        d.estimate(
-            Sel::metric(metric)
-                .series(series)
-                .threads(p)
-                .params(&params),
-        )
-    };
-    // completes: every strategy, every order run, every P.
     let mut failed = Vec::new();
     let mut seen = 0;
     for name in NAMES {
         for order in ORDERS {
             for &p in &ps {
-                if let Some(v) = pick("completed", name, p, order) {
+                if let Some(v) = point(d, &l, "completed", name, p, order) {
                     seen += 1;
                     if v.value < 1.0 {
                         failed.push(format!("`{name}` ({order}) at P = {p}"));
@@ -223,7 +256,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             }
         }
     }
-    let completes = if seen == 0 {
+    if seen == 0 {
         Finding::missing("a strategy's skynet run")
     } else if failed.is_empty() {
         Finding::new(
@@ -235,26 +268,20 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             Outcome::Fails,
             format!("not completed: {}", failed.join(", ")),
         )
-    };
-    // within-tokio, default order, at P = 1 and at P = all cores.
-    let cores = m.cores() as u32;
-    let judged: Vec<u32> = ps
-        .iter()
-        .copied()
-        .filter(|&p| p == 1 || p == cores)
-        .collect();
-    let best_at = |p: u32, order: &'static str| -> Option<(&str, Estimate)> {
-        NAMES
-            .iter()
-            .filter(|n| pick("completed", n, p, order).is_some_and(|c| c.value >= 1.0))
-            .filter_map(|n| Some((*n, pick("ms", n, p, order)?)))
-            .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
+    }
+}
+
+/// `within-tokio`: in the default order, at P = 1 and at P = all cores,
+/// the best strategy's `ms` over tokio's is at most 1.
+fn within_tokio(d: &Data<'_>, m: &Machine) -> Finding {
+    let Some((l, ps)) = extent(d) else {
+        return no_run();
     };
     let mut outcomes = Vec::new();
     let mut ev = Vec::new();
-    for &p in &judged {
-        let tokio = pick("ms", TOKIO, p, PEER);
-        if let (Some((n, b)), Some(t)) = (best_at(p, DEFAULT_ORDER), tokio) {
+    for p in judged_ps(&ps, m) {
+        let tokio = point(d, &l, "ms", TOKIO, p, PEER);
+        if let (Some((n, b)), Some(t)) = (best_at(d, &l, p, DEFAULT_ORDER), tokio) {
             let r = b.ratio(t);
             outcomes.push(rule::at_most(r, 1.0));
             ev.push(format!(
@@ -265,11 +292,24 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             ));
         }
     }
-    let within = if outcomes.is_empty() {
+    if outcomes.is_empty() {
         Finding::missing("tokio and a completed strategy at P = 1 or all cores")
     } else {
         Finding::new(Outcome::all(outcomes), ev.join("; "))
+    }
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let Some((l, ps)) = extent(&d) else {
+        return Assessment {
+            measured: "No skynet run in the data.".into(),
+            ..Assessment::default()
+        };
     };
+    let pick =
+        |metric: &str, series: &str, p: u32, order: &str| point(&d, &l, metric, series, p, order);
+    let judged = judged_ps(&ps, m);
     // The table: ms and peak memory per series, order and P.
     let mut header = vec!["series".to_string()];
     for p in &ps {
@@ -317,7 +357,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         .iter()
         .filter_map(|&p| {
             let g = pick("ms", GO, p, PEER)?;
-            let (n, b) = best_at(p, DEFAULT_ORDER)?;
+            let (n, b) = best_at(&d, &l, p, DEFAULT_ORDER)?;
             Some(format!(
                 "P = {p}: best strategy (`{n}`) / Go = {:.2}",
                 b.value / g.value
@@ -337,13 +377,12 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let fifo: Vec<String> = judged
         .iter()
         .filter_map(|&p| {
-            let (_, f) = best_at(p, "fifo")?;
-            let (_, n) = best_at(p, DEFAULT_ORDER)?;
+            let (_, f) = best_at(&d, &l, p, "fifo")?;
+            let (_, n) = best_at(&d, &l, p, DEFAULT_ORDER)?;
             Some(format!("P = {p}: {:.2}", f.value / n.value))
         })
         .collect();
     Assessment {
-        findings: vec![completes, within],
         measured: format!(
             "skynet with {l} leaves ({} nodes); built-in strategies in both orders, `{DEFAULT_ORDER}` \
              (the default, a slot for the newest created thread) and `fifo` (ALL89's). Best `fifo` time \

@@ -75,6 +75,7 @@ const CLAIMS: &[Claim] = &[
                 more expensive than a procedure call\".",
         rule: "at P = 1 and at P = all cores, tokio's ns per thread over the best strategy's is at least 5",
         needs: Needs::NONE,
+        judge: |d, m| target(d, TOKIO, TOKIO_TARGET, &ends(m.cores() as u32)),
     },
     Claim {
         key: "cheaper-than-std-thread",
@@ -82,6 +83,7 @@ const CLAIMS: &[Claim] = &[
                 less expensive than normal DYNIX processes\".",
         rule: "at P = all cores, std-thread's ns per thread over the best strategy's is at least 100",
         needs: Needs::NONE,
+        judge: |d, m| target(d, STD, STD_TARGET, &[m.cores() as u32]),
     },
 ];
 
@@ -481,12 +483,7 @@ fn ends(cores: u32) -> Vec<u32> {
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let cores = m.cores() as u32;
-    let findings = vec![
-        target(&d, TOKIO, TOKIO_TARGET, &ends(cores)),
-        target(&d, STD, STD_TARGET, &[cores]),
-    ];
     Assessment {
-        findings,
         measured: measured(&d),
         notes: notes(&d, cores),
         table: Some(table(&d)),

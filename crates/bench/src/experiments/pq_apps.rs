@@ -35,6 +35,7 @@ const CLAIMS: &[Claim] = &[
                 outperforms all but the Native-no preempt lock in all cases\" (SMARTQ §4.4, Fig. 8, level 2.0).",
         rule: "in each application, no lock but `native-np` takes less time than `smart-q`",
         needs: Needs::cores(2),
+        judge: |d, _| all_but_native_np(d, &d.series(Sel::metric(METRIC))),
     },
     Claim {
         key: "queued-collapse-in-apps",
@@ -42,6 +43,7 @@ const CLAIMS: &[Claim] = &[
                 (§4.4).",
         rule: "in each application, `mcs` takes at least 2x as long as `smart-q`",
         needs: Needs::cores(2),
+        judge: |d, _| collapse(d),
     },
 ];
 
@@ -310,7 +312,6 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         )
     };
     Assessment {
-        findings: vec![all_but_native_np(&d, &locks), collapse(&d)],
         measured,
         notes: format!(
             "SPLASH's Cholesky (the paper's) is sparse and supernodal; this one is dense and blocked, with a \

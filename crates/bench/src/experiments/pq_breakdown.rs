@@ -41,6 +41,7 @@ const CLAIMS: &[Claim] = &[
                section and release each (with the lock saturated by P processors, each spends about 1/P of its \
                time holding it and (P-1)/P waiting, so acquire can lead only from 3 processors on)",
         needs: Needs::cores(3),
+        judge: |d, _| acquire_dominates(d),
     },
     Claim {
         key: "multiprogramming-reduces-contention",
@@ -50,12 +51,14 @@ const CLAIMS: &[Claim] = &[
         rule: "at the smallest work ratio (the most demand on the lock, as in the quote), the `acquire` share at \
                level 2.0 is below its share at level 1.0",
         needs: Needs::cores(2),
+        judge: |d, _| reduces(d),
     },
     Claim {
         key: "preempted-share",
         paper: "Table 1: at level 2.0 each process is preempted 49.1-49.8% of the time, at level 1.4 19.3-19.7%.",
         rule: "for every work ratio, the `preempted` share at level 2.0 is between 40% and 60%",
         needs: Needs::NONE,
+        judge: |d, _| preempted(d),
     },
     Claim {
         key: "tas-np-improves",
@@ -65,6 +68,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at the smallest work ratio, the time per processor iteration at the intermediate level is below \
                that at level 1.0",
         needs: Needs::cores(16),
+        judge: |d, _| improves(d),
     },
 ];
 
@@ -329,7 +333,6 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         )
     };
     Assessment {
-        findings: vec![acquire_dominates(&d), reduces(&d), preempted(&d), improves(&d)],
         measured,
         notes: "SMARTQ's table comes from 31 processors, where at the smallest ratio the processes ask for 1.75 \
                 times what the lock can serve; fewer processors reach that demand only with a shorter non-critical \

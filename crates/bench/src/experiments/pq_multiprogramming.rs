@@ -35,6 +35,7 @@ const CLAIMS: &[Claim] = &[
                 begin to queue up behind a de-scheduled peer\" (SMARTQ §4.2, Figs. 4-5).",
         rule: "`mcs` takes at least 3x as long per iteration at level 2.0 as at level 1.0",
         needs: Needs::cores(2),
+        judge: |d, _| queued_collapse(d),
     },
     Claim {
         key: "smart-q-near-tas-np",
@@ -44,6 +45,7 @@ const CLAIMS: &[Claim] = &[
                 (SMARTQ §4.2).",
         rule: "at level 2.0, `smart-q` and `handshake` each take at most 1.2x the time per iteration of `tas-np`",
         needs: Needs::cores(2),
+        judge: |d, _| near_tas_np(d),
     },
     Claim {
         key: "preemption-safe-beats-queued",
@@ -52,6 +54,7 @@ const CLAIMS: &[Claim] = &[
                 critical section helps a little, but not much\" (SMARTQ §4.2).",
         rule: "at level 2.0, `smart-q` and `handshake` each take less time per iteration than `mcs` and `mcs-np`",
         needs: Needs::cores(2),
+        judge: |d, _| beats_queued(d),
     },
     Claim {
         key: "native-np-best",
@@ -59,6 +62,7 @@ const CLAIMS: &[Claim] = &[
                 prevent preemption in the critical section\" (SMARTQ §4.2).",
         rule: "at level 2.0, `native-np` takes less time per iteration than `native`",
         needs: Needs::cores(2),
+        judge: |d, _| native_np_best(d),
     },
 ];
 
@@ -308,12 +312,6 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
          events. `native` is the platform's pthread mutex, whose waiters sleep in the kernel rather than spin."
     );
     Assessment {
-        findings: vec![
-            queued_collapse(&d),
-            near_tas_np(&d),
-            beats_queued(&d),
-            native_np_best(&d),
-        ],
         measured,
         notes,
         table: Some(table),
@@ -390,10 +388,9 @@ mod tests {
             Verdict::NotMeasurable
         );
         let m = small_vm();
-        let a = assess(&[], &m);
+        let f = testing::findings(&EXPERIMENT, &[], &m);
         assert!(
-            a.findings
-                .iter()
+            f.iter()
                 .all(|f| matches!(f.outcome, Outcome::NotMeasurable(_)))
         );
     }

@@ -36,6 +36,7 @@ const CLAIMS: &[Claim] = &[
                 section, must also wait for any preempted processes ahead of it in the queue\" (SMARTQ abstract).",
         rule: "`mcs` takes at least 10x as long per iteration at 4x the cores as at one thread per core",
         needs: Needs::NONE,
+        judge: |d, m| collapse(d, m.cores() as u32, 4 * m.cores() as u32),
     },
     Claim {
         key: "mcs-tp-near-tas",
@@ -44,12 +45,14 @@ const CLAIMS: &[Claim] = &[
                 waiters whose published time is stale.",
         rule: "at 4x the cores, `mcs-tp` takes at most 2x the time per iteration of `tas`",
         needs: Needs::NONE,
+        judge: mcs_tp_near_tas,
     },
     Claim {
         key: "mcs-tp-beats-mcs",
         paper: "Skipping preempted waiters removes the queue's collapse (SMARTQ §3, §4.2).",
         rule: "at 4x the cores, `mcs` takes at least 10x as long per iteration as `mcs-tp`",
         needs: Needs::NONE,
+        judge: mcs_tp_beats_mcs,
     },
     Claim {
         key: "rseq-np",
@@ -59,6 +62,7 @@ const CLAIMS: &[Claim] = &[
         rule: "with the kernel's time-slice extension, `tas-np-rseq` takes no longer per iteration than `tas` at \
                4x the cores",
         needs: Needs::NONE,
+        judge: |d, m| rseq_np(d, 4 * m.cores() as u32),
     },
 ];
 
@@ -201,6 +205,23 @@ fn collapse(d: &Data<'_>, cores: u32, over: u32) -> Finding {
     })
 }
 
+/// `mcs-tp-near-tas`: `mcs-tp` at 4x the cores over `tas` there, at most 2x.
+fn mcs_tp_near_tas(d: &Data<'_>, m: &Machine) -> Finding {
+    let over = 4 * m.cores() as u32;
+    compare(d, ("mcs-tp", over), ("tas", over), |x| {
+        rule::at_most(x, 2.0)
+    })
+}
+
+/// `mcs-tp-beats-mcs`: `mcs` at 4x the cores over `mcs-tp` there, at least
+/// 10x.
+fn mcs_tp_beats_mcs(d: &Data<'_>, m: &Machine) -> Finding {
+    let over = 4 * m.cores() as u32;
+    compare(d, ("mcs", over), ("mcs-tp", over), |x| {
+        rule::at_least(x, 10.0)
+    })
+}
+
 fn rseq_np(d: &Data<'_>, t: u32) -> Finding {
     let Some(r) = d.row(Sel::metric(RSEQ)) else {
         return Finding::missing("the rseq availability row");
@@ -262,16 +283,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                  preempting a holder here unless it offers the time-slice extension."
         .to_string();
     Assessment {
-        findings: vec![
-            collapse(&d, m.cores() as u32, over),
-            compare(&d, ("mcs-tp", over), ("tas", over), |x| {
-                rule::at_most(x, 2.0)
-            }),
-            compare(&d, ("mcs", over), ("mcs-tp", over), |x| {
-                rule::at_least(x, 10.0)
-            }),
-            rseq_np(&d, over),
-        ],
         measured,
         notes,
         table: Some(table),

@@ -34,6 +34,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at level 2.0 on all the cores, `mcs` and `mcs-np` each take at least 3x the time per processor \
                iteration of `smart-q`",
         needs: Needs::cores(2),
+        judge: |d, m| queued_bad(d, m.cores() as u32),
     },
     Claim {
         key: "even-performance",
@@ -42,6 +43,7 @@ const CLAIMS: &[Claim] = &[
         rule: "`smart-q`, `tas-np` and `native-np` each keep their time per processor iteration within 1.5x from \
                one processor to all the cores",
         needs: Needs::cores(2),
+        judge: |d, m| even(d, m.cores() as u32),
     },
     Claim {
         key: "smart-q-overtakes-tas-np",
@@ -49,6 +51,7 @@ const CLAIMS: &[Claim] = &[
                 to overtake the TAS-no preempt lock\" (SMARTQ §4.3, KSR, 31 processors).",
         rule: "at level 2.0 on all the cores, `smart-q` takes less time per processor iteration than `tas-np`",
         needs: Needs::cores(16),
+        judge: |d, m| overtakes(d, m.cores() as u32),
     },
 ];
 
@@ -170,9 +173,8 @@ fn overtakes(d: &Data<'_>, p: u32) -> Finding {
     )
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Assessment {
+fn assess(rows: &[Row], _m: &Machine) -> Assessment {
     let d = Data::new(rows);
-    let p = m.cores() as u32;
     let sel = Sel::metric(METRIC);
     let locks = d.series(sel);
     let ps: Vec<u32> = d.threads(sel).into_iter().map(|(t, _)| t).collect();
@@ -210,7 +212,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                  a running worker and its descheduled peer."
         .to_string();
     Assessment {
-        findings: vec![queued_bad(&d, p), even(&d, p), overtakes(&d, p)],
         measured,
         notes,
         table: Some(table),

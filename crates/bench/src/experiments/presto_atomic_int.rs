@@ -43,6 +43,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at P = 1 with no compute phase, `atomic-int-dyn<graunke-thakkar>` (HP-Derived) takes longer per \
                increment than `atomic-int<graunke-thakkar>` (HP-Base)",
         needs: Needs::NONE,
+        judge: dyn_slower,
     },
     Claim {
         key: "dyn-significant",
@@ -51,6 +52,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at P = 1 with no compute phase, `atomic-int-dyn<graunke-thakkar>` takes at least 1.5x as long per \
                increment as `atomic-int<graunke-thakkar>`",
         needs: Needs::NONE,
+        judge: dyn_significant,
     },
     Claim {
         key: "queue-removes-bottleneck",
@@ -62,6 +64,7 @@ const CLAIMS: &[Claim] = &[
                `atomic-int-dyn<graunke-thakkar>` each take less time per increment than `atomic-int<tas>` \
                (Original)",
         needs: Needs::cores(8),
+        judge: |d, m| removes_bottleneck(d, m.cores() as u32, COMPUTES[1]),
     },
 ];
 
@@ -288,6 +291,19 @@ fn call_overhead(d: &Data<'_>) -> [Finding; 2] {
     ]
 }
 
+/// `dyn-slower`: HP-Derived takes longer than HP-Base ([`call_overhead`]).
+fn dyn_slower(d: &Data<'_>, _m: &Machine) -> Finding {
+    let [slower, _] = call_overhead(d);
+    slower
+}
+
+/// `dyn-significant`: HP-Derived takes at least [`SIGNIFICANT`] times as
+/// long as HP-Base ([`call_overhead`]).
+fn dyn_significant(d: &Data<'_>, _m: &Machine) -> Finding {
+    let [_, significant] = call_overhead(d);
+    significant
+}
+
 /// `queue-removes-bottleneck` at `p` with compute phase `c`: HP-Base and
 /// HP-Derived each over Original, paired by round, below 1.
 fn removes_bottleneck(d: &Data<'_>, p: u32, c: u64) -> Finding {
@@ -388,9 +404,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         ),
         _ => String::new(),
     };
-    let [slower, significant] = call_overhead(&d);
     Assessment {
-        findings: vec![slower, significant, removes_bottleneck(&d, cores, hi)],
         measured,
         notes,
         table: Some(table),

@@ -67,6 +67,7 @@ const CLAIMS: &[Claim] = &[
         rule: "the creation rate of `local-freelist` (threads created and deleted per second) at P = all \
                cores is at least 1.2x its rate at P = 1",
         needs: Needs::cores(2),
+        judge: local_caches_scale,
     },
     Claim {
         key: "local-beats-central",
@@ -76,6 +77,7 @@ const CLAIMS: &[Claim] = &[
         rule: "from P = 1 to P = all cores, the creation rate of `local-freelist` gains more (a larger ratio) \
                than that of `single-lock`",
         needs: Needs::cores(2),
+        judge: local_beats_central,
     },
     Claim {
         key: "stacks-pooled",
@@ -85,6 +87,7 @@ const CLAIMS: &[Claim] = &[
         rule: "a fresh stack (`stack-fresh-mmap`: mmap + mprotect + munmap) costs at least 100x a pooled one \
                (`stack-pooled`)",
         needs: Needs::NONE,
+        judge: |d, _| stacks_pooled(d),
     },
 ];
 
@@ -406,20 +409,18 @@ fn gain(d: &Data<'_>, series: &str, p: u32) -> Option<Estimate> {
     Some(per_thread(d, series, 1)?.ratio(per_thread(d, series, p)?))
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Assessment {
-    let d = Data::new(rows);
-    let p = m.cores() as u32;
-    let stack = |s: &str| d.estimate(Sel::metric("ns_per_stack").series(s).threads(1));
-    let missing = |s: &str| {
-        Finding::missing(&format!(
-            "`{s}` at 1 and at {p} processors (all cores, not oversubscribed)"
-        ))
-    };
-    let local = gain(&d, "local-freelist", p);
-    let central = gain(&d, "single-lock", p);
+/// "Not measured" for `series` at 1 and at `p` processors.
+fn missing(series: &str, p: u32) -> Finding {
+    Finding::missing(&format!(
+        "`{series}` at 1 and at {p} processors (all cores, not oversubscribed)"
+    ))
+}
 
-    let mut findings = Vec::new();
-    findings.push(match local {
+/// `local-caches-scale`: the creation rate of `local-freelist` at all
+/// cores is at least [`MIN_SCALING`] times its rate at 1 processor.
+fn local_caches_scale(d: &Data<'_>, m: &Machine) -> Finding {
+    let p = m.cores() as u32;
+    match gain(d, "local-freelist", p) {
         Some(g) => Finding::new(
             rule::at_least(g, MIN_SCALING),
             format!(
@@ -427,9 +428,15 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 g.show(2)
             ),
         ),
-        None => missing("local-freelist"),
-    });
-    findings.push(match (local, central) {
+        None => missing("local-freelist", p),
+    }
+}
+
+/// `local-beats-central`: from 1 processor to all cores, `local-freelist`
+/// gains more in creation rate than `single-lock`.
+fn local_beats_central(d: &Data<'_>, m: &Machine) -> Finding {
+    let p = m.cores() as u32;
+    match (gain(d, "local-freelist", p), gain(d, "single-lock", p)) {
         (Some(l), Some(c)) => Finding::new(
             rule::greater(l, c),
             format!(
@@ -438,12 +445,16 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 c.show(2)
             ),
         ),
-        (None, _) => missing("local-freelist"),
-        (_, None) => missing("single-lock"),
-    });
-    let fresh = stack("stack-fresh-mmap");
-    let pooled = stack("stack-pooled");
-    findings.push(match (fresh, pooled) {
+        (None, _) => missing("local-freelist", p),
+        (_, None) => missing("single-lock", p),
+    }
+}
+
+/// `stacks-pooled`: a fresh stack costs at least
+/// [`MIN_FRESH_OVER_POOLED`] times a pooled one.
+fn stacks_pooled(d: &Data<'_>) -> Finding {
+    let stack = |s: &str| d.estimate(Sel::metric("ns_per_stack").series(s).threads(1));
+    match (stack("stack-fresh-mmap"), stack("stack-pooled")) {
         (Some(f), Some(q)) => {
             let r = f.ratio(q);
             Finding::new(
@@ -457,10 +468,13 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             )
         }
         _ => Finding::missing("`stack-fresh-mmap` and `stack-pooled`"),
-    });
+    }
+}
 
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let p = m.cores() as u32;
     Assessment {
-        findings,
         measured: measured(&d, p),
         notes: notes(&d, p, m),
         table: Some(table(&d, p)),
@@ -691,11 +705,8 @@ mod tests {
         // cores of the machine, were oversubscribed where they were run.
         let m = testing::machine(4, true);
         let rows = rows(&small_vm(), 1.8, 0.4, 800.0, 0.03);
-        let a = assess(&rows, &m);
-        assert!(matches!(
-            a.findings[0].outcome,
-            rule::Outcome::NotMeasurable(_)
-        ));
+        let f = testing::findings(&EXPERIMENT, &rows, &m);
+        assert!(matches!(f[0].outcome, rule::Outcome::NotMeasurable(_)));
     }
 
     #[test]

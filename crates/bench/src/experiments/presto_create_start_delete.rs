@@ -65,6 +65,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at every P from 2 to all cores, `central-readyq` takes longer per thread than `local-readyq` \
                in the same repeat (their ratio is above 1 beyond its repeat spread)",
         needs: Needs::cores(2),
+        judge: local_readyq_wins,
     },
     Claim {
         key: "user-scheduler-free",
@@ -76,6 +77,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at P = 1 and at P = all cores, the user-written LIFO pool (`local-readyq+user-lifo`) takes at \
                most 1.05x the time per thread of the built-in FIFO pool (`local-readyq`) in the same repeat",
         needs: Needs::NONE,
+        judge: user_scheduler_free,
     },
 ];
 
@@ -345,20 +347,30 @@ fn judge_points(
     Finding::new(Outcome::all(outcomes), evidence)
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Assessment {
-    let d = Data::new(rows);
+/// `local-readyq-wins`: at every P from 2 to all cores, `central-readyq`
+/// takes longer per thread than `local-readyq` in the same repeat.
+fn local_readyq_wins(d: &Data<'_>, m: &Machine) -> Finding {
+    let p = m.cores() as u32;
+    let from_2: Vec<u32> = (2..=p).collect();
+    judge_points(d, CENTRAL, &from_2, |e| {
+        rule::greater(e, Estimate::exact(1.0))
+    })
+}
+
+/// `user-scheduler-free`: at P = 1 and at all cores, the user-written LIFO
+/// pool takes at most [`SAME_COST`] times the built-in pool's time per
+/// thread in the same repeat.
+fn user_scheduler_free(d: &Data<'_>, m: &Machine) -> Finding {
     let p = m.cores() as u32;
     let mut ends = vec![1, p];
     ends.dedup();
-    let from_2: Vec<u32> = (2..=p).collect();
-    let findings = vec![
-        judge_points(&d, CENTRAL, &from_2, |e| {
-            rule::greater(e, Estimate::exact(1.0))
-        }),
-        judge_points(&d, LIFO, &ends, |e| rule::at_most(e, SAME_COST)),
-    ];
+    judge_points(d, LIFO, &ends, |e| rule::at_most(e, SAME_COST))
+}
+
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let p = m.cores() as u32;
     Assessment {
-        findings,
         measured: measured(&d, p),
         notes: notes(&d, p, m),
         table: Some(table(&d, p)),
@@ -553,13 +565,9 @@ mod tests {
         {
             *r = testing::row(EXPERIMENT.id, CENTRAL, 17, &m, COST, 1.01, 0.05, &[]);
         }
-        let a = assess(&rows, &m);
-        assert_eq!(a.findings[0].outcome, Outcome::Tie);
-        assert!(
-            a.findings[0].evidence.contains("62 of 63"),
-            "{}",
-            a.findings[0].evidence
-        );
+        let f = testing::findings(&EXPERIMENT, &rows, &m);
+        assert_eq!(f[0].outcome, Outcome::Tie);
+        assert!(f[0].evidence.contains("62 of 63"), "{}", f[0].evidence);
     }
 
     #[test]

@@ -58,6 +58,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at P = 1 with no compute phase, each of `graunke-thakkar` and `anderson` that ran takes longer per \
                acquisition than `tas` (their ratio to `tas`, paired by round)",
         needs: Needs::NONE,
+        judge: queue_slower_uncontended,
     },
     Claim {
         key: "tas-degrades",
@@ -67,6 +68,10 @@ const CLAIMS: &[Claim] = &[
         rule: "with the shortest non-zero compute phase, `tas` takes longer per acquisition at P = all cores than at its \
                best P from 1 to all cores",
         needs: Needs::cores(8),
+        judge: |d, m| match phases(d) {
+            Some((_, c)) => tas_degrades(d, m.cores() as u32, &c),
+            None => no_phase(),
+        },
     },
     Claim {
         key: "queue-no-degradation",
@@ -76,6 +81,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at P = all cores with the shortest non-zero compute phase, each of `graunke-thakkar` and `anderson` that ran \
                takes less time per acquisition than `tas` (their ratio to `tas`, paired by round)",
         needs: Needs::cores(8),
+        judge: queue_no_degradation,
     },
 ];
 
@@ -334,6 +340,47 @@ fn tas_degrades(d: &Data<'_>, p: u32, c: &str) -> Finding {
     )
 }
 
+/// The compute phases the rules read: the uncontended rule's, the locks'
+/// own latency (no compute phase; CSVs from before it was measured: the
+/// shortest phase), and the contended ones', the shortest phase PRESTO's
+/// scaling gives (the shortest non-zero one, else the shortest). None
+/// without points with a compute phase.
+fn phases(d: &Data<'_>) -> Option<(String, String)> {
+    let computes = d.param_values(Sel::metric(METRIC), "compute_ns");
+    let nonzero = computes
+        .iter()
+        .find(|c| c.parse::<f64>().is_ok_and(|x| x > 0.0));
+    computes.first().map(|first| {
+        let l = computes.iter().find(|c| *c == "0").unwrap_or(first);
+        (l.clone(), nonzero.unwrap_or(first).clone())
+    })
+}
+
+/// The finding of every rule when no point has a compute phase.
+fn no_phase() -> Finding {
+    Finding::missing("`ns_per_acquire` with a compute phase")
+}
+
+/// `queue-slower-uncontended`: at P = 1 with the uncontended rule's
+/// compute phase ([`phases`]), each queue lock that ran is slower than
+/// `tas`.
+fn queue_slower_uncontended(d: &Data<'_>, _: &Machine) -> Finding {
+    match phases(d) {
+        Some((l, _)) => queue_vs_tas(d, 1, &l, true),
+        None => no_phase(),
+    }
+}
+
+/// `queue-no-degradation`: at P = all cores with the contended rules'
+/// compute phase ([`phases`]), each queue lock that ran is faster than
+/// `tas`.
+fn queue_no_degradation(d: &Data<'_>, m: &Machine) -> Finding {
+    match phases(d) {
+        Some((_, c)) => queue_vs_tas(d, m.cores() as u32, &c, false),
+        None => no_phase(),
+    }
+}
+
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let cores = m.cores() as u32;
@@ -370,19 +417,8 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             ]);
         }
     }
-    // The uncontended rule reads the locks' own latency (no compute phase;
-    // CSVs from before it was measured: the shortest phase), the contended
-    // ones the shortest phase PRESTO's scaling gives.
-    let nonzero = computes
-        .iter()
-        .find(|c| c.parse::<f64>().is_ok_and(|x| x > 0.0));
-    let Some((l, c)) = computes.first().map(|first| {
-        let l = computes.iter().find(|c| *c == "0").unwrap_or(first);
-        (l, nonzero.unwrap_or(first))
-    }) else {
-        let none = || Finding::missing("`ns_per_acquire` with a compute phase");
+    let Some((l, c)) = phases(&d) else {
         return Assessment {
-            findings: vec![none(), none(), none()],
             measured: "No points with a compute phase in this run's data.".into(),
             notes: String::new(),
             table: Some(table),
@@ -402,11 +438,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
          oversubscribed."
     );
     Assessment {
-        findings: vec![
-            queue_vs_tas(&d, 1, l, true),
-            tas_degrades(&d, cores, c),
-            queue_vs_tas(&d, cores, c, false),
-        ],
         measured,
         notes,
         table: Some(table),
@@ -507,7 +538,7 @@ mod tests {
             "tas" => [200.0, 100.0, 100.0],
             _ => [206.0, 100.0, 100.0],
         });
-        let first = |rows: &[Row]| assess(rows, &m).findings[0].clone();
+        let first = |rows: &[Row]| testing::findings(&EXPERIMENT, rows, &m)[0].clone();
         assert_eq!(first(&close).outcome, Outcome::Tie);
         // Paired by round, each queue lock `q[i]` times `tas` in round i.
         let with_pairs = |gt: &[f64], anderson: &[f64]| {
@@ -567,9 +598,10 @@ mod tests {
                 );
             }
         }
+        let f = testing::findings(&EXPERIMENT, &v, &m);
+        testing::assert_outcome(&f, 0, Outcome::Holds);
+        assert!(f[0].evidence.contains("0 ns compute"));
         let a = assess(&v, &m);
-        testing::assert_outcome(&a, 0, Outcome::Holds);
-        assert!(a.findings[0].evidence.contains("0 ns compute"));
         assert!(
             a.measured.contains("the contended ones the 200 ns phase"),
             "{}",

@@ -36,6 +36,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at P = 2, `tas` takes less time per processor than each of `ttas`, `backoff` and \
                `backoff-persistent` that ran",
         needs: Needs::cores(2),
+        judge: |d, _| tas_fastest(d, 2),
     },
     Claim {
         key: "tas-outweighed-large-p",
@@ -44,6 +45,7 @@ const CLAIMS: &[Claim] = &[
                 20 processors).",
         rule: "at P = all cores, `ttas` or `backoff` takes less time per processor than `tas`",
         needs: Needs::cores(8),
+        judge: |d, m| tas_outweighed(d, m.cores() as u32),
     },
 ];
 
@@ -318,7 +320,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         }
     );
     Assessment {
-        findings: vec![tas_fastest(&d, 2), tas_outweighed(&d, cores)],
         measured,
         notes,
         table: Some(table),

@@ -40,6 +40,7 @@ const CLAIMS: &[Claim] = &[
                 (ALL89 §IV-E, Fig. 6, up to 20 processors).",
         rule: "`tas` and `ttas` each take longer per acquisition at P = min(all cores, 11) than at P = 1",
         needs: Needs::cores(2),
+        judge: |d, m| spin_degrades(d, moderate_p(m)),
     },
     Claim {
         key: "backoff-slight",
@@ -48,6 +49,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at P = min(all cores, 11) (at most ten waiters), `backoff` takes less time per acquisition than \
                both `tas` and `ttas`",
         needs: Needs::cores(4),
+        judge: |d, m| backoff_slight(d, moderate_p(m)),
     },
     Claim {
         key: "queue-beats-tas",
@@ -57,6 +59,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at P = all cores, each O(1) queue lock that ran (`anderson`, `graunke-thakkar`, `mcs`, `clh`) \
                takes less time per acquisition than `tas`",
         needs: Needs::cores(8),
+        judge: |d, m| queue_beats_tas(d, m.cores() as u32),
     },
 ];
 
@@ -310,11 +313,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         if cores == 2 { "" } else { "s" }
     );
     Assessment {
-        findings: vec![
-            spin_degrades(&d, pm),
-            backoff_slight(&d, pm),
-            queue_beats_tas(&d, cores),
-        ],
         measured,
         notes,
         table: Some(table),
@@ -411,11 +409,10 @@ mod tests {
             .into_iter()
             .filter(|r| r.series == "tas")
             .collect();
-        let a = assess(&only_tas, &m);
-        assert_eq!(a.findings.len(), CLAIMS.len());
+        let f = testing::findings(&EXPERIMENT, &only_tas, &m);
+        assert_eq!(f.len(), CLAIMS.len());
         assert!(
-            a.findings
-                .iter()
+            f.iter()
                 .all(|f| matches!(f.outcome, Outcome::NotMeasurable(_)))
         );
     }

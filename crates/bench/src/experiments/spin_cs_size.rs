@@ -37,6 +37,7 @@ const CLAIMS: &[Claim] = &[
         rule: "the relative speed of `ttas` at P = all cores rises from the smallest to the largest critical \
                section",
         needs: Needs::cores(2),
+        judge: ttas_recovers,
     },
     Claim {
         key: "ttas-over-tas",
@@ -45,6 +46,7 @@ const CLAIMS: &[Claim] = &[
         rule: "from the smallest to the largest critical section, the relative speed of `ttas` gains more than \
                that of `tas` (P = all cores)",
         needs: Needs::cores(2),
+        judge: ttas_over_tas,
     },
 ];
 
@@ -186,6 +188,80 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
+/// The critical-section sizes of the relative-speed points at P = all
+/// cores of `m`.
+fn sizes(d: &Data<'_>, m: &Machine) -> Vec<String> {
+    d.param_values(
+        Sel::metric("relative_speed").threads(m.cores() as u32),
+        "cs_ns",
+    )
+}
+
+/// The relative speeds of `lock` at P = all cores of `m`, one per
+/// critical-section size that has one, in the order of [`sizes`].
+fn curve(d: &Data<'_>, m: &Machine, lock: &str) -> Vec<Estimate> {
+    let sel = Sel::metric("relative_speed")
+        .threads(m.cores() as u32)
+        .series(lock);
+    sizes(d, m)
+        .iter()
+        .filter_map(|c| d.estimate(sel.params(&[("cs_ns", c.as_str())])))
+        .collect()
+}
+
+/// What the relative speed of `lock` at P = all cores of `m` gains from
+/// the first critical-section size of its [`curve`] to the last.
+fn gain(d: &Data<'_>, m: &Machine, lock: &str) -> Option<Estimate> {
+    let c = curve(d, m, lock);
+    Some(c.last()?.minus(*c.first()?))
+}
+
+/// Whether the points at P = all cores of `m` are oversubscribed (data
+/// from a machine with fewer cores).
+fn oversubscribed(d: &Data<'_>, m: &Machine) -> bool {
+    let p = m.cores() as u32;
+    d.threads(Sel::metric("relative_speed"))
+        .iter()
+        .any(|&(t, o)| t == p && o)
+}
+
+/// `ttas-recovers`: the relative speed of `ttas` at P = all cores rises
+/// from the smallest to the largest critical section.
+fn ttas_recovers(d: &Data<'_>, m: &Machine) -> Finding {
+    let p = m.cores() as u32;
+    let ttas = curve(d, m, "ttas");
+    if sizes(d, m).len() < 2 || ttas.len() < 2 || oversubscribed(d, m) {
+        Finding::missing(&format!(
+            "`ttas` at {p} threads over two or more critical-section sizes"
+        ))
+    } else {
+        Finding::new(
+            rule::increasing(&ttas),
+            format!(
+                "`ttas` relative speed {}",
+                ttas.iter()
+                    .map(|e| e.show(2))
+                    .collect::<Vec<_>>()
+                    .join(" -> ")
+            ),
+        )
+    }
+}
+
+/// `ttas-over-tas`: from the smallest to the largest critical section,
+/// the relative speed of `ttas` at P = all cores gains more than that of
+/// `tas`.
+fn ttas_over_tas(d: &Data<'_>, m: &Machine) -> Finding {
+    let p = m.cores() as u32;
+    match (gain(d, m, "ttas"), gain(d, m, "tas")) {
+        (Some(gr), Some(gt)) if !oversubscribed(d, m) => Finding::new(
+            rule::greater(gr, gt),
+            format!("gain of `ttas` {}, of `tas` {}", gr.show(2), gt.show(2)),
+        ),
+        _ => Finding::missing(&format!("`tas` and `ttas` at {p} threads")),
+    }
+}
+
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let p = m.cores() as u32;
@@ -204,44 +280,9 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         }
         table.rows.push(row);
     }
-    let curve =
-        |lock: &str| -> Vec<Estimate> { sizes.iter().filter_map(|c| rs(lock, c)).collect() };
-    let gain = |lock: &str| {
-        let c = curve(lock);
-        Some(c.last()?.minus(*c.first()?))
-    };
-    let over = d
-        .threads(Sel::metric("relative_speed"))
-        .iter()
-        .any(|&(t, o)| t == p && o);
-    let mut findings = Vec::new();
-    let ttas = curve("ttas");
-    findings.push(if sizes.len() < 2 || ttas.len() < 2 || over {
-        Finding::missing(&format!(
-            "`ttas` at {p} threads over two or more critical-section sizes"
-        ))
-    } else {
-        Finding::new(
-            rule::increasing(&ttas),
-            format!(
-                "`ttas` relative speed {}",
-                ttas.iter()
-                    .map(|e| e.show(2))
-                    .collect::<Vec<_>>()
-                    .join(" -> ")
-            ),
-        )
-    });
-    findings.push(match (gain("ttas"), gain("tas")) {
-        (Some(gr), Some(gt)) if !over => Finding::new(
-            rule::greater(gr, gt),
-            format!("gain of `ttas` {}, of `tas` {}", gr.show(2), gt.show(2)),
-        ),
-        _ => Finding::missing(&format!("`tas` and `ttas` at {p} threads")),
-    });
     let improving: Vec<String> = locks
         .iter()
-        .filter(|n| gain(n).is_some_and(|g| g.lo > 0.0))
+        .filter(|n| gain(&d, m, n).is_some_and(|g| g.lo > 0.0))
         .cloned()
         .collect();
     let measured = match (sizes.first(), sizes.last()) {
@@ -253,7 +294,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         _ => format!("No relative-speed points at P = {p} threads."),
     };
     Assessment {
-        findings,
         measured,
         notes: format!(
             "With P = {p}, {} waiter{} spin{} against the holder; ALL89 measured 7. On a write-back, \

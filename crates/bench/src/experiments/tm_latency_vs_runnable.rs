@@ -90,6 +90,7 @@ const CLAIMS: &[Claim] = &[
         rule: "the latency of `local-freelist` at r = P is at least 1.2x its latency at r = P - 1 \
                (P = all cores)",
         needs: Needs::cores(2),
+        judge: central_step,
     },
     Claim {
         key: "idle-queue-tradeoff",
@@ -98,6 +99,7 @@ const CLAIMS: &[Claim] = &[
         rule: "the latency of `idle-queue` is below that of `local-freelist` at r = 1 and above it at the \
                largest r (P = all cores)",
         needs: Needs::cores(2),
+        judge: idle_queue_tradeoff,
     },
     Claim {
         key: "readyq-spike",
@@ -108,6 +110,7 @@ const CLAIMS: &[Claim] = &[
         rule: "with q = P = all cores queues, `local-readyq` examines more queues per dequeue at r = P than at \
                the largest r, and its latency at r = P is at least 1.1x that at the largest r",
         needs: Needs::cores(8),
+        judge: readyq_spike,
     },
 ];
 
@@ -437,17 +440,19 @@ fn rows_at(rows: &[Row], p: u32) -> Vec<Row> {
         .collect()
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Assessment {
-    let p = m.cores() as u32;
-    let here = rows_at(rows, p);
-    let d = Data::new(&here);
-    let rmax = d
-        .threads(Sel::metric(LATENCY))
+/// The largest r among the latency points of `d`; 0 if none.
+fn rmax(d: &Data<'_>) -> u32 {
+    d.threads(Sel::metric(LATENCY))
         .last()
-        .map_or(0, |&(r, _)| r);
-    let lat = |s: &str, r: u32| d.estimate(Sel::metric(LATENCY).series(s).threads(r));
-    let ex = |s: &str, r: u32| d.estimate(Sel::metric(EXAMINED).series(s).threads(r));
-    let mut findings = Vec::new();
+        .map_or(0, |&(r, _)| r)
+}
+
+/// `central-step`: `local-freelist`'s latency at r = P at least [`STEP`]
+/// times its latency at r = P - 1 (P = all cores).
+fn central_step(d: &Data<'_>, m: &Machine) -> Finding {
+    let p = m.cores() as u32;
+    let here = rows_at(d.rows(), p);
+    let d = Data::new(&here);
 
     // central-step: local-freelist at r = P over r = P - 1, each with the
     // range of its own runs where it has enough of them: the two points
@@ -458,37 +463,43 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     // either.
     let own = |s: &str, r: u32| d.estimate_own(Sel::metric(LATENCY).series(s).threads(r));
     let lf = "local-freelist";
-    findings.push(
-        match (own(lf, p), p.checked_sub(1).and_then(|q| own(lf, q))) {
-            (Some(at), Some(below)) => {
-                let step = at.ratio(below);
-                Finding::new(
-                    rule::at_least(step, STEP),
-                    format!(
-                        "`{lf}` {} ns at r = {p}, {} ns at r = {}: step {} (threshold {STEP})",
-                        at.show(0),
-                        below.show(0),
-                        p - 1,
-                        step.show(2)
-                    ),
-                )
-            }
-            _ => Finding::missing(&format!(
-                "`{lf}` at r = {} and r = {p} with {p} processors",
-                p.saturating_sub(1)
-            )),
-        },
-    );
+    match (own(lf, p), p.checked_sub(1).and_then(|q| own(lf, q))) {
+        (Some(at), Some(below)) => {
+            let step = at.ratio(below);
+            Finding::new(
+                rule::at_least(step, STEP),
+                format!(
+                    "`{lf}` {} ns at r = {p}, {} ns at r = {}: step {} (threshold {STEP})",
+                    at.show(0),
+                    below.show(0),
+                    p - 1,
+                    step.show(2)
+                ),
+            )
+        }
+        _ => Finding::missing(&format!(
+            "`{lf}` at r = {} and r = {p} with {p} processors",
+            p.saturating_sub(1)
+        )),
+    }
+}
 
-    // idle-queue-tradeoff: below local-freelist at r = 1, above at rmax;
-    // paired by round where the data has it.
+/// `idle-queue-tradeoff`: `idle-queue` below `local-freelist` at r = 1
+/// and above it at the largest r; paired by round where the data has it.
+fn idle_queue_tradeoff(d: &Data<'_>, m: &Machine) -> Finding {
+    let p = m.cores() as u32;
+    let here = rows_at(d.rows(), p);
+    let d = Data::new(&here);
+    let rmax = rmax(&d);
+    let lat = |s: &str, r: u32| d.estimate(Sel::metric(LATENCY).series(s).threads(r));
+    let lf = "local-freelist";
     let iq = "idle-queue";
     let vs = |r: u32| {
         d.estimate_own(Sel::metric(VS_REFERENCE).series(iq).threads(r))
             .or_else(|| Some(lat(iq, r)?.ratio(lat(lf, r)?)))
     };
     let paired = d.select(Sel::metric(VS_REFERENCE)).next().is_some();
-    findings.push(match (vs(1), vs(rmax)) {
+    match (vs(1), vs(rmax)) {
         (Some(low), Some(high)) if rmax > p => Finding::new(
             Outcome::all([rule::at_most(low, 1.0), rule::at_least(high, 1.0)]),
             format!(
@@ -501,35 +512,47 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         _ => Finding::missing(&format!(
             "`{iq}` and `{lf}` at r = 1 and at an r above {p} with {p} processors"
         )),
-    });
+    }
+}
 
-    // readyq-spike: at r = P against the backlog at rmax.
+/// `readyq-spike`: `local-readyq` at r = P against the backlog at the
+/// largest r, in queues examined per dequeue and in latency.
+fn readyq_spike(d: &Data<'_>, m: &Machine) -> Finding {
+    let p = m.cores() as u32;
+    let here = rows_at(d.rows(), p);
+    let d = Data::new(&here);
+    let rmax = rmax(&d);
+    let lat = |s: &str, r: u32| d.estimate(Sel::metric(LATENCY).series(s).threads(r));
+    let ex = |s: &str, r: u32| d.estimate(Sel::metric(EXAMINED).series(s).threads(r));
     let lr = "local-readyq";
-    findings.push(
-        match (lat(lr, p), lat(lr, rmax), ex(lr, p), ex(lr, rmax)) {
-            (Some(lp), Some(lh), Some(ep), Some(eh)) if rmax > p => {
-                let spike = lp.ratio(lh);
-                Finding::new(
-                    Outcome::all([rule::greater(ep, eh), rule::at_least(spike, SPIKE)]),
-                    format!(
-                        "`{lr}` examined {} queues per dequeue at r = {p}, {} at r = {rmax}; latency {} ns at \
+    match (lat(lr, p), lat(lr, rmax), ex(lr, p), ex(lr, rmax)) {
+        (Some(lp), Some(lh), Some(ep), Some(eh)) if rmax > p => {
+            let spike = lp.ratio(lh);
+            Finding::new(
+                Outcome::all([rule::greater(ep, eh), rule::at_least(spike, SPIKE)]),
+                format!(
+                    "`{lr}` examined {} queues per dequeue at r = {p}, {} at r = {rmax}; latency {} ns at \
                          r = {p}, {} ns at r = {rmax} (ratio {}, threshold {SPIKE})",
-                        ep.show(2),
-                        eh.show(2),
-                        lp.show(0),
-                        lh.show(0),
-                        spike.show(2)
-                    ),
-                )
-            }
-            _ => Finding::missing(&format!(
-                "`{lr}` at r = {p} and at an r above {p} with {p} processors"
-            )),
-        },
-    );
+                    ep.show(2),
+                    eh.show(2),
+                    lp.show(0),
+                    lh.show(0),
+                    spike.show(2)
+                ),
+            )
+        }
+        _ => Finding::missing(&format!(
+            "`{lr}` at r = {p} and at an r above {p} with {p} processors"
+        )),
+    }
+}
 
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let p = m.cores() as u32;
+    let here = rows_at(rows, p);
+    let d = Data::new(&here);
+    let rmax = rmax(&d);
     Assessment {
-        findings,
         measured: measured(&d, p, rmax),
         notes: notes(&d, p, rmax),
         table: Some(table(&d, p, rmax)),
@@ -758,8 +781,8 @@ mod tests {
         );
         // On a big machine the spike is judged too.
         let m = big_metal();
-        let a = assess(&rows(&m, PAPER), &m);
-        assert!(a.findings.iter().all(|f| f.outcome == Outcome::Holds));
+        let f = testing::findings(&EXPERIMENT, &rows(&m, PAPER), &m);
+        assert!(f.iter().all(|f| f.outcome == Outcome::Holds));
     }
 
     #[test]
@@ -779,9 +802,16 @@ mod tests {
             hi: 875.0,
             n: 21,
         });
-        assert_eq!(assess(&v, &m).findings[0].outcome, Outcome::Tie);
+        assert_eq!(
+            testing::findings(&EXPERIMENT, &v, &m)[0].outcome,
+            Outcome::Tie
+        );
         // The same point with three runs is judged on the pooled noise.
-        testing::assert_outcome(&assess(&rows(&m, PAPER), &m), 0, Outcome::Holds);
+        testing::assert_outcome(
+            &testing::findings(&EXPERIMENT, &rows(&m, PAPER), &m),
+            0,
+            Outcome::Holds,
+        );
     }
 
     #[test]

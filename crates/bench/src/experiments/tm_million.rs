@@ -44,6 +44,7 @@ const CLAIMS: &[Claim] = &[
                 (Go keeps a million blocked goroutines in a few GiB).",
         rule: "with 1,000,000 threads, every strategy's `completed` is 1 at every P",
         needs: Needs::NONE,
+        judge: million_alive,
     },
     Claim {
         key: "small-blocked-thread",
@@ -51,6 +52,7 @@ const CLAIMS: &[Claim] = &[
                 baseline.",
         rule: "at the largest `n` run, every strategy's `rss_bytes_per_thread` is at most 8192",
         needs: Needs::NONE,
+        judge: small_blocked_thread,
     },
     Claim {
         key: "mappings-per-slab",
@@ -58,6 +60,7 @@ const CLAIMS: &[Claim] = &[
                 `vm.max_map_count` mappings).",
         rule: "at the largest `n` run, every strategy gains at most one kernel mapping per 1,000 threads",
         needs: Needs::NONE,
+        judge: mappings_per_slab,
     },
 ];
 
@@ -137,22 +140,29 @@ fn every(d: &Data<'_>, metric: &str, n: &str, ok: impl Fn(f64) -> bool) -> (usiz
     (seen, bad)
 }
 
-fn assess(rows: &[Row], _m: &Machine) -> Assessment {
-    let d = Data::new(rows);
-    let ns = ns_of(&d);
-    let Some(&largest) = ns.last() else {
-        return Assessment {
-            measured: "No blocked-threads run in the data.".into(),
-            ..Assessment::default()
-        };
+/// The largest thread count run, if the data hold a blocked-threads run.
+fn largest(d: &Data<'_>) -> Option<u32> {
+    ns_of(d).last().copied()
+}
+
+/// What each claim finds when the data hold no blocked-threads run: the
+/// words the harness gave a claim its assessment found nothing for.
+fn no_run() -> Finding {
+    Finding::not_measurable("the assessment gave no finding")
+}
+
+/// `million-alive`: at 1,000,000 threads every run completed.
+fn million_alive(d: &Data<'_>, _m: &Machine) -> Finding {
+    let Some(largest) = largest(d) else {
+        return no_run();
     };
     let l = largest.to_string();
-    let alive = if largest < MILLION {
+    if largest < MILLION {
         Finding::not_measurable(format!(
             "the run went up to {largest} threads (a --quick run stops at 100,000)"
         ))
     } else {
-        match every(&d, "completed", &l, |v| v >= 1.0) {
+        match every(d, "completed", &l, |v| v >= 1.0) {
             (0, _) => Finding::missing("a strategy's million-thread run"),
             (k, bad) if bad.is_empty() => Finding::new(
                 Outcome::Holds,
@@ -160,37 +170,53 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
             ),
             (_, bad) => Finding::new(Outcome::Fails, format!("not completed: {}", bad.join(", "))),
         }
+    }
+}
+
+/// `small-blocked-thread`: at the largest `n`, at most 8 KiB resident per
+/// blocked thread.
+fn small_blocked_thread(d: &Data<'_>, _m: &Machine) -> Finding {
+    let Some(largest) = largest(d) else {
+        return no_run();
     };
-    let small = {
-        let np = [("n", l.as_str())];
-        let mut outcomes = Vec::new();
-        let mut ev = Vec::new();
-        for name in NAMES {
-            for p in procs(&d) {
-                let sel = Sel::metric("rss_bytes_per_thread")
-                    .series(name)
-                    .threads(p)
-                    .params(&np);
-                if let Some(e) = d.estimate(sel) {
-                    outcomes.push(rule::at_most(e, 8192.0));
-                    ev.push(format!("`{name}` P = {p}: {:.0}", e.value));
-                }
+    let l = largest.to_string();
+    let np = [("n", l.as_str())];
+    let mut outcomes = Vec::new();
+    let mut ev = Vec::new();
+    for name in NAMES {
+        for p in procs(d) {
+            let sel = Sel::metric("rss_bytes_per_thread")
+                .series(name)
+                .threads(p)
+                .params(&np);
+            if let Some(e) = d.estimate(sel) {
+                outcomes.push(rule::at_most(e, 8192.0));
+                ev.push(format!("`{name}` P = {p}: {:.0}", e.value));
             }
         }
-        if outcomes.is_empty() {
-            Finding::missing("memory per thread")
-        } else {
-            Finding::new(
-                Outcome::all(outcomes),
-                format!(
-                    "bytes per blocked thread at n = {largest}: {}",
-                    ev.join(", ")
-                ),
-            )
-        }
+    }
+    if outcomes.is_empty() {
+        Finding::missing("memory per thread")
+    } else {
+        Finding::new(
+            Outcome::all(outcomes),
+            format!(
+                "bytes per blocked thread at n = {largest}: {}",
+                ev.join(", ")
+            ),
+        )
+    }
+}
+
+/// `mappings-per-slab`: at the largest `n`, at most one kernel mapping
+/// gained per 1,000 threads.
+fn mappings_per_slab(d: &Data<'_>, _m: &Machine) -> Finding {
+    let Some(largest) = largest(d) else {
+        return no_run();
     };
+    let l = largest.to_string();
     let per = f64::from(largest) / 1000.0;
-    let maps = match every(&d, "kernel_mappings", &l, |v| v <= per) {
+    match every(d, "kernel_mappings", &l, |v| v <= per) {
         (0, _) => Finding::missing("kernel mappings"),
         (k, bad) if bad.is_empty() => Finding::new(
             Outcome::Holds,
@@ -203,6 +229,17 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
                 bad.join(", ")
             ),
         ),
+    }
+}
+
+fn assess(rows: &[Row], _m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let ns = ns_of(&d);
+    let Some(&largest) = ns.last() else {
+        return Assessment {
+            measured: "No blocked-threads run in the data.".into(),
+            ..Assessment::default()
+        };
     };
     let mut header = vec!["strategy".to_string(), "P".to_string()];
     for n in &ns {
@@ -234,7 +271,6 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         }
     }
     Assessment {
-        findings: vec![alive, small, maps],
         measured: format!(
             "Up to {largest} user threads blocked on one barrier at once, then released; memory and \
              mappings read while all wait."

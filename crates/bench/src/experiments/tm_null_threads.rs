@@ -76,6 +76,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at P = 1, the ns per thread of `single-lock` is below every other strategy's \
                (their quotient paired by round)",
         needs: Needs::NONE,
+        judge: single_lock_fastest,
     },
     Claim {
         key: "multi-lock-latency",
@@ -84,6 +85,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at P = 1, the ns per thread of `multi-lock` is above that of `single-lock` \
                (their quotient paired by round)",
         needs: Needs::NONE,
+        judge: |d, _| at_one(d, "multi-lock", SPEEDUP_BASE, rule::greater, "vs"),
     },
     Claim {
         key: "local-freelist-latency",
@@ -92,6 +94,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at P = 1, the ns per thread of `local-freelist` is below that of `multi-lock` \
                (their quotient paired by round)",
         needs: Needs::NONE,
+        judge: |d, _| at_one(d, "local-freelist", "multi-lock", rule::less, "vs"),
     },
     Claim {
         key: "idle-check-cost",
@@ -100,6 +103,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at P = 1, the ns per thread of `idle-queue` is above that of `local-freelist` \
                (their quotient paired by round)",
         needs: Needs::NONE,
+        judge: |d, _| at_one(d, "idle-queue", "local-freelist", rule::greater, "vs"),
     },
     Claim {
         key: "central-queue-a-few",
@@ -108,6 +112,7 @@ const CLAIMS: &[Claim] = &[
         rule: "the throughput of `local-freelist` (1 / ns per thread) at its best P from 2 to all cores is \
                above its throughput at P = 1",
         needs: Needs::cores(2),
+        judge: central_queue_a_few,
     },
     Claim {
         key: "only-local-readyq-scales",
@@ -116,6 +121,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at P = all cores, the throughput of `local-readyq` is above its own at P = 1 and above every \
                other strategy's",
         needs: Needs::cores(8),
+        judge: only_local_readyq_scales,
     },
 ];
 
@@ -338,24 +344,21 @@ fn at_one(
     }
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Assessment {
-    let d = Data::new(rows);
-    let cores = m.cores() as u32;
-    let mut findings = Vec::new();
-
-    // single-lock-fastest: below every other strategy at P = 1.
-    let sl = point(&d, NS, SPEEDUP_BASE, 1);
+/// `single-lock-fastest`: `single-lock` below every other strategy at
+/// P = 1.
+fn single_lock_fastest(d: &Data<'_>, _m: &Machine) -> Finding {
+    let sl = point(d, NS, SPEEDUP_BASE, 1);
     let others: Vec<(&str, Estimate)> = NAMES
         .iter()
         .filter(|n| **n != SPEEDUP_BASE)
-        .filter_map(|n| point(&d, NS, n, 1).map(|e| (*n, e)))
+        .filter_map(|n| point(d, NS, n, 1).map(|e| (*n, e)))
         .collect();
-    findings.push(match sl {
+    match sl {
         Some(sl) if !others.is_empty() => Finding::new(
             Outcome::all(
                 others
                     .iter()
-                    .map(|(n, e)| match paired(&d, SPEEDUP_BASE, n) {
+                    .map(|(n, e)| match paired(d, SPEEDUP_BASE, n) {
                         Some(q) => rule::less(q, Estimate::exact(1.0)),
                         None => rule::less(sl, *e),
                     }),
@@ -371,23 +374,18 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             ),
         ),
         _ => Finding::missing("`single-lock` and another strategy at P = 1"),
-    });
-    findings.push(at_one(&d, "multi-lock", SPEEDUP_BASE, rule::greater, "vs"));
-    findings.push(at_one(&d, "local-freelist", "multi-lock", rule::less, "vs"));
-    findings.push(at_one(
-        &d,
-        "idle-queue",
-        "local-freelist",
-        rule::greater,
-        "vs",
-    ));
+    }
+}
 
-    // central-queue-a-few: local-freelist's best P in 2..=cores beats P = 1.
-    let lf_one = point(&d, NS, "local-freelist", 1);
+/// `central-queue-a-few`: `local-freelist`'s best P from 2 to all cores
+/// beats P = 1.
+fn central_queue_a_few(d: &Data<'_>, m: &Machine) -> Finding {
+    let cores = m.cores() as u32;
+    let lf_one = point(d, NS, "local-freelist", 1);
     let lf_best = (2..=cores)
-        .filter_map(|p| point(&d, NS, "local-freelist", p).map(|e| (p, e)))
+        .filter_map(|p| point(d, NS, "local-freelist", p).map(|e| (p, e)))
         .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
-    findings.push(match (lf_one, lf_best) {
+    match (lf_one, lf_best) {
         (Some(one), Some((p, best))) => Finding::new(
             rule::less(best, one),
             format!(
@@ -401,18 +399,21 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         _ => Finding::missing(&format!(
             "`local-freelist` at P = 1 and at some P from 2 to {cores}"
         )),
-    });
+    }
+}
 
-    // only-local-readyq-scales: at P = cores, above its own P = 1 and every
-    // other strategy.
-    let lr_one = point(&d, NS, "local-readyq", 1);
-    let lr = point(&d, NS, "local-readyq", cores);
+/// `only-local-readyq-scales`: at P = all cores, `local-readyq` above its
+/// own P = 1 and every other strategy.
+fn only_local_readyq_scales(d: &Data<'_>, m: &Machine) -> Finding {
+    let cores = m.cores() as u32;
+    let lr_one = point(d, NS, "local-readyq", 1);
+    let lr = point(d, NS, "local-readyq", cores);
     let rivals: Vec<(&str, Estimate)> = NAMES
         .iter()
         .filter(|n| **n != "local-readyq")
-        .filter_map(|n| point(&d, NS, n, cores).map(|e| (*n, e)))
+        .filter_map(|n| point(d, NS, n, cores).map(|e| (*n, e)))
         .collect();
-    findings.push(match (lr_one, lr) {
+    match (lr_one, lr) {
         (Some(one), Some(lr)) if !rivals.is_empty() => {
             let best_rival = rivals
                 .iter()
@@ -435,10 +436,13 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         _ => Finding::missing(&format!(
             "`local-readyq` and another strategy at P = {cores} without oversubscription"
         )),
-    });
+    }
+}
 
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let cores = m.cores() as u32;
     Assessment {
-        findings,
         measured: measured(rows, cores),
         notes: notes(&d, cores),
         table: Some(table(&d, cores)),
@@ -609,12 +613,8 @@ mod tests {
                 n: 5,
             });
         }
-        let a = assess(&v, &m);
-        assert!(
-            a.findings[..4].iter().all(|f| f.outcome == Outcome::Tie),
-            "{:?}",
-            a.findings
-        );
+        let f = testing::findings(&EXPERIMENT, &v, &m);
+        assert!(f[..4].iter().all(|f| f.outcome == Outcome::Tie), "{f:?}");
         // The rounds' quotients agree to 1%.
         for (i, x) in NAMES.iter().enumerate() {
             for (j, y) in NAMES.iter().enumerate().filter(|(j, _)| *j != i) {
@@ -627,11 +627,11 @@ mod tests {
                 );
             }
         }
-        let a = assess(&v, &m);
-        for f in &a.findings[..4] {
+        let f = testing::findings(&EXPERIMENT, &v, &m);
+        for f in &f[..4] {
             assert_eq!(f.outcome, Outcome::Holds, "{}", f.evidence);
         }
-        assert!(a.findings[1].evidence.contains("paired by round"));
+        assert!(f[1].evidence.contains("paired by round"));
     }
 
     #[test]
@@ -678,9 +678,10 @@ mod tests {
             s.measured
         );
         let m = big_metal();
+        let f = testing::findings(&EXPERIMENT, &rows(&m, PAPER_ONE, PAPER_ALL), &m);
+        assert_eq!(f.len(), CLAIMS.len());
+        assert!(f.iter().all(|f| f.outcome == Outcome::Holds));
         let a = assess(&rows(&m, PAPER_ONE, PAPER_ALL), &m);
-        assert_eq!(a.findings.len(), CLAIMS.len());
-        assert!(a.findings.iter().all(|f| f.outcome == Outcome::Holds));
         assert_eq!(a.table.as_ref().map(|t| t.rows.len()), Some(NAMES.len()));
         assert_eq!(draw(&rows(&m, PAPER_ONE, PAPER_ALL), &m).panels.len(), 2);
     }

@@ -71,6 +71,7 @@ const CLAIMS: &[Claim] = &[
                 grow (ALL89 §III-E, §III-G).",
         rule: "eq. (3.1) as implemented gives E(1, 18) = 9.5 and falls at every step to below 1.2 at r = 40",
         needs: Needs::NONE,
+        judge: |d, _| fig5_shape(d),
     },
     Claim {
         key: "monte-carlo-agrees",
@@ -78,6 +79,7 @@ const CLAIMS: &[Claim] = &[
                 (ALL89 §III-G).",
         rule: "a Monte Carlo simulation of random placement and scan is within 1% of eq. (3.1) at every r",
         needs: Needs::NONE,
+        judge: |d, _| agrees(d.rows(), "monte-carlo", MC_TOL),
     },
     Claim {
         key: "runtime-agrees",
@@ -86,6 +88,7 @@ const CLAIMS: &[Claim] = &[
         rule: "the `local-readyq` runtime's first dequeue after r random placements among 18 queues examines \
                on average within 3% of eq. (3.1) queues at every r",
         needs: Needs::NONE,
+        judge: |d, _| agrees(d.rows(), "measured", MEASURED_TOL),
     },
 ];
 
@@ -386,14 +389,15 @@ fn agrees(rows: &[Row], series: &str, tol: f64) -> Finding {
     }
 }
 
-fn assess(rows: &[Row], _m: &Machine) -> Assessment {
-    let d = Data::new(rows);
+/// `fig5-shape`: eq. (3.1) gives E(1, 18) = [`E1`] and falls at every
+/// step to below [`E40_BELOW`] at r = [`R_MAX`].
+fn fig5_shape(d: &Data<'_>) -> Finding {
     let exact: Vec<(u32, Estimate)> = d
         .select(Sel::metric(METRIC).series("eq-3.1"))
         .map(|r| (r.threads, Estimate::exact(r.value)))
         .collect();
     let at = |r: u32| exact.iter().find(|(x, _)| *x == r).map(|(_, e)| *e);
-    let shape = match (at(1), at(R_MAX)) {
+    match (at(1), at(R_MAX)) {
         (Some(e1), Some(e40)) => Finding::new(
             Outcome::all([
                 rule::within_factor(e1, Estimate::exact(E1), 1.0 + 1e-9),
@@ -408,14 +412,11 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
             ),
         ),
         _ => Finding::missing(&format!("`eq-3.1` at r = 1 and r = {R_MAX}")),
-    };
-    let findings = vec![
-        shape,
-        agrees(rows, "monte-carlo", MC_TOL),
-        agrees(rows, "measured", MEASURED_TOL),
-    ];
+    }
+}
+
+fn assess(rows: &[Row], _m: &Machine) -> Assessment {
     Assessment {
-        findings,
         measured: measured(rows),
         notes: "The formula, an independent simulation and the runtime's scan all count the same thing: the \
                 lowest-numbered non-empty queue, scanning from the processor's own. The measurement needs 18 \
@@ -557,8 +558,8 @@ mod tests {
             assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
             // The Monte Carlo's offset is inside its own spread: a tie.
             let tie = rows(&m, eq, (0.01, 0.01), (0.005, 0.005));
-            let a = assess(&tie, &m);
-            assert_eq!(a.findings[1].outcome, Outcome::Tie);
+            let f = testing::findings(&EXPERIMENT, &tie, &m);
+            assert_eq!(f[1].outcome, Outcome::Tie);
             // A tie neither supports nor refutes: the other rules decide.
             assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Holds);
             assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);

@@ -80,6 +80,7 @@ const CLAIMS: &[Claim] = &[
                 few processors every alternative speeds up nearly linearly.",
         rule: "with the paper's 300 us of mean work, every strategy's speedup at P = 2 is at least 0.8 x 2",
         needs: Needs::cores(2),
+        judge: coarse_start_linear,
     },
     Claim {
         key: "local-free-lists-win",
@@ -90,6 +91,7 @@ const CLAIMS: &[Claim] = &[
                `local-freelist`, `idle-queue` and `local-readyq` is above the highest of `single-lock` \
                and `multi-lock`",
         needs: Needs::cores(2),
+        judge: local_free_lists_win,
     },
     Claim {
         key: "differences-grow",
@@ -97,6 +99,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at the paper's work-to-overhead ratio, the highest strategy speedup over the lowest is larger \
                at P = all cores than at P = 2",
         needs: Needs::cores(8),
+        judge: differences_grow,
     },
 ];
 
@@ -327,18 +330,15 @@ fn divergence(d: &Data<'_>, p: u32) -> Option<(Estimate, &'static str, &'static 
     Some((s.ratio(f), fast, slow))
 }
 
-fn assess(rows: &[Row], m: &Machine) -> Assessment {
-    let d = Data::new(rows);
-    let cores = m.cores() as u32;
-    let mut findings = Vec::new();
-
-    // coarse-start-linear: every speedup at P = 2 >= 0.8 x 2.
+/// `coarse-start-linear`: every speedup of the 300 us setting at P = 2
+/// at least [`NEAR_LINEAR`] x 2.
+fn coarse_start_linear(d: &Data<'_>, _m: &Machine) -> Finding {
     let target = NEAR_LINEAR * 2.0;
     let coarse: Vec<(&str, Estimate)> = NAMES
         .iter()
-        .filter_map(|n| point(&d, "speedup", "300us", n, 2).map(|e| (*n, e)))
+        .filter_map(|n| point(d, "speedup", "300us", n, 2).map(|e| (*n, e)))
         .collect();
-    findings.push(if coarse.is_empty() {
+    if coarse.is_empty() {
         Finding::missing("speedups of the 300 us setting at P = 2")
     } else {
         Finding::new(
@@ -352,12 +352,16 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                     .join(", ")
             ),
         )
-    });
+    }
+}
 
-    // local-free-lists-win at P = cores.
-    let local = all_at(&d, "paper-ratio", &LOCAL_FREE_LISTS, cores);
-    let central = all_at(&d, "paper-ratio", &CENTRAL_FREE_LISTS, cores);
-    findings.push(match (extremes(&local), extremes(&central)) {
+/// `local-free-lists-win`: at P = all cores, the slowest strategy with
+/// local free lists faster than the fastest with shared ones.
+fn local_free_lists_win(d: &Data<'_>, m: &Machine) -> Finding {
+    let cores = m.cores() as u32;
+    let local = all_at(d, "paper-ratio", &LOCAL_FREE_LISTS, cores);
+    let central = all_at(d, "paper-ratio", &CENTRAL_FREE_LISTS, cores);
+    match (extremes(&local), extremes(&central)) {
         (Some((_, (ln, slowest_local))), Some(((cn, fastest_central), _))) => Finding::new(
             rule::less(slowest_local, fastest_central),
             format!(
@@ -370,10 +374,14 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         _ => Finding::missing(&format!(
             "the paper-ratio setting at P = {cores} without oversubscription"
         )),
-    });
+    }
+}
 
-    // differences-grow: divergence at P = cores above that at P = 2.
-    findings.push(match (divergence(&d, 2), divergence(&d, cores)) {
+/// `differences-grow`: the divergence of the speedups at P = all cores
+/// above that at P = 2.
+fn differences_grow(d: &Data<'_>, m: &Machine) -> Finding {
+    let cores = m.cores() as u32;
+    match (divergence(d, 2), divergence(d, cores)) {
         (Some((two, f2, s2)), Some((all, fa, sa))) if cores > 2 => Finding::new(
             rule::greater(all, two),
             format!(
@@ -385,10 +393,13 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         _ => Finding::missing(&format!(
             "the paper-ratio setting at P = 2 and P = {cores} without oversubscription"
         )),
-    });
+    }
+}
 
+fn assess(rows: &[Row], m: &Machine) -> Assessment {
+    let d = Data::new(rows);
+    let cores = m.cores() as u32;
     Assessment {
-        findings,
         measured: measured(&d, cores),
         notes: notes(&d, cores),
         table: Some(table(&d, cores)),
@@ -620,14 +631,12 @@ mod tests {
     fn every_claim_is_judged_on_a_big_machine() {
         let m = big_metal();
         let rows = paper(&m);
-        let a = assess(&rows, &m);
-        assert_eq!(a.findings.len(), CLAIMS.len());
+        let f = testing::findings(&EXPERIMENT, &rows, &m);
+        assert_eq!(f.len(), CLAIMS.len());
         assert!(
-            a.findings
-                .iter()
+            f.iter()
                 .all(|f| f.outcome == crate::harness::Outcome::Holds),
-            "{:?}",
-            a.findings
+            "{f:?}"
         );
         assert_eq!(draw(&rows, &m).panels.len(), 2);
     }

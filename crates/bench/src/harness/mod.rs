@@ -1,14 +1,15 @@
 //! What every experiment is built from.
 //!
 //! An experiment is a declaration ([`Experiment`]): its id, title and
-//! source, the paper's claims each with the rule that judges it and what
-//! the rule needs of the machine ([`Claim`], [`Needs`]), a `run` that
-//! measures and returns tidy rows, a `figure` drawn from rows and an
-//! `assess` that evaluates each declared rule on rows ([`Assessment`]).
-//! The harness turns the declaration and the assessment into the report's
-//! [`Section`] ([`section`]): it prints every rule beside its outcome, marks
-//! the rules whose [`Needs`] the machine in `machine.json` does not meet as
-//! not measurable, and combines the outcomes into the verdict. Nothing in
+//! source, the paper's claims each with its rule in words, the rule as code
+//! (`judge`) and what the rule needs of the machine ([`Claim`], [`Needs`]),
+//! a `run` that measures and returns tidy rows, a `figure` drawn from rows
+//! and an `assess` that describes the measurement ([`Assessment`]). The
+//! harness turns the declaration and the data into the report's
+//! [`Section`] ([`section`]): it judges every claim whose [`Needs`] the
+//! machine in `machine.json` meets (the others are not measurable), prints
+//! every rule beside its outcome, and combines the outcomes into the
+//! verdict. Nothing in
 //! an experiment's text may state a fact of the machine it was written on:
 //! whatever depends on the machine is generated from `machine.json` and the
 //! data (tested by [`testing`]).
@@ -249,14 +250,18 @@ pub struct Claim {
     pub rule: &'static str,
     /// What the rule needs of the machine.
     pub needs: Needs,
+    /// The rule as code: the outcome on a run's data, with its evidence.
+    /// Called only where the machine meets [`Claim::needs`].
+    pub judge: Judge,
 }
 
-/// What `assess` found: one finding per declared claim, in declaration
-/// order, plus the numbers behind them.
+/// A rule as code ([`Claim::judge`]).
+pub type Judge = fn(&Data<'_>, &Machine) -> Finding;
+
+/// What `assess` says about a run beside the rules' outcomes: the
+/// measurement, notes and the numbers behind them.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Assessment {
-    /// One finding per [`Experiment::claims`] entry, in order.
-    pub findings: Vec<Finding>,
     /// What was measured (markdown), generated from the data.
     pub measured: String,
     /// Further explanation (markdown), generated from the data and the
@@ -283,7 +288,7 @@ pub struct Experiment {
     pub run: fn(&Ctx) -> Result<Vec<Row>, String>,
     /// Draws its figure from rows.
     pub figure: fn(&[Row], &Machine) -> Figure,
-    /// Evaluates each claim's rule on rows.
+    /// Describes the measurement (the claims judge themselves).
     pub assess: fn(&[Row], &Machine) -> Assessment,
     /// How `symmetry reproduce` schedules it.
     pub schedule: Schedule,
@@ -352,14 +357,14 @@ impl std::fmt::Debug for Experiment {
 impl Experiment {
     /// The report section of this experiment for `rows` measured on `m`.
     pub fn section(&self, rows: &[Row], m: &Machine) -> Section {
-        section(self, m, (self.assess)(rows, m))
+        section(self, m, &Data::new(rows), (self.assess)(rows, m))
     }
 
     /// Each claim's finding for `rows` measured on `m`, in declaration
     /// order, as the report prints them ([`findings`]); the verdict is
     /// [`verdict_of`] their outcomes.
     pub fn judge(&self, rows: &[Row], m: &Machine) -> Vec<Finding> {
-        findings(self, m, &(self.assess)(rows, m))
+        findings(self, m, &Data::new(rows))
     }
 }
 
@@ -394,31 +399,26 @@ pub fn verdict_of(outcomes: &[Outcome]) -> Verdict {
     }
 }
 
-/// One finding per claim of `e`, in declaration order: the assessment's,
-/// or "not measurable here" where `m` does not meet the claim's declared
-/// needs or the assessment gave none.
-pub fn findings(e: &Experiment, m: &Machine, a: &Assessment) -> Vec<Finding> {
+/// One finding per claim of `e`, in declaration order: the claim's judge
+/// on `d`, or "not measurable here" where `m` does not meet the claim's
+/// declared needs.
+pub fn findings(e: &Experiment, m: &Machine, d: &Data<'_>) -> Vec<Finding> {
     e.claims
         .iter()
-        .enumerate()
-        .map(|(i, c)| match c.needs.unmet(m) {
+        .map(|c| match c.needs.unmet(m) {
             Some(why) => Finding::not_measurable(why),
-            None => a
-                .findings
-                .get(i)
-                .cloned()
-                .unwrap_or_else(|| Finding::not_measurable("the assessment gave no finding")),
+            None => (c.judge)(d, m),
         })
         .collect()
 }
 
-/// The report section of `e` from its assessment on machine `m`: the
-/// claims quoted, the measurement, every rule with its outcome and
-/// evidence, the verdict and why.
-pub fn section(e: &Experiment, m: &Machine, a: Assessment) -> Section {
+/// The report section of `e` for data `d` and its assessment `a` on
+/// machine `m`: the claims quoted, the measurement, every rule with its
+/// outcome and evidence, the verdict and why.
+pub fn section(e: &Experiment, m: &Machine, d: &Data<'_>, a: Assessment) -> Section {
     let mut outcomes = Vec::new();
     let mut rules = String::new();
-    for (c, finding) in e.claims.iter().zip(findings(e, m, &a)) {
+    for (c, finding) in e.claims.iter().zip(findings(e, m, d)) {
         let needs = c
             .needs
             .describe()

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::{Assessment, Experiment, Outcome};
+use super::{Data, Experiment, Finding, Outcome};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::report::{Verdict, section_markdown};
@@ -83,11 +83,19 @@ pub fn render(e: &Experiment, rows: &[Row], m: &Machine) -> (Verdict, String) {
     (s.verdict, section_markdown(Path::new("."), &s))
 }
 
-/// Asserts that rule `i` of `a` came out `want`; on failure the message
-/// carries the rule's evidence.
+/// What each claim's judge finds for `rows` on `m`, in declaration order,
+/// whether or not `m` meets the claim's needs (the report would say "not
+/// measurable" for those: [`Experiment::judge`]).
+pub fn findings(e: &Experiment, rows: &[Row], m: &Machine) -> Vec<Finding> {
+    let d = Data::new(rows);
+    e.claims.iter().map(|c| (c.judge)(&d, m)).collect()
+}
+
+/// Asserts that finding `i` of `f` came out `want`; on failure the
+/// message carries the rule's evidence.
 #[track_caller]
-pub fn assert_outcome(a: &Assessment, i: usize, want: Outcome) {
-    let f = &a.findings[i];
+pub fn assert_outcome(f: &[Finding], i: usize, want: Outcome) {
+    let f = &f[i];
     assert_eq!(f.outcome, want, "rule {i}: {}", f.evidence);
 }
 
