@@ -13,6 +13,8 @@
 //! - [`peers`]: the modern peers (tokio, may, rayon, crossbeam, sockets).
 //! - [`output`]: result files (tidy CSV, `machine.json`, provenance), plots
 //!   and the report.
+//! - [`stats`] and [`scratch`]: medians and repeat spreads, and private
+//!   scratch directories, which every layer above may use.
 //! - [`cli`]: sub-commands beyond the experiment runner (`symmetry am`).
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -23,6 +25,8 @@ pub mod kernels;
 pub mod output;
 pub mod peers;
 pub mod registry;
+pub mod scratch;
+pub mod stats;
 
 /// The README's code blocks, compiled and run as doctests.
 #[cfg(doctest)]

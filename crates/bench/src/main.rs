@@ -766,7 +766,7 @@ fn check_locks_apply(list: &[&Experiment]) -> Result<(), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // `am-apps` may re-execute this binary as `symmetry am rank ...`.
-    symmetry_bench::cli::am::mark_harness_binary();
+    symmetry_bench::kernels::am_job::mark_harness_binary();
     // Record the process's CPU set before any measurement pins a thread.
     let _ = symmetry_bench::kernels::locks::allowed_cpus();
     let result = match cli.command {

@@ -9,14 +9,14 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use symmetry_bench::cli::am::{spawn_app, spawn_app_mpi, summarize};
+use symmetry_bench::kernels::am_job::{spawn_app, spawn_app_mpi, summarize};
 use symmetry_workloads::am_apps::{App, Size};
 
 const EXE: &str = env!("CARGO_BIN_EXE_symmetry");
 const LIMIT: Duration = Duration::from_secs(300);
 
 fn have_mpiexec() -> bool {
-    let ok = Command::new(symmetry_bench::cli::am::mpiexec())
+    let ok = Command::new(symmetry_bench::kernels::am_job::mpiexec())
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -146,7 +146,7 @@ fn one_senders_messages_of_every_size_arrive_in_order_and_whole_over_every_trans
         // Plain `mpiexec`, not `mpiexec_job`: UCX's default 64-message
         // FIFOs fill here, so sends also take UCX's pending path, which
         // must keep their order too.
-        let run = Command::new(symmetry_bench::cli::am::mpiexec())
+        let run = Command::new(symmetry_bench::kernels::am_job::mpiexec())
             .args(["-n", "4"])
             .arg(EXE)
             .args(["am", "clumps", "--rounds", "20", "--blocks", "1"])

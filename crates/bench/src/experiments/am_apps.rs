@@ -7,9 +7,9 @@
 //! the cores clamped to 2..=8 (LC98 used 8 processors; 2 is the least that
 //! communicates), or each count of `--threads`. The ranks are
 //! **processes** started by the SPMD launcher
-//! ([`crate::cli::am::spawn_app`], the path of `symmetry am spawn`) when the
+//! ([`crate::kernels::am_job::spawn_app`], the path of `symmetry am spawn`) when the
 //! harness runs as the `symmetry` binary (its `main` says so through
-//! [`crate::cli::am::mark_harness_binary`]); anywhere else (unit tests) the
+//! [`crate::kernels::am_job::mark_harness_binary`]); anywhere else (unit tests) the
 //! experiment falls back to **threads** of one process
 //! (`symmetry_am::job::run_threads`: each rank still maps every segment
 //! itself). The CSV says which (`mode`).
@@ -36,11 +36,11 @@ use std::time::{Duration, Instant};
 use symmetry_am::{claim, job};
 use symmetry_workloads::am_apps::{App, AppOut, Size};
 
-use crate::cli::am as am_cli;
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
     Spread, figure, rule,
 };
+use crate::kernels::am_job as am_cli;
 use crate::output::data::{BASE_COLUMNS, Row};
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};

@@ -146,7 +146,7 @@ fn job(exe: &Path, n: u32, transport: &str, hosts: u32, quick: bool) -> Result<V
     } else {
         ("10000", "7", "100000", "2000")
     };
-    let mut cmd = crate::cli::am::mpiexec_job(n);
+    let mut cmd = crate::kernels::am_job::mpiexec_job(n);
     cmd.arg(exe)
         .args(["am", "clumps", "--rounds", rounds, "--blocks", blocks])
         .args(["--burst", burst, "--bulk", bulk, "--out"])
@@ -155,7 +155,7 @@ fn job(exe: &Path, n: u32, transport: &str, hosts: u32, quick: bool) -> Result<V
         .env("SYMMETRY_AM_HOSTS", hosts.to_string())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let ran = crate::cli::am::run_bounded(cmd, Duration::from_secs(600), &mut || {});
+    let ran = crate::kernels::am_job::run_bounded(cmd, Duration::from_secs(600), &mut || {});
     let text = std::fs::read_to_string(&out).unwrap_or_default();
     drop(dir);
     ran.map_err(|e| format!("{transport} job failed: {e}"))?;
@@ -180,10 +180,10 @@ fn unavailable() -> Option<String> {
     if !cfg!(feature = "mpi") {
         return Some("not built with the `mpi` feature".into());
     }
-    if crate::cli::am::symmetry_exe().is_none() {
+    if crate::kernels::am_job::symmetry_exe().is_none() {
         return Some("needs the `symmetry` binary to run its ranks".into());
     }
-    let ok = std::process::Command::new(crate::cli::am::mpiexec())
+    let ok = std::process::Command::new(crate::kernels::am_job::mpiexec())
         .arg("--version")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -202,7 +202,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             })
             .collect());
     }
-    let exe = crate::cli::am::symmetry_exe().ok_or("no symmetry binary")?;
+    let exe = crate::kernels::am_job::symmetry_exe().ok_or("no symmetry binary")?;
     // The two ratios are judged on their own median intervals, which need
     // `OWN_MIN` repeats: with fewer, the interval is the full range, and
     // one disturbed repeat sets an end of it. Full runs take 15, whose
@@ -292,7 +292,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for app in [App::Fft, App::ConComm, App::Sample] {
         for (transport, hosts) in [(SHM, 1), (MPI, 1), ("hierarchical", 2)] {
             bar.set_message(format!("{} over {transport}", app.name()));
-            let outs = crate::cli::am::spawn_app_mpi(
+            let outs = crate::kernels::am_job::spawn_app_mpi(
                 &exe,
                 APP_RANKS,
                 app,
@@ -302,7 +302,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 hosts,
                 Duration::from_secs(600),
             )?;
-            let s = crate::cli::am::summarize(&outs);
+            let s = crate::kernels::am_job::summarize(&outs);
             rows.push(
                 Row::new(
                     EXPERIMENT.id,

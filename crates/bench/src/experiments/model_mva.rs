@@ -77,12 +77,13 @@ use crate::harness::{
 };
 use crate::kernels::locks::{CounterCfg, on_pinned_thread, work_iters_for_ns, work_ns_per_iter};
 use crate::kernels::machine;
-use crate::kernels::threads::{ChainCfg, chain_point, pin};
+use crate::kernels::threads::ChainCfg;
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
 use crate::output::report::Table;
 use crate::registry::locks as locks_table;
+use crate::registry::threads::{chain_point, pin};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

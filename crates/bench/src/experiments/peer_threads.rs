@@ -43,13 +43,14 @@ use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
     Spread, bar_panels, figure, median_run, ns, ratio, rule, value,
 };
-use crate::kernels::threads::{ChainCfg, null_chain, pin};
+use crate::kernels::threads::{ChainCfg, null_chain};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, Figure};
 use crate::output::report::Table;
 use crate::peers::threads::{self as peers_threads, may_chain, std_thread_chain, tokio_chain};
 use crate::registry::threads::NAMES;
+use crate::registry::threads::pin;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

@@ -38,15 +38,16 @@ use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
     Spread, figure, ns, rule, threads_panel, value,
 };
-use crate::kernels::threads::{
-    ChainCfg, GridPoint, SPEEDUP_BASE, chain_grid, elapsed_row, null_chain, pin, processors,
-    processors_axis, speedup_rows, thousands,
-};
+use crate::kernels::threads::{ChainCfg, null_chain};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
 use crate::output::report::Table;
 use crate::registry::threads::NAMES;
+use crate::registry::threads::{
+    GridPoint, SPEEDUP_BASE, chain_grid, elapsed_row, pin, processors, processors_axis,
+    speedup_rows, thousands,
+};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

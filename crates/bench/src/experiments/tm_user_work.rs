@@ -42,15 +42,15 @@ use crate::harness::{
     rule, threads_panel, value,
 };
 use crate::kernels::locks::{work_iters_for_ns, work_ns_per_iter};
-use crate::kernels::threads::{
-    ChainCfg, GridPoint, SPEEDUP_BASE as BASE, chain_grid, chain_point, elapsed_row, pin,
-    processors, processors_axis, speedup_rows,
-};
+use crate::kernels::threads::ChainCfg;
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
 use crate::output::report::Table;
-use crate::registry::threads::NAMES;
+use crate::registry::threads::{
+    GridPoint, NAMES, SPEEDUP_BASE as BASE, chain_grid, chain_point, elapsed_row, pin, processors,
+    processors_axis, speedup_rows,
+};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

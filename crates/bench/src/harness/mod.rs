@@ -28,15 +28,14 @@ pub mod draw;
 pub mod fmt;
 pub mod rows;
 pub mod rule;
-pub mod scratch;
-pub mod stats;
+pub use crate::stats;
 pub mod testing;
 
+pub use crate::scratch::ScratchDir;
 pub use draw::{bar_panels, figure, param_panel, threads_panel};
 pub use fmt::{names, ns, ratio};
 pub use rows::{Data, OWN_MIN, Sel, series_names, value};
 pub use rule::{Estimate, Finding, Outcome};
-pub use scratch::ScratchDir;
 pub use stats::{Spread, in_rounds, median, median_of, median_run, try_in_rounds};
 
 /// What an experiment is run with.

@@ -27,7 +27,7 @@ use symmetry_workloads::regsim::{self, RegsimCfg};
 use symmetry_workloads::{OsThreads, UserThreads, WorkloadLock};
 
 use super::machine::{self, Constant};
-use crate::harness::Spread;
+use crate::stats::Spread;
 
 // ---------------------------------------------------------------------------
 // Calibration: C in spins.

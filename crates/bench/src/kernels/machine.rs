@@ -18,10 +18,10 @@ use crossbeam_utils::CachePadded;
 use symmetry_locks::Tas;
 use symmetry_threads::{Fifo, LocalReadyq, Runtime, Thread};
 
-use crate::harness::Spread;
 use crate::kernels::locks::{
     allowed_cpus, on_pinned_thread, pin_to, run_threads, work_ns_per_iter,
 };
+use crate::stats::Spread;
 
 /// One measured constant: its metric name, the spread of its repeats
 /// (median, smallest, largest, count), its unit and the threads (or

@@ -95,8 +95,8 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 use symmetry_am::{AmError, Claim, Config, Endpoint, Job, MAX_RANKS, Msg, Token, job};
 
-use crate::harness::median;
 use crate::kernels::locks::allowed_cpus;
+use crate::stats::median;
 
 /// LC98 Table 1's parameters of one algorithm, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]

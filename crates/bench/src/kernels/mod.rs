@@ -1,6 +1,7 @@
 //! Measurement kernels, by subject. Experiments call them; they know
 //! nothing of rows or reports.
 
+pub mod am_job;
 #[cfg(feature = "mpi")]
 pub mod clumps;
 pub mod fanout;

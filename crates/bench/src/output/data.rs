@@ -90,7 +90,7 @@ impl Row {
     /// Builder: records the spread of the point's repeats as the
     /// parameters `lo`, `hi` and `repeats` (read back by [`Row::spread`];
     /// the verdict rules judge differences against it).
-    pub fn with_spread(self, s: &crate::harness::stats::Spread) -> Row {
+    pub fn with_spread(self, s: &crate::stats::Spread) -> Row {
         self.param("lo", s.lo)
             .param("hi", s.hi)
             .param("repeats", s.n)
@@ -461,8 +461,7 @@ fn join_point(a: &Row, b: &Row) -> Row {
             |r: &Row, s: Option<(f64, f64, usize)>| s.map_or((r.value, r.value), |s| (s.0, s.1));
         let ((alo, ahi), (blo, bhi)) = (ends(a, sa), ends(b, sb));
         // Both values are finite here, so there is a spread.
-        if let Some(s) = crate::harness::stats::Spread::of(&[alo, ahi, blo, bhi, a.value, b.value])
-        {
+        if let Some(s) = crate::stats::Spread::of(&[alo, ahi, blo, bhi, a.value, b.value]) {
             row = row.param("lo", s.lo).param("hi", s.hi);
         }
     }
@@ -608,7 +607,7 @@ mod tests {
 
     #[test]
     fn two_passes_join_into_one_point_with_both_spreads() {
-        use crate::harness::stats::Spread;
+        use crate::stats::Spread;
         let spread = |v: f64, lo: f64, hi: f64, n: usize| Spread {
             median: v,
             lo,
