@@ -1,32 +1,260 @@
-//! The shape of the harness: experiment files import the harness, kernels,
-//! registries, peers and output, never another experiment module.
+//! The shape of the code, read from its own imports (SPEC §1, "arrows
+//! point down"):
+//!
+//! - inside the harness, a module imports only modules below it: the CLI,
+//!   then the experiments, then the registries and peers, then the harness
+//!   framework, then the kernels, then output, then the plain helpers
+//!   (`stats`, `scratch`); and no experiment imports another;
+//! - inside every crate, no two source files import each other, directly
+//!   or through others (a file cycle), so that each file can be read after
+//!   the ones it uses.
+//!
+//! An import is a `use` of `crate::` / `super::` / `self::` paths, or such
+//! a path in code, outside comments and the file's test module. For file
+//! cycles, `pub use` lines do not count: a module that re-exports its
+//! children's items is their façade, not their user.
 
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The harness's layers, top first; a module may import only the ones
+/// after its own. `registry` and `peers` share a rank and do not import
+/// each other.
+const LAYERS: &[&[&str]] = &[
+    &["cli"],
+    &["experiments"],
+    &["registry", "peers"],
+    &["harness"],
+    &["kernels"],
+    &["output"],
+    &["stats", "scratch"],
+];
+
+/// A source file: its module path in its crate and its code.
+struct Source {
+    module: Vec<String>,
+    path: PathBuf,
+    code: String,
+}
+
+/// One import of a file: the path it names (from the crate root) and
+/// whether it is a `pub use` (a re-export).
+struct Import {
+    path: Vec<String>,
+    reexport: bool,
+    line: String,
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/bench is two levels below the workspace")
+        .to_path_buf()
+}
+
+/// Every `.rs` file under `src`, with its module path (`lib.rs` and
+/// `main.rs` are the root; `a/mod.rs` is `a`).
+fn sources(src: &Path) -> Vec<Source> {
+    let mut out = Vec::new();
+    let mut dirs = vec![src.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            let rel = path.strip_prefix(src).unwrap().with_extension("");
+            let mut module: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if matches!(
+                module.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
+                module.pop();
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            out.push(Source {
+                module,
+                code: without_tests(&without_comments(&text)),
+                path,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// `text` without `//` comments (doc comments included).
+fn without_comments(text: &str) -> String {
+    text.lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `code` up to its test module (by convention the end of a file).
+fn without_tests(code: &str) -> String {
+    let cut = code
+        .match_indices("#[cfg(test)]")
+        .map(|(i, _)| i)
+        .find(|&i| {
+            code[i..]
+                .trim_start_matches("#[cfg(test)]")
+                .trim_start()
+                .starts_with("mod ")
+        });
+    code[..cut.unwrap_or(code.len())].to_string()
+}
+
+/// Expands a `use` tree (`a::{b, c::{d, e}}`) into its paths.
+fn expand(tree: &str) -> Vec<String> {
+    let tree = tree.trim();
+    let Some(open) = tree.find('{') else {
+        let path = tree.split(" as ").next().unwrap_or("").trim();
+        return vec![path.to_string()];
+    };
+    let prefix = &tree[..open];
+    let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, ch) in inner.char_indices() {
+        match ch {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts
+        .into_iter()
+        .filter(|p| !p.trim().is_empty())
+        .flat_map(expand)
+        .map(|p| {
+            if p == "self" {
+                prefix.trim_end_matches("::").to_string()
+            } else {
+                format!("{prefix}{p}")
+            }
+        })
+        .collect()
+}
+
+/// Resolves a path relative to `module` (`crate::`, `super::`, `self::`)
+/// to segments from the crate root, or `None` for a path that is not the
+/// crate's own (`std::`, another crate, `$crate::` in a macro).
+fn resolve(module: &[String], path: &str) -> Option<Vec<String>> {
+    let mut segs = path.split("::").map(str::trim).filter(|s| !s.is_empty());
+    let mut base: Vec<String> = match segs.next()? {
+        "crate" => Vec::new(),
+        "self" => module.to_vec(),
+        "super" => module[..module.len().checked_sub(1)?].to_vec(),
+        _ => return None,
+    };
+    for s in segs {
+        if s == "super" {
+            base.pop();
+        } else {
+            base.push(s.to_string());
+        }
+    }
+    Some(base)
+}
+
+/// True where `code[i..]` starts a word (not inside an identifier or a
+/// longer path such as `$crate::`).
+fn word_start(code: &str, i: usize) -> bool {
+    code[..i]
+        .chars()
+        .next_back()
+        .is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '$' || c == ':'))
+}
+
+/// The crate's own paths that `s` imports or names.
+fn imports(s: &Source) -> Vec<Import> {
+    let code = &s.code;
+    let mut out = Vec::new();
+    let mut in_use = vec![false; code.len()];
+    for (i, _) in code.match_indices("use ") {
+        if !word_start(code, i) {
+            continue;
+        }
+        let end = code[i..].find(';').map_or(code.len(), |e| i + e);
+        let head = code[..i].trim_end();
+        let reexport = head.ends_with("pub") || head.ends_with(')') && head.contains("pub(");
+        let stmt = &code[i + 4..end];
+        // The word "use" in a string or a macro is no `use` statement.
+        let tree = stmt.replace(" as ", " ");
+        if !tree
+            .chars()
+            .all(|c| c.is_alphanumeric() || "_:{},* \n\t".contains(c))
+        {
+            continue;
+        }
+        for path in expand(stmt) {
+            if let Some(p) = resolve(&s.module, &path) {
+                out.push(Import {
+                    path: p,
+                    reexport,
+                    line: format!(
+                        "use {}",
+                        stmt.split_whitespace().collect::<Vec<_>>().join(" ")
+                    ),
+                });
+            }
+        }
+        in_use[i..end].iter_mut().for_each(|b| *b = true);
+    }
+    for start in ["crate::", "super::", "self::"] {
+        for (i, _) in code.match_indices(start) {
+            if in_use[i] || !word_start(code, i) {
+                continue;
+            }
+            let len = code[i..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(code.len() - i);
+            let path = code[i..i + len].trim_end_matches(':');
+            if let Some(p) = resolve(&s.module, path) {
+                out.push(Import {
+                    path: p,
+                    reexport: false,
+                    line: path.to_string(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The file (module path) a crate path lives in: its longest prefix that
+/// is a file.
+fn file_of<'a>(files: &'a BTreeSet<Vec<String>>, path: &[String]) -> Option<&'a Vec<String>> {
+    (0..=path.len()).rev().find_map(|k| files.get(&path[..k]))
+}
 
 #[test]
 fn no_experiment_imports_another() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/experiments");
-    let ids: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
-        .filter(|s| s != "mod")
-        .collect();
+    let src = workspace().join("crates/bench/src");
     let mut offences = Vec::new();
-    for id in &ids {
-        let text = std::fs::read_to_string(dir.join(format!("{id}.rs"))).unwrap();
-        for (i, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            for other in ids.iter().filter(|o| *o != id) {
-                if code.contains(&format!("super::{other}"))
-                    || code.contains(&format!("experiments::{other}"))
-                {
-                    offences.push(format!("{id}.rs:{}: {}", i + 1, line.trim()));
-                }
-            }
-            if code.contains("use super::") && !code.contains("use super::*") {
-                offences.push(format!("{id}.rs:{}: {}", i + 1, line.trim()));
+    for s in sources(&src) {
+        if s.module.first().map(String::as_str) != Some("experiments") || s.module.len() != 2 {
+            continue;
+        }
+        for i in imports(&s) {
+            if i.path.first().map(String::as_str) == Some("experiments")
+                && i.path.get(1).is_some_and(|m| *m != s.module[1])
+            {
+                offences.push(format!("{}: {}", s.path.display(), i.line));
             }
         }
     }
@@ -35,4 +263,159 @@ fn no_experiment_imports_another() {
         "experiments importing experiments:\n{}",
         offences.join("\n")
     );
+}
+
+/// The rank of a top-level module of the harness (0 = top), if it has one.
+fn rank(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&module))
+}
+
+#[test]
+fn harness_arrows_point_down() {
+    let src = workspace().join("crates/bench/src");
+    let mut offences = Vec::new();
+    for s in sources(&src) {
+        let Some(own) = s.module.first() else {
+            continue; // lib.rs, main.rs: the root
+        };
+        let own_rank = rank(own).unwrap_or_else(|| panic!("{own}: a module of no layer"));
+        for i in imports(&s) {
+            let Some(to) = i.path.first() else { continue };
+            if to == own {
+                continue;
+            }
+            let Some(to_rank) = rank(to) else { continue }; // a macro at the root
+            if to_rank <= own_rank {
+                offences.push(format!("{} ({own}) -> {to}: {}", s.path.display(), i.line));
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "imports that point up or across the harness's layers ({LAYERS:?}):\n{}",
+        offences.join("\n")
+    );
+}
+
+/// The file cycles of the crate whose sources are in `src` (each a list
+/// of files that reach each other).
+fn cycles(src: &Path) -> Vec<Vec<String>> {
+    let sources = sources(src);
+    let files: BTreeSet<Vec<String>> = sources.iter().map(|s| s.module.clone()).collect();
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for s in &sources {
+        let to: BTreeSet<Vec<String>> = imports(s)
+            .iter()
+            .filter(|i| !i.reexport)
+            .filter_map(|i| file_of(&files, &i.path))
+            .filter(|f| **f != s.module)
+            .cloned()
+            .collect();
+        edges.entry(s.module.clone()).or_default().extend(to);
+    }
+    // Strongly connected components (Tarjan), iteratively small enough to
+    // recurse: a crate has at most a few hundred files.
+    struct Tarjan<'a> {
+        edges: &'a BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        index: BTreeMap<&'a Vec<String>, (usize, usize)>,
+        stack: Vec<&'a Vec<String>>,
+        on: BTreeSet<&'a Vec<String>>,
+        next: usize,
+        found: Vec<Vec<String>>,
+    }
+    impl<'a> Tarjan<'a> {
+        fn visit(&mut self, v: &'a Vec<String>) {
+            self.index.insert(v, (self.next, self.next));
+            self.next += 1;
+            self.stack.push(v);
+            self.on.insert(v);
+            for w in self.edges.get(v).into_iter().flatten() {
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.index[v].1.min(self.index[w].1);
+                    self.index.get_mut(v).unwrap().1 = low;
+                } else if self.on.contains(w) {
+                    let low = self.index[v].1.min(self.index[w].0);
+                    self.index.get_mut(v).unwrap().1 = low;
+                }
+            }
+            if self.index[v].0 == self.index[v].1 {
+                let mut comp = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on.remove(w);
+                    comp.push(if w.is_empty() {
+                        "lib".into()
+                    } else {
+                        w.join("/")
+                    });
+                    if w == v {
+                        break;
+                    }
+                }
+                if comp.len() > 1 {
+                    comp.sort();
+                    self.found.push(comp);
+                }
+            }
+        }
+    }
+    let mut t = Tarjan {
+        edges: &edges,
+        index: BTreeMap::new(),
+        stack: Vec::new(),
+        on: BTreeSet::new(),
+        next: 0,
+        found: Vec::new(),
+    };
+    for v in edges.keys() {
+        if !t.index.contains_key(v) {
+            t.visit(v);
+        }
+    }
+    t.found
+}
+
+#[test]
+fn no_file_cycles_in_any_crate() {
+    let crates = workspace().join("crates");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&crates).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if src.is_dir() {
+            for c in cycles(&src) {
+                found.push(format!("{}: {}", src.display(), c.join(" <-> ")));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "files that import each other (directly or through others):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_checks_see_what_they_look_for() {
+    assert_eq!(
+        expand("crate::a::{b, c::{d, e as f}, self}"),
+        [
+            "crate::a::b",
+            "crate::a::c::d",
+            "crate::a::c::e",
+            "crate::a"
+        ]
+    );
+    let m = |s: &str| s.split('/').map(String::from).collect::<Vec<_>>();
+    assert_eq!(resolve(&m("a/b"), "super::c"), Some(m("a/c")));
+    assert_eq!(resolve(&m("a/b"), "crate::x::y"), Some(m("x/y")));
+    assert_eq!(resolve(&m("a/b"), "std::fmt"), None);
+    let s = Source {
+        module: m("kernels/x"),
+        path: PathBuf::from("kernels/x.rs"),
+        code: without_tests(&without_comments(
+            "use crate::harness::Ctx; // crate::cli\nfn f() { crate::output::g(); }\n#[cfg(test)]\nmod tests { use crate::cli::x; }",
+        )),
+    };
+    let got: Vec<String> = imports(&s).iter().map(|i| i.path.join("/")).collect();
+    assert_eq!(got, ["harness/Ctx", "output/g"]);
 }
