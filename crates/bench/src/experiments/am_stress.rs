@@ -551,15 +551,7 @@ fn no_fit(d: &Data<'_>) -> Finding {
     let writers = measured_writers(d.rows());
     Finding::not_measurable(format!(
         "no point with {CONTENDED} or more writers where every rank has a core (writers measured: {})",
-        if writers.is_empty() {
-            "none".to_string()
-        } else {
-            writers
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
+        crate::harness::fmt::counts(&writers)
     ))
 }
 

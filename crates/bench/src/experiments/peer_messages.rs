@@ -378,15 +378,7 @@ fn no_contended_point(d: &Data<'_>) -> Finding {
     Finding::not_measurable(format!(
         "no many-to-one point with {CONTENDED} or more writers where every participant has a core \
          (writers measured: {})",
-        if writers.is_empty() {
-            "none".to_string()
-        } else {
-            writers
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
+        crate::harness::fmt::counts(&writers)
     ))
 }
 

@@ -35,6 +35,19 @@ pub fn names<S: AsRef<str>>(names: &[S]) -> String {
     }
 }
 
+/// Numbers joined by commas, or `none`.
+pub fn counts(values: &[u32]) -> String {
+    if values.is_empty() {
+        "none".to_string()
+    } else {
+        values
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// A value with two decimals, or `n/a`.
 pub fn opt2(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.2}"))
