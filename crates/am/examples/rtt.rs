@@ -116,12 +116,8 @@ fn stream<C: Claim>(rounds: u64) -> f64 {
 /// Pins the calling thread to CPU `cpu` (if it exists): the ranks of a
 /// round trip on two fixed cores, as the harness runs them.
 fn pin(cpu: usize) {
-    // SAFETY: a zeroed `cpu_set_t` is a valid empty set; the call reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
-    }
+    // Best effort: an unpinned run still measures a round trip.
+    let _ = symmetry_platform::affinity::pin_current(cpu);
 }
 
 /// A cache line bounced between two threads: the floor of a round trip.

@@ -784,24 +784,6 @@ impl Drop for Segment {
     }
 }
 
-/// Whether process `pid` is alive (exists and is not a zombie).
-pub fn pid_alive(pid: u32) -> bool {
-    if pid == 0 {
-        return true;
-    }
-    // SAFETY: signal 0 only checks for existence and permission.
-    let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    if rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
-        return false;
-    }
-    // A killed child that its parent has not reaped yet still exists.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !matches!(
-            s.rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().next()),
-            Some("Z" | "X")
-        ),
-        Err(_) => rc == 0,
-    }
-}
+/// Whether process `pid` is alive (exists and is not a zombie); pid 0
+/// counts as alive.
+pub use symmetry_platform::proc::alive as pid_alive;

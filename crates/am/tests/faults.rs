@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use common::{CFG, GUARD, Kid, Stall, own_job};
 use symmetry_am::{AmError, Claim, Endpoint, Msg, Token};
+use symmetry_platform::rng::SplitMix64;
 
 /// Requests the survivor sends: enough to keep it sending until every
 /// victim is dead (the 24 kills take at most 72 ms after the go; the
@@ -99,29 +100,17 @@ fn on_request<C: Claim>(t: &mut Token<'_, C, Seen>, m: &Msg<'_>) -> Result<(), A
     Ok(())
 }
 
-/// A tiny deterministic generator (splitmix64) for kill moments.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A pause of up to `max_us` microseconds.
-    fn pause(&mut self, max_us: u64) -> Duration {
-        Duration::from_micros(self.next() % (max_us + 1))
-    }
+/// A pause of up to `max_us` microseconds, drawn from `rng` (the kill
+/// moments).
+fn pause(rng: &mut SplitMix64, max_us: u64) -> Duration {
+    Duration::from_micros(rng.below(max_us + 1))
 }
 
 /// One round for claim algorithm `C` with `seed`.
 fn round<C: Claim>(seed: u64) {
     let size = 2 + VICTIMS;
     let job = own_job(size);
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     let survivor_k = SURVIVOR_K.to_string();
     let mut survivor = Kid::start(&job, 1, &["send", C::NAME, "0", &survivor_k, "--go"]);
     let mut victims: Vec<Kid> = (2..size)
@@ -158,7 +147,7 @@ fn round<C: Claim>(seed: u64) {
             v.say("go");
         }
         for v in &mut victims {
-            std::thread::sleep(rng.pause(3_000));
+            std::thread::sleep(pause(&mut rng, 3_000));
             v.kill();
         }
         rx.join().expect("receiver thread")
@@ -278,7 +267,7 @@ fn dead_lock_holder_and_waiter_are_got_past() {
 fn killed_receiver<C: Claim>(alg: u64) {
     for r in 0..rounds() {
         let seed = (alg << 32) | (1 << 31) | r;
-        let mut rng = Rng(seed);
+        let mut rng = SplitMix64::new(seed);
         let job = own_job(3);
         let mut ranks: Vec<Kid> = (0..3)
             .map(|rank| {
@@ -291,8 +280,8 @@ fn killed_receiver<C: Claim>(alg: u64) {
         for kid in &mut ranks {
             kid.expect("joined");
         }
-        std::thread::sleep(rng.pause(20_000));
-        let victim = (rng.next() % 3) as usize;
+        std::thread::sleep(pause(&mut rng, 20_000));
+        let victim = rng.below(3) as usize;
         for (rank, kid) in ranks.iter_mut().enumerate() {
             assert!(
                 kid.running(),
@@ -371,7 +360,7 @@ fn signal(pid: u32, sig: libc::c_int) {
 fn stopped_round<C: Claim>(seed: u64) {
     let size = 1 + STOP_SENDERS;
     let job = own_job(size);
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     let k = STOP_K.to_string();
     let mut senders: Vec<Kid> = (1..size)
         .map(|r| {
@@ -422,14 +411,14 @@ fn stopped_round<C: Claim>(seed: u64) {
             if finished.load(std::sync::atomic::Ordering::Relaxed) {
                 break;
             }
-            std::thread::sleep(rng.pause(30_000));
-            let victim = (rng.next() % u64::from(STOP_SENDERS)) as usize;
+            std::thread::sleep(pause(&mut rng, 30_000));
+            let victim = rng.below(u64::from(STOP_SENDERS)) as usize;
             if !senders[victim].running() {
                 continue;
             }
             let pid = senders[victim].pid();
             signal(pid, libc::SIGSTOP);
-            std::thread::sleep(Duration::from_millis(1 + rng.next() % 200));
+            std::thread::sleep(Duration::from_millis(1 + rng.below(200)));
             signal(pid, libc::SIGCONT);
         }
         rx.join().expect("receiver thread")

@@ -299,11 +299,9 @@ fn random_words<C: Claim>() {
         let mut ep = Endpoint::<C, u64>::join(&job, &CFG, 0).unwrap();
         let _peer = peer.join().unwrap();
         let raw = Raw::map(&segment::segment_name(&job.name, 0));
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = symmetry_platform::rng::SplitMix64::new(1);
         for _ in 0..2_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let off = if x & 1 == 0 {
                 packet_offset::<C>((x >> 8) as usize % 4)
             } else {

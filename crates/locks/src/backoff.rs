@@ -22,6 +22,7 @@
 //! in shared memory). The algorithms are unfair, as ALL89 says.
 
 use crate::sync::{AtomicU8, Ordering, delay, maybe_const_fn, spin_hint};
+use symmetry_platform::rng::{GOLDEN, SplitMix64};
 
 /// Exponential, randomized, bounded backoff: the waiting side of the ALL89
 /// Ethernet-style locks, reusable by other spin loops (e.g. LC98's claim).
@@ -29,7 +30,7 @@ use crate::sync::{AtomicU8, Ordering, delay, maybe_const_fn, spin_hint};
 pub struct ExpBackoff {
     limit: u32,
     max: u32,
-    rng: u64,
+    rng: SplitMix64,
 }
 
 impl ExpBackoff {
@@ -40,7 +41,7 @@ impl ExpBackoff {
         let seed = 0u8;
         // The waiter's stack address differs between concurrent waiters,
         // which is all the randomness collision avoidance needs.
-        let rng = (&seed as *const u8 as u64) ^ 0x9e37_79b9_7f4a_7c15;
+        let rng = SplitMix64::new((&seed as *const u8 as u64) ^ GOLDEN);
         Self {
             limit: min.max(2),
             max: max.max(min.max(2)),
@@ -54,22 +55,12 @@ impl ExpBackoff {
         self.limit
     }
 
-    #[inline]
-    fn next_random(&mut self) -> u64 {
-        // SplitMix64.
-        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
     /// Delays for a random number of spin iterations in `[limit/2, limit)`
     /// and doubles the limit (bounded by `max`): one more failure.
     #[inline]
     pub fn wait(&mut self) {
         let half = self.limit / 2;
-        let n = half + (self.next_random() % u64::from(half.max(1))) as u32;
+        let n = half + (self.rng.next_u64() % u64::from(half.max(1))) as u32;
         delay(n);
         self.limit = self.limit.saturating_mul(2).min(self.max);
     }

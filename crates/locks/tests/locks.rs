@@ -32,6 +32,7 @@ mod suite {
 
     use symmetry_locks::lock_api::{self, RawMutex};
     use symmetry_locks::{AtomicInt, AtomicIntDyn, GuardWord};
+    use symmetry_platform::rng::SplitMix64;
 
     /// Acquisitions per thread while threads <= cores, and for locks
     /// without FIFO hand-over at any thread count.
@@ -186,29 +187,10 @@ mod suite {
         }
     }
 
-    /// A small deterministic generator (xorshift64*) for shuffles.
-    struct Rng(u64);
-
-    impl Rng {
-        fn new(seed: u64) -> Self {
-            Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-        }
-
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-
-        fn shuffle<T>(&mut self, v: &mut [T]) {
-            for i in (1..v.len()).rev() {
-                v.swap(i, self.below(i + 1));
-            }
+    /// A Fisher-Yates shuffle of `v`, drawn from `rng`.
+    fn shuffle<T>(rng: &mut SplitMix64, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            v.swap(i, rng.below(i as u64 + 1) as usize);
         }
     }
 
@@ -577,7 +559,7 @@ mod suite {
             for t in 0..THREADS {
                 let (locks, done) = (&locks, &done);
                 s.spawn(move || {
-                    let mut rng = Rng::new(t as u64 + 1);
+                    let mut rng = SplitMix64::new(t as u64 + 1);
                     let mut order: Vec<usize> = (0..LOCKS).collect();
                     for _ in budget.rounds(ROUNDS) {
                         done.fetch_add(1, Ordering::Relaxed);
@@ -587,7 +569,7 @@ mod suite {
                             // SAFETY: all LOCKS are held.
                             unsafe { l.bump() };
                         }
-                        rng.shuffle(&mut order);
+                        shuffle(&mut rng, &mut order);
                         for &i in &order {
                             let g = guards[i].take().expect("released twice");
                             // SAFETY: lock i is held with `g`.

@@ -43,6 +43,7 @@ use symmetry_locks::sched::Stock;
 use symmetry_locks::sched::emulated::{self, Competitors, Config, Emulated};
 use symmetry_locks::sched::rseq::{self, RseqSlice};
 use symmetry_locks::{Handshake, McsNp, McsTp, McsYield, NativeNp, SmartQ, Tas, TasNp};
+use symmetry_platform::affinity;
 
 /// OS threads.
 const THREADS: usize = 8;
@@ -130,22 +131,9 @@ fn spin(n: u32) {
 
 /// Pins the calling thread to the first [`CPUS`] CPUs the process may use.
 fn pin() {
-    // SAFETY: cpu_set_t is plain bits; the calls fill or read it.
-    unsafe {
-        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut allowed) != 0 {
-            return;
-        }
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let mut n = 0;
-        for cpu in 0..libc::CPU_SETSIZE as usize {
-            if n < CPUS && libc::CPU_ISSET(cpu, &allowed) {
-                libc::CPU_SET(cpu, &mut set);
-                n += 1;
-            }
-        }
-        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
-    }
+    let cpus = affinity::allowed_cpus();
+    // Best effort: an unpinned run is still a valid test.
+    let _ = affinity::pin_current_to(&cpus[..cpus.len().min(CPUS)]);
 }
 
 /// How the 8 threads are scheduled.

@@ -300,26 +300,7 @@ impl<R> fmt::Debug for Cholesky<R> {
     }
 }
 
-/// SplitMix64: the deterministic generator of the inputs.
-#[derive(Debug, Clone)]
-pub(crate) struct SplitMix64(pub(crate) u64);
-
-impl SplitMix64 {
-    #[inline]
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    #[inline]
-    fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-}
+pub(crate) use symmetry_platform::rng::SplitMix64;
 
 impl<R: RawMutex + Send + Sync> Cholesky<R> {
     /// A run on a random symmetric positive-definite `n x n` matrix made
@@ -344,11 +325,11 @@ impl<R: RawMutex + Send + Sync> Cholesky<R> {
         let mut a = vec![0.0; n * n].into_boxed_slice();
         for r in 0..n {
             for c in 0..r {
-                let v = 2.0 * rng.next_f64() - 1.0;
+                let v = 2.0 * rng.unit() - 1.0;
                 a[r * n + c] = v;
                 a[c * n + r] = v;
             }
-            a[r * n + r] = n as f64 + rng.next_f64();
+            a[r * n + r] = n as f64 + rng.unit();
         }
         let size = |b: usize| block.min(n - b * block);
         let mut blocks = Vec::with_capacity(nb * (nb + 1) / 2);

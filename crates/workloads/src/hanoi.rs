@@ -66,6 +66,8 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
+use symmetry_platform::rng::SplitMix64;
+
 use crate::{Exec, WorkloadLock, spin_work};
 
 /// Pegs (KLMO91: five).
@@ -137,21 +139,12 @@ pub struct HanoiOut {
     pub valid: bool,
 }
 
-/// SplitMix64 step.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// The picture of disk `disk` at height `height` of peg `peg`, and the
 /// region it is drawn in.
 fn pixel(disk: u32, peg: usize, height: usize) -> (usize, u64) {
     let region = (height * PEGS + peg) % REGIONS;
-    let mut s = (u64::from(disk) << 32) ^ ((peg as u64) << 16) ^ height as u64;
-    (region, splitmix(&mut s))
+    let s = (u64::from(disk) << 32) ^ ((peg as u64) << 16) ^ height as u64;
+    (region, SplitMix64::new(s).next_u64())
 }
 
 /// One display region, under its `hanoi.display` lock.
@@ -247,13 +240,13 @@ impl<L: WorkloadLock> Shared<L> {
 
     /// Worker `i`.
     fn work(&self, i: usize) {
-        let mut rng = self.seed ^ (i as u64).wrapping_mul(0xD134_2543_DE82_EF95);
+        let mut rng = SplitMix64::new(self.seed ^ (i as u64).wrapping_mul(0xD134_2543_DE82_EF95));
         let mut mine = 0u64;
         for round in &self.quota {
             let mut left = round[i];
             while left > 0 {
                 spin_work(THINK_WORK);
-                let r = splitmix(&mut rng);
+                let r = rng.next_u64();
                 // One of the 10 unordered pairs of distinct pegs.
                 let x = (r % PEGS as u64) as usize;
                 let y = (x + 1 + ((r >> 8) % (PEGS as u64 - 1)) as usize) % PEGS;

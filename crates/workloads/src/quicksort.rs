@@ -46,6 +46,8 @@ use std::{fmt, ptr};
 
 use lock_api::RawMutex;
 
+use symmetry_platform::rng;
+
 use crate::cholesky::{LockedCell, SplitMix64};
 
 /// `len` of the experiment's array. One worker, release mode, on a 2-core
@@ -129,16 +131,13 @@ impl<R> fmt::Debug for Quicksort<R> {
 /// An order-independent fingerprint of one element (for the checksum).
 #[inline]
 fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    rng::mix(x.wrapping_add(rng::GOLDEN))
 }
 
 impl<R: RawMutex + Send + Sync> Quicksort<R> {
     /// A run on `len` random `u64`s made from `seed`. `len` may be `0`.
     pub fn new(len: usize, seed: u64) -> Self {
-        let mut rng = SplitMix64(seed);
+        let mut rng = SplitMix64::new(seed);
         Self::from_vec((0..len).map(|_| rng.next_u64()).collect())
     }
 

@@ -77,6 +77,8 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
+use symmetry_platform::rng::{SplitMix64, mix};
+
 use crate::{Exec, WorkloadLock, spin_work};
 
 /// Levels of combinational gates: a cycle settles in about `LEVELS + 2`
@@ -195,19 +197,6 @@ struct Circuit {
     seed: u64,
 }
 
-/// SplitMix64 step (Steele, Lea, Flood 2014).
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    mix(*state)
-}
-
-/// The SplitMix64 finalizer: a bijective 64-bit mix.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// A value that depends on a seed and two coordinates only.
 fn hash3(seed: u64, a: u64, b: u64) -> u64 {
     mix(mix(seed ^ a.wrapping_mul(0xA24B_AED4_963E_E407)) ^ b.wrapping_mul(0x9FB2_1C65_1E98_DF25))
@@ -224,11 +213,11 @@ impl Circuit {
         // Gates of level `l` (1..=LEVELS) are `lo(l)..lo(l + 1)`.
         let lo = |l: usize| base + (l - 1) * n_gates / LEVELS;
         let level_of = |g: usize| 1 + (g - base) * LEVELS / n_gates.max(1);
-        let mut rng = cfg.seed ^ 0x0123_4567_89AB_CDEF;
+        let mut rng = SplitMix64::new(cfg.seed ^ 0x0123_4567_89AB_CDEF);
         let mut objects = Vec::with_capacity(n);
         let mut inputs = Vec::new();
         for o in 0..n {
-            let salt = splitmix(&mut rng);
+            let salt = rng.next_u64();
             let first = inputs.len() as u32;
             let kind = if o < n_in {
                 Kind::Input
@@ -236,16 +225,16 @@ impl Circuit {
                 // D input: any gate (a loop through the next cycle), or an
                 // input if there are no gates.
                 let d = if n_gates > 0 {
-                    base + (splitmix(&mut rng) % n_gates as u64) as usize
+                    base + (rng.next_u64() % n_gates as u64) as usize
                 } else {
-                    (splitmix(&mut rng) % n_in as u64) as usize
+                    (rng.next_u64() % n_in as u64) as usize
                 };
                 inputs.push(d as u32);
                 Kind::Register
             } else {
                 let level = level_of(o);
                 for _ in 0..cfg.fanin {
-                    let r = splitmix(&mut rng);
+                    let r = rng.next_u64();
                     let pick = if r.is_multiple_of(8) {
                         // A global net.
                         (r >> 8) as usize % hot

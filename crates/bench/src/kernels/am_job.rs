@@ -19,6 +19,8 @@ use serde_json::{Value, json};
 use symmetry_am::{Job, claim, job};
 use symmetry_workloads::am_apps::{self, App, AppOut, Size};
 
+use symmetry_platform::proc::{self, Stat};
+
 use crate::scratch::ScratchDir;
 
 /// Parses a claim algorithm name (a name of `symmetry_am::claim::NAMES`).
@@ -447,27 +449,7 @@ pub fn spawn_app_mpi(
 /// `/proc/PID/stat`, set as it starts to exit, before it frees its memory
 /// and closes its files).
 fn ending(pid: u32) -> bool {
-    /// The kernel's `PF_EXITING` task flag (`include/linux/sched.h`).
-    const PF_EXITING: u64 = 0x4;
-    if !symmetry_am::segment::pid_alive(pid) {
-        return true;
-    }
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| stat_flags(&s))
-        .is_some_and(|f| f & PF_EXITING != 0)
-}
-
-/// The `flags` field of a `/proc/PID/stat` line: after the command name
-/// (in parentheses, and itself free to hold spaces and parentheses) come
-/// state, ppid, pgrp, session, tty_nr, tpgid, flags.
-fn stat_flags(stat: &str) -> Option<u64> {
-    stat.rsplit(')')
-        .next()?
-        .split_whitespace()
-        .nth(6)?
-        .parse()
-        .ok()
+    !proc::alive(pid) || Stat::of(pid).is_some_and(|s| s.exiting())
 }
 
 /// Runs `cmd` (stdout and stderr piped) to its end, calling `watch` every
@@ -530,18 +512,6 @@ pub fn run_bounded(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_lines_give_their_flags_whatever_the_command_name() {
-        let line = |comm: &str, flags: u32| {
-            format!("4242 ({comm}) R 1 4242 4242 0 -1 {flags} 120 0 0 0 5 1 0 0 20 0 3 0 99")
-        };
-        assert_eq!(stat_flags(&line("symmetry", 4_210_756)), Some(4_210_756));
-        assert_eq!(stat_flags(&line("a) (b c", 4_210_752)), Some(4_210_752));
-        assert_eq!(stat_flags(&line(") R 1 2 3 4 5 6 7", 4)), Some(4));
-        assert_eq!(stat_flags("4242 (x) R 1 2"), None);
-        assert_eq!(stat_flags(""), None);
-    }
 
     #[test]
     fn a_process_is_ending_once_killed_before_it_is_reaped() {

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use lock_api::{Mutex, RawMutex};
+use symmetry_platform::affinity;
 
 /// Local, cache-resident work: a dependent multiply-add chain of `iters`
 /// steps. Calibrated by [`work_ns_per_iter`].
@@ -56,19 +57,7 @@ pub fn work_iters_for_ns(ns: f64) -> u64 {
 /// set for everyone (`main` calls this before any pinning).
 pub fn allowed_cpus() -> Vec<usize> {
     static CPUS: OnceLock<Vec<usize>> = OnceLock::new();
-    CPUS.get_or_init(|| {
-        // SAFETY: cpu_set_t is plain bytes; sched_getaffinity fills it.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-                return (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
-            }
-            (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &set))
-                .collect()
-        }
-    })
-    .clone()
+    CPUS.get_or_init(affinity::allowed_cpus).clone()
 }
 
 /// Runs `f` on a fresh thread pinned to the first allowed CPU (so the
@@ -90,12 +79,7 @@ pub fn on_pinned_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 /// Pins the calling thread to `cpu`; failures are ignored (the measurement
 /// is still valid, only less repeatable).
 pub fn pin_to(cpu: usize) {
-    // SAFETY: cpu_set_t is plain bytes; we pass its real size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    let _ = affinity::pin_current(cpu);
 }
 
 /// Runs `body(i)` on `threads` pinned threads (thread i on allowed CPU

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use symmetry_locks::Tas;
+use symmetry_platform::futex;
 use symmetry_threads::{Fifo, LocalReadyq, Runtime, Thread};
 
 use crate::kernels::locks::{
@@ -113,32 +114,6 @@ fn cacheline_rtt(cpus: (usize, usize), rounds: u64) -> f64 {
     elapsed.as_nanos() as f64 / rounds as f64
 }
 
-fn futex_wait(word: &AtomicU32, expected: u32) {
-    // SAFETY: FUTEX_WAIT on a valid, aligned u32 that outlives the call;
-    // spurious returns are handled by the caller's loop.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            std::ptr::null::<libc::timespec>(),
-        );
-    }
-}
-
-fn futex_wake(word: &AtomicU32) {
-    // SAFETY: FUTEX_WAKE on a valid, aligned u32.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            1,
-        );
-    }
-}
-
 /// Two threads pinned to a pair of cores hand a turn back and forth, each
 /// blocking in the kernel until woken: ns per round trip (two block+wake
 /// hand-offs).
@@ -149,10 +124,10 @@ fn futex_rtt(cpus: (usize, usize), rounds: u64) -> f64 {
         let (mine, theirs) = if i == 0 { (0, 1) } else { (1, 0) };
         for _ in 0..rounds {
             while turn.load(Ordering::Acquire) != mine {
-                futex_wait(&turn, theirs);
+                futex::wait(&turn, theirs, futex::Scope::Private);
             }
             turn.store(theirs, Ordering::Release);
-            futex_wake(&turn);
+            futex::wake(&turn, 1, futex::Scope::Private);
         }
     });
     elapsed.as_nanos() as f64 / rounds as f64

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use lock_api::RawMutex;
 use symmetry_locks::sched::emulated;
+use symmetry_platform::rng::SplitMix64;
 
 use crate::kernels::locks::{local_work, pin_to, work_iters_for_ns};
 
@@ -81,17 +82,9 @@ struct Shared<R> {
 // SAFETY: `counter` is only touched with `lock` held.
 unsafe impl<R: Sync> Sync for Shared<R> {}
 
-/// xorshift64* for the section lengths.
-struct Rng(u64);
-
-impl Rng {
-    fn around(&mut self, iters: u64, variation: f64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let u = (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64;
-        (iters as f64 * (1.0 + variation * (2.0 * u - 1.0))).round() as u64
-    }
+/// About `iters`, varied uniformly by +/- `variation` (a fraction).
+fn around(rng: &mut SplitMix64, iters: u64, variation: f64) -> u64 {
+    (iters as f64 * (1.0 + variation * (2.0 * rng.unit() - 1.0))).round() as u64
 }
 
 /// The body of worker `i`: (iterations done inside the window, phases).
@@ -105,14 +98,14 @@ fn worker<R: RawMutex + Sync>(
         pin_processor(i, p);
     }
     let (cs, ncs) = (work_iters_for_ns(cfg.cs_ns), work_iters_for_ns(cfg.ncs_ns));
-    let mut rng = Rng((i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = SplitMix64::new(i as u64 + 1);
     let deadline = start + cfg.budget;
     let mut done = 0;
     let mut ph = Phases::default();
     let mut mark = Mark::now(cfg.phases);
     loop {
-        let n = rng.around(ncs, cfg.variation);
-        let c = rng.around(cs, cfg.variation);
+        let n = around(&mut rng, ncs, cfg.variation);
+        let c = around(&mut rng, cs, cfg.variation);
         std::hint::black_box(local_work(n));
         mark.lap(&mut ph.work);
         let guard = s.lock.lock();

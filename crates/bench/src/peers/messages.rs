@@ -254,14 +254,12 @@ fn start_peer<'s>(
     };
     match pid {
         0 => {
-            // SAFETY: child of fork: prctl, sched_setaffinity and _exit are
-            // plain system calls; the cpu_set_t lives on this stack.
+            // SAFETY: child of fork: prctl and _exit are plain system
+            // calls (and `pin_current` allocates nothing).
             unsafe {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
                 if let Some(c) = cpu {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    libc::CPU_SET(c, &mut set);
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                    let _ = symmetry_platform::affinity::pin_current(c);
                 }
                 libc::_exit(body(true))
             }

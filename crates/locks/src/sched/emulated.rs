@@ -53,6 +53,8 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
+use symmetry_platform::rng::SplitMix64;
+
 use super::{ContextBlock, Scheduler, State};
 use crate::spin_then_block::{Blocker, Futex};
 
@@ -385,21 +387,9 @@ fn install() -> Result<(), Error> {
     r.map_err(|e| Error::Os(std::io::Error::from_raw_os_error(e)))
 }
 
-/// xorshift64* for the quantum jitter.
-struct Rng(u64);
-
-impl Rng {
-    fn unit(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// A quantum of `mean` +/- `jitter`.
-    fn quantum(&mut self, mean: Duration, jitter: f64) -> Duration {
-        mean.mul_f64(1.0 + jitter * (2.0 * self.unit() - 1.0))
-    }
+/// A quantum of `mean` +/- `jitter`, drawn from `rng`.
+fn quantum(rng: &mut SplitMix64, mean: Duration, jitter: f64) -> Duration {
+    mean.mul_f64(1.0 + jitter * (2.0 * rng.unit() - 1.0))
 }
 
 /// Where a processor is in its round-robin.
@@ -514,7 +504,7 @@ impl Drop for Finish<'_> {
 /// The scheduler thread's loop: returns once every worker is done, with
 /// every worker resumed.
 fn schedule(cfg: &Config, rings: &[Vec<Option<usize>>], workers: &[Worker], sig: libc::c_int) {
-    let mut rng = Rng(cfg.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = SplitMix64::new(cfg.seed);
     let now = Instant::now();
     // Random phases, so processors do not switch in lock step.
     let mut procs: Vec<Proc<'_>> = rings
@@ -561,7 +551,7 @@ fn schedule(cfg: &Config, rings: &[Vec<Option<usize>>], workers: &[Worker], sig:
                 resume(&workers[w]);
             }
             p.phase = Phase::Running;
-            p.next = now + rng.quantum(cfg.quantum, cfg.jitter);
+            p.next = now + quantum(&mut rng, cfg.quantum, cfg.jitter);
         }
         let wake = procs
             .iter()

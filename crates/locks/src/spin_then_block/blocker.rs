@@ -16,6 +16,8 @@
 //! | `symmetry_threads::sync::UserBlocker` | user threads of `symmetry-threads`: the thread blocks, its processor runs another | `c_spins_user` |
 
 use crate::sync::AtomicU32;
+#[cfg(all(target_os = "linux", not(loom)))]
+use symmetry_platform::futex;
 
 /// How waiters block and are woken (see the module docs).
 ///
@@ -67,32 +69,12 @@ unsafe impl Blocker for Futex {
 
     #[inline]
     fn wait(_queue: &(), word: &AtomicU32, expected: u32) {
-        // SAFETY: FUTEX_WAIT on a valid, aligned u32 that outlives the
-        // call, no timeout; EINTR/EAGAIN are spurious returns, which the
-        // caller's loop handles.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                expected,
-                core::ptr::null::<libc::timespec>(),
-            );
-        }
+        futex::wait(word, expected, futex::Scope::Private);
     }
 
     #[inline]
     fn wake_one(_queue: &(), word: &AtomicU32) {
-        // SAFETY: FUTEX_WAKE on a valid, aligned u32; it only reads the
-        // address as a key.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-                1,
-            );
-        }
+        futex::wake(word, 1, futex::Scope::Private);
     }
 
     #[inline]

@@ -60,7 +60,7 @@ impl<L: RawMutex + Send + Sync + 'static, Q: ReadyPool> LocalReadyq<L, Q> {
         let n = self.queues.len();
         let q = match cx {
             Some(l) if Q::LOCAL_FIRST => l.home,
-            Some(l) => l.rng.below(n),
+            Some(l) => l.rng.below(n as u64) as usize,
             // Relaxed: only spreads outside submissions; no ordering.
             None => self.outside.fetch_add(1, Ordering::Relaxed) % n,
         };

@@ -407,30 +407,5 @@ pub(crate) fn warm_cbs(alloc: &Allocator, n: usize) -> CbList {
     l
 }
 
-/// A tiny per-processor random generator for random placement
-/// (xorshift64*; statistical quality is ample for picking a queue).
-#[derive(Debug, Clone)]
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub(crate) fn new(seed: u64) -> Self {
-        // SplitMix64 of the seed, never zero.
-        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        Rng((z ^ (z >> 31)) | 1)
-    }
-
-    /// Uniform in `0..n` (Lemire's multiply-shift; the bias is below
-    /// `n / 2^64`).
-    #[inline(always)]
-    pub(crate) fn below(&mut self, n: usize) -> usize {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        ((u128::from(r) * n as u128) >> 64) as usize
-    }
-}
+/// The per-processor random generator for random placement.
+pub(crate) use symmetry_platform::rng::SplitMix64 as Rng;

@@ -7,30 +7,7 @@ use std::time::{Duration, Instant};
 
 use symmetry_am::{AmError, Claim, Endpoint, ReduceOp};
 
-/// SplitMix64 (Steele, Lea, Flood 2014): the inputs' generator.
-#[derive(Debug, Clone)]
-pub(crate) struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator seeded with `seed`.
-    pub(crate) fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        mix(self.0)
-    }
-}
-
-/// The SplitMix64 finalizer: a bijective 64-bit mix.
-#[inline]
-pub(crate) fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub(crate) use symmetry_platform::rng::{SplitMix64, mix};
 
 /// A value that depends on a seed and one position only.
 #[inline]

@@ -267,11 +267,8 @@ fn from_env(rest: &[String]) -> Result<(), Fail> {
 
 /// SplitMix64's finalizer: the value and payload of every message derive
 /// from (source, destination, sequence number) through it.
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
+fn mix(x: u64) -> u64 {
+    symmetry_platform::rng::SplitMix64::new(x).next_u64()
 }
 
 /// The value request (src -> dest, seq) carries.
