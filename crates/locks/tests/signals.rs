@@ -108,24 +108,28 @@ unsafe fn take<L: RawMutex>(p: *const ()) {
 }
 
 extern "C" fn on_alarm(_: c_int) {
-    // Acquire: pairs with the Release stores in `run`, which publish the
-    // lock and its function before the timer starts.
-    let p = HANDLER_LOCK.load(Ordering::Acquire);
+    // SeqCst, with the load of HANDLER_LOCK below and `run`'s clearing
+    // store and final wait: a run that saw the lock counted itself in
+    // RUNNING before `run` cleared the lock, so `run`'s wait for
+    // RUNNING == 0 cannot miss it.
+    let running = RUNNING.fetch_add(1, Ordering::SeqCst);
+    let p = HANDLER_LOCK.load(Ordering::SeqCst);
+    // Acquire: pairs with the Release store in `run`, which publishes the
+    // lock's function before the timer starts.
     let f = HANDLER_TAKE.load(Ordering::Acquire);
-    if p.is_null() || f == 0 {
-        return;
-    }
-    // Relaxed: a count; the lock orders the runs' work.
-    if RUNNING.fetch_add(1, Ordering::Relaxed) < IN_FLIGHT {
+    if !p.is_null() && f != 0 && running < IN_FLIGHT {
         // SAFETY: `f` was stored from `take::<L>` for the `L` of `p`.
         let f: unsafe fn(*const ()) = unsafe { std::mem::transmute(f) };
         IN_HANDLER.set(true);
         // SAFETY: `p` is leaked, so it outlives every handler run.
         unsafe { f(p) };
         IN_HANDLER.set(false);
+        // Relaxed: ordered before the Release decrement below.
         RUNS.fetch_add(1, Ordering::Relaxed);
     }
-    RUNNING.fetch_sub(1, Ordering::Relaxed);
+    // SeqCst (so also Release): pairs with `run`'s wait, which then sees
+    // this run's RUNS increment.
+    RUNNING.fetch_sub(1, Ordering::SeqCst);
 }
 
 fn timer(interval_us: i64) {
@@ -178,7 +182,13 @@ fn run<L: RawMutex + Send + Sync + 'static>(name: &str) {
         PROGRESS.fetch_add(1, Ordering::Relaxed);
     }
     timer(0);
-    HANDLER_LOCK.store(std::ptr::null_mut(), Ordering::Release);
+    HANDLER_LOCK.store(std::ptr::null_mut(), Ordering::SeqCst);
+    // A signal raised before `timer(0)` may still be running its handler
+    // on another thread (the harness's main thread, say): wait until no
+    // run that saw the lock is left (see `on_alarm`).
+    while RUNNING.load(Ordering::SeqCst) != 0 {
+        std::thread::yield_now();
+    }
     let runs = RUNS.load(Ordering::Relaxed);
     assert_eq!(*work.lock(), 2 * PER_THREAD * ROUNDS, "{name}: work count");
     assert_eq!(*in_handler.lock(), runs, "{name}: handler count");

@@ -205,17 +205,34 @@ pub fn yield_now() {
     }
 }
 
-/// Calls `$m!` with every strategy as `"name" => Type`, so a harness can
-/// build a name table whose entries are monomorphized per strategy.
+/// Calls `$m!` with every strategy as `"name" => Type,`, so a harness can
+/// build a name table whose entries are monomorphized per strategy. `$m`
+/// may be a path (`$crate::my_callback`); tokens after a comma are handed
+/// to the callback first, in brackets (`$m! { [tokens] "name" => Type, ... }`),
+/// so a callback can use its caller's arguments.
+///
+/// ```
+/// macro_rules! names {
+///     ($($name:literal => $t:ty,)*) => { [$($name),*] };
+/// }
+/// assert_eq!(symmetry_threads::for_each_strategy!(names)[0], "single-lock");
+/// ```
 #[macro_export]
 macro_rules! for_each_strategy {
-    ($m:ident) => {
-        $m! {
+    (@emit [$($m:tt)*] [$($pre:tt)*]) => {
+        $($m)*! {
+            $($pre)*
             "single-lock" => $crate::SingleLock,
             "multi-lock" => $crate::MultiLock,
             "local-freelist" => $crate::LocalFreelist,
             "idle-queue" => $crate::IdleQueue,
             "local-readyq" => $crate::LocalReadyq,
         }
+    };
+    ($($m:tt)::+) => {
+        $crate::for_each_strategy! { @emit [$($m)::+] [] }
+    };
+    ($($m:tt)::+, $($extra:tt)*) => {
+        $crate::for_each_strategy! { @emit [$($m)::+] [[$($extra)*]] }
     };
 }

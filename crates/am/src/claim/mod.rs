@@ -234,13 +234,26 @@ macro_rules! for_each_claim {
     };
 }
 
-/// The registry names, in [`for_each_claim!`](crate::for_each_claim) order.
-pub const NAMES: &[&str] = &[
-    "tas",
-    "ttas",
-    "ticket",
-    "anderson",
-    "pthread",
-    "lock-free",
-    "stamp",
-];
+/// The registry names, in [`for_each_claim!`](crate::for_each_claim) order
+/// (generated from it, so a new algorithm is named in one place and in its
+/// own `Claim::NAME`, which a test ties to the macro's name).
+pub const NAMES: &[&str] = {
+    macro_rules! names {
+        ($($name:literal => $ty:ty;)*) => { &[$($name),*] };
+    }
+    crate::for_each_claim!(names)
+};
+
+#[cfg(test)]
+mod tests {
+    /// Each algorithm's `Claim::NAME` (written into the segment and
+    /// checked by every joiner) is the name the registry gives it.
+    #[test]
+    fn every_claim_is_named_as_in_the_registry() {
+        macro_rules! check {
+            ($($name:literal => $ty:ty;)*) => { $( assert_eq!(<$ty as super::Claim>::NAME, $name); )* };
+        }
+        crate::for_each_claim!(check);
+        assert_eq!(super::NAMES.len(), 7);
+    }
+}

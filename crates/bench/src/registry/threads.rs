@@ -17,28 +17,36 @@ use crate::kernels::threads::{ChainCfg, ChainOut, null_chain};
 use crate::output::data::Row;
 use crate::output::plot::Panel;
 
-/// Registry names of the strategies, in ALL89's order (§III-A..E).
-pub const NAMES: &[&str] = &[
-    "single-lock",
-    "multi-lock",
-    "local-freelist",
-    "idle-queue",
-    "local-readyq",
-];
+/// Registry names of the strategies, in ALL89's order (§III-A..E), from
+/// [`symmetry_threads::for_each_strategy!`].
+pub const NAMES: &[&str] = {
+    macro_rules! names {
+        ($($name:literal => $t:ty,)*) => { &[$($name),*] };
+    }
+    symmetry_threads::for_each_strategy!(names)
+};
 
 /// Calls `$kernel::<Strategy>(args...)` for the strategy named `$name`
 /// with ready pools `$pool` (and `Tas` locks); evaluates to
 /// `Some(result)`, or `None` for an unknown name. `with_strategy!` and
-/// `with_strategy_newest!` name the pool.
+/// `with_strategy_newest!` name the pool. The arms come from
+/// [`symmetry_threads::for_each_strategy!`], so a new strategy needs no
+/// edit here.
 #[macro_export]
 macro_rules! with_strategy_pool {
-    ($name:expr, $pool:ty, $kernel:ident ( $($arg:expr),* $(,)? )) => {
+    ($name:expr, $pool:ty, $kernel:ident $args:tt) => {
+        symmetry_threads::for_each_strategy!($crate::strategy_arms, $name, $pool, $kernel $args)
+    };
+}
+
+/// The `match` of [`with_strategy_pool!`](crate::with_strategy_pool), one
+/// arm per strategy of [`symmetry_threads::for_each_strategy!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! strategy_arms {
+    ([$name:expr, $pool:ty, $kernel:ident $args:tt] $($n:literal => $($s:tt)::+,)*) => {
         match $name {
-            "single-lock" => Some($kernel::<symmetry_threads::SingleLock<symmetry_locks::Tas, $pool>>($($arg),*)),
-            "multi-lock" => Some($kernel::<symmetry_threads::MultiLock<symmetry_locks::Tas, $pool>>($($arg),*)),
-            "local-freelist" => Some($kernel::<symmetry_threads::LocalFreelist<symmetry_locks::Tas, $pool>>($($arg),*)),
-            "idle-queue" => Some($kernel::<symmetry_threads::IdleQueue<symmetry_locks::Tas, $pool>>($($arg),*)),
-            "local-readyq" => Some($kernel::<symmetry_threads::LocalReadyq<symmetry_locks::Tas, $pool>>($($arg),*)),
+            $($n => Some($kernel::<$($s)::+<symmetry_locks::Tas, $pool>> $args),)*
             _ => None,
         }
     };
@@ -347,15 +355,18 @@ mod tests {
         assert!(speedup_rows(&rows, "y", None).is_empty());
     }
 
-    /// The harness table and the crate's registry name the same strategies.
+    /// Every registry name dispatches to a kernel; other names do not.
     #[test]
-    fn names_match_registry() {
-        let mut from_macro: Vec<&str> = Vec::new();
-        macro_rules! collect {
-            ($($n:literal => $t:ty,)*) => { $( from_macro.push($n); let _ = std::marker::PhantomData::<$t>; )* };
+    fn every_name_dispatches() {
+        fn name_of<S: symmetry_threads::Strategy>() -> &'static str {
+            std::any::type_name::<S>()
         }
-        symmetry_threads::for_each_strategy!(collect);
-        assert_eq!(from_macro, super::NAMES);
+        for name in super::NAMES {
+            let t = crate::with_strategy!(*name, name_of()).expect("a registry name");
+            assert!(t.contains("symmetry_locks::tas::Tas"), "{t}");
+        }
+        assert_eq!(super::NAMES.len(), 5);
+        assert!(crate::with_strategy!("nope", name_of()).is_none());
     }
 }
 
