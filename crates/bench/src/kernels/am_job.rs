@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use symmetry_am::{Job, claim, job};
 use symmetry_workloads::am_apps::{self, App, AppOut, Size};
 
@@ -93,62 +93,70 @@ fn ranks_in_message(dir: &Path, n: u32, message: &str) -> Vec<(u32, u32)> {
         .collect()
 }
 
+/// One rank's result as the launcher reads it back: a line of JSON.
+#[derive(Serialize, Deserialize)]
+struct RankResult {
+    rank: u32,
+    ranks: u32,
+    app: String,
+    algo: String,
+    elapsed_ns: u64,
+    verified: bool,
+    /// As a hex string: JSON numbers lose u64 precision in many readers.
+    #[serde(with = "hex")]
+    checksum: u64,
+    messages: u64,
+    bulk_bytes: u64,
+    /// Pairs, not an object: the order of the parameters is kept (it is
+    /// the order of the CSV columns).
+    params: Vec<(String, String)>,
+}
+
+/// A `u64` as `"0x…"` (16 hex digits) in JSON.
+mod hex {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub(super) fn serialize<S: Serializer>(x: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{x:#018x}"))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let s = String::deserialize(d)?;
+        u64::from_str_radix(s.trim_start_matches("0x"), 16)
+            .map_err(|_| D::Error::custom(format!("`{s}` is not a hex checksum")))
+    }
+}
+
 /// One rank's result as a line of JSON.
 pub fn encode(rank: u32, ranks: u32, algo: &str, app: App, out: &AppOut) -> String {
-    // Pairs, not an object: the order of the parameters is kept (it is the
-    // order of the CSV columns).
-    let params: Vec<[&str; 2]> = out.params.iter().map(|(k, v)| [k.as_str(), v]).collect();
-    json!({
-        "rank": rank,
-        "ranks": ranks,
-        "app": app.name(),
-        "algo": algo,
-        "elapsed_ns": out.elapsed.as_nanos() as u64,
-        "verified": out.verified,
-        // As a string: JSON numbers lose u64 precision in many readers.
-        "checksum": format!("{:#018x}", out.checksum),
-        "messages": out.messages,
-        "bulk_bytes": out.bulk_bytes,
-        "params": params,
-    })
-    .to_string()
+    let r = RankResult {
+        rank,
+        ranks,
+        app: app.name().to_string(),
+        algo: algo.to_string(),
+        elapsed_ns: out.elapsed.as_nanos() as u64,
+        verified: out.verified,
+        checksum: out.checksum,
+        messages: out.messages,
+        bulk_bytes: out.bulk_bytes,
+        params: out.params.clone(),
+    };
+    serde_json::to_string(&r).expect("a rank result serializes")
 }
 
 /// Reads a line written by [`encode`]: the rank and its result.
 pub fn decode(line: &str) -> Result<(u32, AppOut), String> {
-    let v: Value = serde_json::from_str(line.trim()).map_err(|e| format!("bad result: {e}"))?;
-    let u = |k: &str| {
-        v.get(k)
-            .and_then(Value::as_u64)
-            .ok_or_else(|| format!("result lacks the number `{k}`"))
-    };
-    let checksum = v
-        .get("checksum")
-        .and_then(Value::as_str)
-        .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
-        .ok_or("result lacks a hex `checksum`")?;
-    let params = v
-        .get("params")
-        .and_then(Value::as_array)
-        .ok_or("result lacks `params`")?
-        .iter()
-        .map(|pair| match pair.as_array().map(Vec::as_slice) {
-            Some([Value::String(k), Value::String(x)]) => Ok((k.clone(), x.clone())),
-            _ => Err(format!("bad parameter {pair} (expected [key, value])")),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let r: RankResult =
+        serde_json::from_str(line.trim()).map_err(|e| format!("bad result: {e}"))?;
     Ok((
-        u32::try_from(u("rank")?).map_err(|_| "rank out of range")?,
+        r.rank,
         AppOut {
-            elapsed: Duration::from_nanos(u("elapsed_ns")?),
-            verified: v
-                .get("verified")
-                .and_then(Value::as_bool)
-                .ok_or("result lacks `verified`")?,
-            checksum,
-            messages: u("messages")?,
-            bulk_bytes: u("bulk_bytes")?,
-            params,
+            elapsed: Duration::from_nanos(r.elapsed_ns),
+            verified: r.verified,
+            checksum: r.checksum,
+            messages: r.messages,
+            bulk_bytes: r.bulk_bytes,
+            params: r.params,
         },
     ))
 }
