@@ -21,7 +21,7 @@
 //! per-process state, so the lock stays `#[repr(C)]` and pointer-free (valid
 //! in shared memory). The algorithms are unfair, as ALL89 says.
 
-use crate::sync::{AtomicU8, Ordering, delay, maybe_const_fn, spin_hint};
+use crate::sync::{AtomicU8, Ordering, delay, maybe_const_fn, release_store, spin_hint};
 use symmetry_platform::rng::{GOLDEN, SplitMix64};
 
 /// Exponential, randomized, bounded backoff: the waiting side of the ALL89
@@ -155,13 +155,7 @@ unsafe impl<const P: bool, const MIN: u32, const MAX: u32> lock_api::RawMutex
     #[inline]
     unsafe fn unlock(&self, _guard: Self::Guard) {
         // Release: pairs with the Acquire swap of the next holder.
-        #[cfg(not(loom))]
-        self.state.store(0, Ordering::Release);
-        // loom 0.7.2 can let a plain store land inside a racing swap and
-        // lose it (tokio-rs/loom#254, fixed upstream but unreleased); an RMW
-        // release is equivalent here and lets loom check the rest.
-        #[cfg(loom)]
-        self.state.swap(0, Ordering::Release);
+        release_store(&self.state, 0);
     }
 
     #[inline]

@@ -47,7 +47,7 @@ use crossbeam_utils::CachePadded;
 use crate::backoff::{SpinThenYield, Wait, Waiting};
 use crate::list_queue::{self, Linked, NodeToken};
 use crate::sched::{ContextBlock, NpGuard, Scheduler, Stock, current};
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU8, Ordering, spin_hint};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU8, Ordering, release_store, spin_hint};
 
 const NOT_YET: u8 = 0;
 const CAN_GO: u8 = 1;
@@ -93,18 +93,6 @@ impl Linked for HsNode {
     fn next(&self) -> &AtomicPtr<Node> {
         &self.next
     }
-}
-
-/// Stores a status: a plain Release store natively; under loom an
-/// exchange, because loom 0.7.2 can let a plain store land inside a racing
-/// exchange and lose it (tokio-rs/loom#254, as in `tas.rs`), and the
-/// releaser's `Nack` races the waiter's exchange to `GotIt`.
-#[inline(always)]
-fn put(word: &AtomicU8, v: u8) {
-    #[cfg(not(loom))]
-    word.store(v, Ordering::Release);
-    #[cfg(loom)]
-    word.swap(v, Ordering::Release);
 }
 
 /// Waits until `word` holds `want`.
@@ -201,11 +189,11 @@ impl<S: Scheduler> Handshake<S> {
             let n = unsafe { next.as_ref() };
             // Release: the successor sees our critical section and its
             // updated `pred`.
-            put(&n.status, CAN_GO);
+            release_store(&n.status, CAN_GO);
             for _ in 0..TIMEOUT {
                 // Acquire: pairs with the successor's Release store.
                 if me.next_done.load(Ordering::Acquire) {
-                    put(&n.status, ACK);
+                    release_store(&n.status, ACK);
                     return;
                 }
                 spin_hint();
@@ -218,7 +206,7 @@ impl<S: Scheduler> Handshake<S> {
                 while !me.next_done.load(Ordering::Acquire) {
                     SpinThenYield::pause(&mut w);
                 }
-                put(&n.status, ACK);
+                release_store(&n.status, ACK);
                 return;
             }
             // Remove the silent successor from the queue.
@@ -226,7 +214,7 @@ impl<S: Scheduler> Handshake<S> {
             let succ = match NonNull::new(n.next.load(Ordering::Acquire)) {
                 Some(s) => s,
                 None if list_queue::free(&self.tail, next) => {
-                    put(&n.status, NACK);
+                    release_store(&n.status, NACK);
                     return;
                 }
                 None => list_queue::wait_next::<SpinThenYield, _>(&**n),
@@ -237,7 +225,7 @@ impl<S: Scheduler> Handshake<S> {
                 .pred
                 .store(node.as_ptr(), Ordering::Relaxed);
             // Release: the removed waiter may reuse its node now.
-            put(&n.status, NACK);
+            release_store(&n.status, NACK);
             next = succ;
         }
     }

@@ -68,6 +68,20 @@ pub fn delay(n: u32) {
     }
 }
 
+/// Release-stores `v` into a byte that other threads exchange (a lock's
+/// state word being released): a plain store natively; under loom an
+/// exchange, because loom 0.7.2 can let a plain store land inside a racing
+/// exchange and lose it (tokio-rs/loom#254, fixed upstream but
+/// unreleased). The RMW is an equivalent release and lets loom check the
+/// rest of the protocol.
+#[inline(always)]
+pub fn release_store(word: &AtomicU8, v: u8) {
+    #[cfg(not(loom))]
+    word.store(v, Ordering::Release);
+    #[cfg(loom)]
+    word.swap(v, Ordering::Release);
+}
+
 /// Defines a constructor that is `const fn` natively and a plain `fn` under
 /// loom (whose atomics have no `const` constructor). The body is written once.
 macro_rules! maybe_const_fn {

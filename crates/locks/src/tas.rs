@@ -13,7 +13,7 @@
 //! all other caches, including the holder's: this is the bus degradation that
 //! ALL89 Fig. 6 measures. `#[repr(C)]`, pointer-free: valid in shared memory.
 
-use crate::sync::{AtomicU8, Ordering, maybe_const_fn, spin_hint};
+use crate::sync::{AtomicU8, Ordering, maybe_const_fn, release_store, spin_hint};
 
 /// Test-and-set spin lock.
 #[repr(C)]
@@ -63,13 +63,7 @@ unsafe impl lock_api::RawMutex for Tas {
     #[inline]
     unsafe fn unlock(&self, _guard: Self::Guard) {
         // Release: publishes the critical section to the next Acquire swap.
-        #[cfg(not(loom))]
-        self.state.store(0, Ordering::Release);
-        // loom 0.7.2 can let a plain store land inside a racing swap and
-        // lose it (tokio-rs/loom#254, fixed upstream but unreleased); an RMW
-        // release is equivalent here and lets loom check the rest.
-        #[cfg(loom)]
-        self.state.swap(0, Ordering::Release);
+        release_store(&self.state, 0);
     }
 
     #[inline]

@@ -20,7 +20,7 @@ use core::marker::PhantomData;
 
 use crate::backoff::{SpinThenYield, Wait, Waiting};
 use crate::sched::{NpGuard, Scheduler, Stock, current};
-use crate::sync::{AtomicU8, Ordering};
+use crate::sync::{AtomicU8, Ordering, release_store};
 
 /// Test-and-test-and-set lock with non-preemptable critical sections.
 #[derive(Debug)]
@@ -110,11 +110,7 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for TasNp<S> {
     #[inline]
     unsafe fn unlock(&self, _guard: Self::Guard) {
         // Release: publishes the critical section to the next Acquire swap.
-        #[cfg(not(loom))]
-        self.state.store(0, Ordering::Release);
-        // See `tas.rs`: loom 0.7.2 can lose a plain store racing a swap.
-        #[cfg(loom)]
-        self.state.swap(0, Ordering::Release);
+        release_store(&self.state, 0);
         current().leave::<S>();
     }
 

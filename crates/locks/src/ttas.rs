@@ -7,7 +7,7 @@
 //! held, but every release triggers the "cascade" of misses and failed
 //! exchanges that ALL89 §IV-C describes. `#[repr(C)]`, pointer-free.
 
-use crate::sync::{AtomicU8, Ordering, maybe_const_fn, spin_hint};
+use crate::sync::{AtomicU8, Ordering, maybe_const_fn, release_store, spin_hint};
 
 /// Test-and-test-and-set spin lock.
 #[repr(C)]
@@ -75,13 +75,7 @@ unsafe impl lock_api::RawMutex for Ttas {
     #[inline]
     unsafe fn unlock(&self, _guard: Self::Guard) {
         // Release: pairs with the Acquire swap of the next holder.
-        #[cfg(not(loom))]
-        self.state.store(0, Ordering::Release);
-        // loom 0.7.2 can let a plain store land inside a racing swap and
-        // lose it (tokio-rs/loom#254, fixed upstream but unreleased); an RMW
-        // release is equivalent here and lets loom check the rest.
-        #[cfg(loom)]
-        self.state.swap(0, Ordering::Release);
+        release_store(&self.state, 0);
     }
 
     #[inline]
