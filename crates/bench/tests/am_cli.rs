@@ -4,22 +4,15 @@
 //! a rank killed mid-run makes the launcher fail naming it; and no job
 //! leaves a shared-memory segment behind.
 
+mod common;
+
+use common::{symmetry, text};
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const SHM: &str = "/dev/shm";
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn symmetry(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_symmetry"))
-        .args(args)
-        .output()
-        .expect("the symmetry binary runs")
-}
 
 /// Segments of the jobs launched by process `pid` (job names start with
 /// the launcher's pid, so other tests' and other programs' jobs are not

@@ -4,29 +4,11 @@
 //! that `symmetry calibrate` prints the `export ...` line of the
 //! spin-then-block constants.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
+
+use common::{symmetry, text};
 
 use symmetry_locks::spin_then_block::profiler::{LockRecord, Profile};
-
-fn symmetry(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_symmetry"))
-        .args(args)
-        .output()
-        .expect("the symmetry binary runs")
-}
-
-/// A fresh directory for this test's files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("symmetry-analyze-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a scratch directory");
-    dir
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// Two locks: one whose waits are all short (should spin), one whose
 /// waits are all far longer than C (should block at once).
@@ -47,7 +29,7 @@ fn demo_profile() -> Profile {
 
 #[test]
 fn analyze_prints_tables_and_thresholds() {
-    let dir = scratch("ok");
+    let dir = common::scratch("analyze", "ok");
     let path = dir.join("demo.profile.csv");
     std::fs::write(&path, demo_profile().to_csv()).unwrap();
     let out = symmetry(&["analyze", path.to_str().unwrap(), "--top", "5"]);
@@ -89,7 +71,7 @@ fn analyze_prints_tables_and_thresholds() {
 
 #[test]
 fn analyze_refuses_bad_input_without_panicking() {
-    let dir = scratch("bad");
+    let dir = common::scratch("analyze", "bad");
     // A row with too few fields on line 5 (magic, meta, comment, header,
     // then the row).
     let good = demo_profile().to_csv();
@@ -137,7 +119,7 @@ fn analyze_refuses_bad_input_without_panicking() {
 
 #[test]
 fn analyze_of_an_empty_profile_says_so() {
-    let dir = scratch("empty");
+    let dir = common::scratch("analyze", "empty");
     let path = dir.join("empty.csv");
     let empty = Profile {
         ns_per_spin: 12.0,
@@ -156,7 +138,7 @@ fn analyze_of_an_empty_profile_says_so() {
 
 #[test]
 fn calibrate_prints_the_export_line() {
-    let dir = scratch("calibrate");
+    let dir = common::scratch("analyze", "calibrate");
     let out = symmetry(&[
         "calibrate",
         "--quick",

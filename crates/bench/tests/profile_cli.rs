@@ -10,27 +10,12 @@
 //! pbzip2 (a producer/consumer queue in C++) and xz (liblzma's threaded
 //! encoder, so the locks live in a shared library, not the program).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::{symmetry_in, text};
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("symmetry-profile-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("scratch directory");
-    d
-}
-
-fn symmetry_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_symmetry"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("the symmetry binary runs")
-}
+use std::path::Path;
+use std::process::Command;
 
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
@@ -58,7 +43,7 @@ fn pigz_output_is_identical_and_its_mutexes_are_profiled() {
         eprintln!("SKIPPED: pigz is not installed (`.ci/run` installs it: apt-get install pigz)");
         return;
     }
-    let dir = scratch("pigz");
+    let dir = common::scratch("profile", "pigz");
     let file = dir.join("input.txt");
     input(&file);
     let plain = Command::new("pigz")
@@ -112,7 +97,7 @@ fn pigz_output_is_identical_and_its_mutexes_are_profiled() {
 
 #[test]
 fn a_static_program_a_missing_library_and_no_waits_are_clear_errors() {
-    let dir = scratch("errors");
+    let dir = common::scratch("profile", "errors");
     // A 64-bit ELF header with no program headers: statically linked.
     let mut h = vec![0u8; 64];
     h[..4].copy_from_slice(b"\x7fELF");
@@ -155,7 +140,7 @@ fn pigz_output_is_identical_on_every_replacement_lock() {
         eprintln!("SKIPPED: pigz is not installed (`.ci/run` installs it: apt-get install pigz)");
         return;
     }
-    let dir = scratch("pigz-replace");
+    let dir = common::scratch("profile", "pigz-replace");
     let file = dir.join("input.txt");
     input(&file);
     // Two compression threads: no more spinning threads than a 2-core
@@ -204,7 +189,7 @@ const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
 
 #[test]
 fn three_debian_programs_name_their_locks_and_keep_their_output_on_mcs_and_random_walk() {
-    let dir = scratch("three");
+    let dir = common::scratch("profile", "three");
     input(&dir.join("input.txt"));
     for (prog, contend, replace) in PROGRAMS {
         if !on_path(prog) {

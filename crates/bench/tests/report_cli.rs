@@ -3,22 +3,11 @@
 //! nothing of the machine the data came from (every machine word is
 //! generated from `machine.json`). Also the CLI's refusals around it.
 
+mod common;
+
+use common::symmetry;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn symmetry(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_symmetry"))
-        .args(args)
-        .output()
-        .expect("the symmetry binary runs")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("symmetry-report-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a scratch directory");
-    dir
-}
 
 fn reference() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../reference")
@@ -37,7 +26,7 @@ fn copy_reference(to: &Path) {
 
 #[test]
 fn report_for_a_64_core_bare_metal_machine_names_no_small_vm_fact() {
-    let dir = scratch("big");
+    let dir = common::scratch("report", "big");
     copy_reference(&dir);
     let path = dir.join("machine.json");
     let mut m: serde_json::Value =
@@ -73,7 +62,7 @@ fn report_for_a_64_core_bare_metal_machine_names_no_small_vm_fact() {
 
 #[test]
 fn reference_report_rebuilds_with_provenance_per_section() {
-    let dir = scratch("same");
+    let dir = common::scratch("report", "same");
     copy_reference(&dir);
     let out = symmetry(&["report", "--out", dir.to_str().unwrap()]);
     assert!(
@@ -92,7 +81,7 @@ fn reference_report_rebuilds_with_provenance_per_section() {
 
 #[test]
 fn report_on_an_empty_folder_says_to_run_first() {
-    let dir = scratch("empty");
+    let dir = common::scratch("report", "empty");
     let out = symmetry(&["report", "--out", dir.to_str().unwrap()]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
