@@ -1,0 +1,249 @@
+//! Peers that are gone, and what dead senders leave behind.
+//!
+//! A peer is gone when its segment says it closed or its process is
+//! dead; a failure found is remembered, so that requests to the peer fail
+//! at once, and reported once to a wait that needs the peer. A receiver
+//! whose queue head is held up by a sender repairs it only when the
+//! sender is dead: a packet left CLAIMED is freed, a position handed out
+//! and never shown is skipped, a bulk block claimed and never sent is
+//! freed; a live sender, however slow, is waited for.
+
+use super::{Core, Endpoint, Gone, Need, Route, Stall, bump};
+use crate::claim::Claim;
+use crate::error::AmError;
+use crate::layout::{CLAIMED, FREE, Queue, READY_BULK, lap_of, pid_of, state_of, word};
+use crate::segment::pid_alive;
+use crate::sync::Ordering;
+
+/// Empty polls on a CLAIMED head packet before its owner's pid is checked.
+const STALL_CHECK: u32 = 1 << 12;
+
+impl<C: Claim, S> Endpoint<C, S> {
+    /// The peers known to be gone (dead or closed), in rank order.
+    pub fn failed_peers(&self) -> Vec<u32> {
+        (0..self.core.size)
+            .filter(|&r| self.core.routes[r as usize].gone.is_some())
+            .collect()
+    }
+
+    /// Checks that every peer is alive and open.
+    pub fn check_peers(&self) -> Result<(), AmError> {
+        (0..self.core.size).try_for_each(|r| match self.core.look(r) {
+            Some(g) => Err(g.error(r)),
+            None => Ok(()),
+        })
+    }
+}
+
+impl Stall {
+    /// Starts counting afresh if the head moved or its word changed;
+    /// whether it did.
+    #[inline(always)]
+    fn restart(&mut self, pos: u64, word: u64) -> bool {
+        let fresh = self.pos != pos || self.word != word;
+        if fresh {
+            *self = Stall {
+                pos,
+                word,
+                count: 0,
+            };
+        }
+        fresh
+    }
+}
+
+impl Gone {
+    fn error(self, rank: u32) -> AmError {
+        match self {
+            Gone::Dead(pid) => AmError::PeerDead { rank, pid },
+            Gone::Closed => AmError::PeerClosed { rank },
+        }
+    }
+}
+
+impl<C: Claim, S> Core<C, S> {
+    /// Whether `rank` is alive and open; a failure is remembered (so later
+    /// requests to it fail at once) and returned.
+    pub(super) fn check_peer(&mut self, rank: u32) -> Result<(), AmError> {
+        let Some(g) = self.look(rank) else {
+            return Ok(());
+        };
+        self.routes[rank as usize].gone.get_or_insert((g, false));
+        Err(g.error(rank))
+    }
+
+    /// Whether `rank` is gone: as remembered, else looked up (a closed
+    /// flag, a dead owner) without remembering it.
+    fn look(&self, rank: u32) -> Option<Gone> {
+        if rank == self.rank {
+            return None;
+        }
+        if matches!(
+            self.routes.get(rank as usize),
+            Some(Route { views: None, .. })
+        ) {
+            // On another host: its failures are the wire's to report.
+            return None;
+        }
+        if let Some((g, _)) = self.routes.get(rank as usize).and_then(|r| r.gone) {
+            return Some(g);
+        }
+        let seg = self.segment(rank);
+        if seg.is_closed() {
+            return Some(Gone::Closed);
+        }
+        let pid = seg.owner_pid();
+        (pid != self.pid && !pid_alive(pid)).then_some(Gone::Dead(pid))
+    }
+
+    fn check_all_peers(&mut self) -> Result<(), AmError> {
+        (0..self.size).try_for_each(|r| self.check_peer(r))
+    }
+
+    /// The first failed peer that `need` says ends a wait (checking the
+    /// peers it names first), marking it reported.
+    pub(super) fn failed_for(&mut self, need: Need) -> Option<AmError> {
+        match need {
+            Need::Rank(r) => self.check_peer(r).err(),
+            Need::Everyone => self.check_all_peers().err(),
+            Need::Report => {
+                for r in 0..self.size {
+                    let _ = self.check_peer(r);
+                }
+                let r = self
+                    .routes
+                    .iter()
+                    .position(|r| matches!(r.gone, Some((_, false))))?;
+                let g = self.routes[r].gone.as_mut()?;
+                g.1 = true;
+                Some(g.0.error(r as u32))
+            }
+        }
+    }
+
+    /// The head holds no message: after a while, repair it if a sender
+    /// holds it up and can be got past.
+    #[inline(always)]
+    pub(super) fn stalled(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
+        let s = &mut self.stall[which];
+        if s.restart(pos, w) {
+            return;
+        }
+        s.count = s.count.wrapping_add(1);
+        if s.count.is_multiple_of(STALL_CHECK) {
+            self.unstick(q, which, pos, w);
+        }
+    }
+
+    /// Repairs the head of own queue `which` at `pos` (word `w`, not a
+    /// message) if a sender holds it up and can be got past: a packet
+    /// CLAIMED for this position by a dead process is recovered; a
+    /// position handed out and not shown by its packet is skipped only if
+    /// the claim algorithm finds a sender that will never show it dead
+    /// ([`Claim::owner_dead`]; `poll_until` looks every 20 ms, a polling
+    /// loop every [`STALL_CHECK`] polls). A live sender, however slow, is
+    /// waited for.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn unstick(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
+        match state_of(w) {
+            CLAIMED if C::RECEIVER_FREES || lap_of(w) == q.claimed_lap(pos) => {
+                self.recover(q, which, pos, w);
+            }
+            _ if !C::stranded(q.tail, pos) => {}
+            _ if C::owner_dead(q, pos, w) => {
+                // A dead sender's position: counted as its claim would be,
+                // and its bulk block (taken before the position) swept.
+                if self.skip(q, which, pos, w) {
+                    self.stats.recovered_packets += 1;
+                    bump(&q.head.recovered);
+                }
+                self.sweep_dead_bulk(q, which);
+            }
+            _ => {}
+        }
+    }
+
+    /// Skips the head position `pos` (word `w`, which does not show it) of
+    /// a dead sender: stamps its slot FREE for the next lap. Under
+    /// `lock-free` the slot's next lap is then owed by its next sender;
+    /// under `stamp` the slot's next position finds it stamped as a
+    /// consumed one.
+    #[cold]
+    fn skip(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) -> bool {
+        if !q.next_lap(pos, w) {
+            return false;
+        }
+        self.head[which] = pos + 1;
+        q.advance(pos);
+        true
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn recover(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
+        let pid = pid_of(w);
+        if pid == 0 || pid == self.pid & 0x00ff_ffff || pid_alive(pid) {
+            return;
+        }
+        if C::RECEIVER_FREES && !q.next_lap(pos, w) {
+            return;
+        }
+        // Where the receiver does not free packets, moving the head past
+        // the dead claim is all: the word, stamped for this lap, reads as
+        // consumed for the slot's next position once the head is past it.
+        self.head[which] = pos + 1;
+        q.advance(pos);
+        self.stats.recovered_packets += 1;
+        bump(&q.head.recovered);
+        self.sweep_dead_bulk(q, which);
+    }
+
+    /// Frees the bulk blocks that dead senders claimed and that no READY
+    /// packet refers to. A dead process never makes anything READY again,
+    /// so such a block can only be one it claimed before (or without)
+    /// claiming its packet; without this sweep, a sender killed between
+    /// its bulk claim and its packet claim would leak the block.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn sweep_dead_bulk(&mut self, q: &Queue<'_, C::Tail>, which: usize) {
+        let own = self.pid & 0x00ff_ffff;
+        let claimed_by_dead =
+            |bw: u64| state_of(bw) == CLAIMED && pid_of(bw) != own && !pid_alive(pid_of(bw));
+        if !q
+            .bulk
+            .iter()
+            .any(|b| claimed_by_dead(b.load(Ordering::Relaxed)))
+        {
+            return;
+        }
+        let mut referenced = vec![false; q.bulk.len()];
+        let head = self.head[which];
+        for pos in head..head + q.packets.len() as u64 {
+            let p = &q.packets[q.slot_of(pos)];
+            // Acquire: as in `poll_queue`, for the body read below.
+            let w = p.state.load(Ordering::Acquire);
+            if q.ready(w, pos, C::RECEIVER_FREES) == Some(READY_BULK) {
+                // SAFETY: a message not yet delivered is not written until
+                // the head passes it, which only we move.
+                let b = unsafe { p.body.read() }.bulk_slot as usize;
+                if b < referenced.len() {
+                    referenced[b] = true;
+                }
+            }
+        }
+        for (b, slot) in q.bulk.iter().enumerate() {
+            let bw = slot.load(Ordering::Acquire);
+            if !referenced[b] && claimed_by_dead(bw) {
+                let free = word(lap_of(bw).wrapping_add(1), 0, FREE);
+                if slot
+                    .compare_exchange(bw, free, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    self.stats.recovered_bulk += 1;
+                    bump(&q.head.recovered_bulk);
+                }
+            }
+        }
+    }
+}
