@@ -7,10 +7,11 @@
 #[cfg_attr(loom, allow(unused_imports))] // AtomicU32: the segment header only
 pub(crate) use symmetry_locks::sync::{AtomicU32, AtomicU64, Ordering};
 
-/// One iteration of a busy-wait loop (a model-checker yield under loom).
+/// One iteration of a busy-wait loop (a model-checker yield under loom),
+/// and a run of them (a backoff delay).
 #[cfg_attr(loom, allow(unused_imports))]
 // spin waits outside the loom models (backoff, claim locks)
-pub(crate) use symmetry_locks::sync::spin_hint;
+pub(crate) use symmetry_locks::sync::{delay, spin_hint};
 
 /// An `UnsafeCell` whose accesses loom checks for data races.
 #[derive(Debug)]

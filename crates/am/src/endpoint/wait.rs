@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::{Core, Need, REPLIES, REQUESTS, Scope};
 use crate::claim::Claim;
 use crate::error::AmError;
+use crate::sync::delay;
 
 /// Full-queue waits between checks of the receiver's liveness.
 const PEER_CHECK: u32 = 1 << 8;
@@ -90,12 +91,17 @@ impl<C: Claim, S> Core<C, S> {
 /// Backoff of the `n`-th consecutive unsuccessful wait: exponential spins
 /// up to 1024 pause instructions, then yield the processor too (waiting
 /// threads may outnumber cores).
+///
+/// Not the locks crate's [`ExpBackoff`](symmetry_locks::ExpBackoff), which
+/// never yields and draws each delay at random from the upper half of a
+/// doubling limit. The yield is a guarantee here: a rank that waits on a
+/// descheduled peer (a thread job with more ranks than cores) gives up
+/// its core, as `poll_until` promises. And the schedule, fixed, is the
+/// one the AM experiments were measured with. The spinning itself is the
+/// locks crate's [`delay`].
 #[inline]
 fn backoff(n: u32) {
-    let spins = 1u32 << n.min(10);
-    for _ in 0..spins {
-        crate::sync::spin_hint();
-    }
+    delay(1u32 << n.min(10));
     if n > 10 {
         std::thread::yield_now();
     }
