@@ -12,7 +12,7 @@
 //! captured at build time by `build.rs`.
 
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -414,36 +414,11 @@ fn command_line() -> String {
 }
 
 /// Formats `t` as ISO-8601 UTC with second precision, e.g.
-/// `2025-01-31T12:00:00Z` (civil-from-days, no calendar crate).
+/// `2025-01-31T12:00:00Z` (RFC 3339 by `humantime`). Times outside the
+/// years 1970 to 9999, which `humantime` cannot show, are clamped to them.
 pub fn iso8601_utc(t: SystemTime) -> String {
-    let secs = match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_secs() as i64,
-        Err(e) => -(e.duration().as_secs() as i64),
-    };
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian
-/// calendar (H. Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // [0, 146096]
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
-    let mp = (5 * doy + 2) / 153; // [0, 11]
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32; // [1, 31]
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32; // [1, 12]
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    let last = UNIX_EPOCH + Duration::from_secs(253_402_300_799); // 9999-12-31T23:59:59Z
+    humantime::format_rfc3339_seconds(t.clamp(UNIX_EPOCH, last)).to_string()
 }
 
 #[cfg(test)]
@@ -458,8 +433,12 @@ mod tests {
         assert_eq!(iso8601_utc(t), "2000-02-29T00:00:00Z");
         let t = UNIX_EPOCH + Duration::from_secs(1_735_689_599);
         assert_eq!(iso8601_utc(t), "2024-12-31T23:59:59Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_735_689_599_999);
+        assert_eq!(iso8601_utc(t), "2024-12-31T23:59:59Z", "seconds only");
         let t = UNIX_EPOCH - Duration::from_secs(1);
-        assert_eq!(iso8601_utc(t), "1969-12-31T23:59:59Z");
+        assert_eq!(iso8601_utc(t), "1970-01-01T00:00:00Z", "clamped");
+        let t = UNIX_EPOCH + Duration::from_secs(1 << 40);
+        assert_eq!(iso8601_utc(t), "9999-12-31T23:59:59Z", "clamped");
     }
 
     #[test]
