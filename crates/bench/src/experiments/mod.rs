@@ -74,14 +74,6 @@ pub const ALL: &[Experiment] = &[
     peer_messages::EXPERIMENT,
 ];
 
-/// The order `reproduce` runs the catalogue in: [`ALL`]'s, with the
-/// experiments that run last ([`crate::harness::Schedule::last`]) moved to
-/// the end (in [`ALL`]'s order among themselves).
-pub fn run_order() -> Vec<&'static Experiment> {
-    let (last, first): (Vec<_>, Vec<_>) = ALL.iter().partition(|e| e.schedule.last);
-    first.into_iter().chain(last).collect()
-}
-
 /// Looks an experiment up by id.
 pub fn find(id: &str) -> Option<&'static Experiment> {
     ALL.iter().find(|e| e.id == id)
@@ -93,21 +85,36 @@ pub const PENDING: &[&str] = &[];
 
 #[cfg(test)]
 mod tests {
-    use super::{ALL, run_order};
+    use super::ALL;
+    use crate::harness::reproduce::steps;
 
-    /// `run_order` holds every experiment exactly once, the ones that use
-    /// a million threads last.
+    /// A reproduction measures every experiment once in each pass, the
+    /// ones that use a million threads last; a quick one measures those
+    /// declared so in one process.
     #[test]
-    fn run_order_is_the_catalogue_with_the_heavy_ones_last() {
-        let order: Vec<&str> = run_order().iter().map(|e| e.id).collect();
-        let mut sorted = order.clone();
-        sorted.sort_unstable();
-        let mut all: Vec<&str> = ALL.iter().map(|e| e.id).collect();
-        all.sort_unstable();
-        assert_eq!(sorted, all);
-        let heavy = ALL.iter().filter(|e| e.schedule.last).count();
-        assert!(heavy > 0, "tm-million runs last");
-        let tail = &run_order()[order.len() - heavy..];
-        assert!(tail.iter().all(|e| e.schedule.last), "{order:?}");
+    fn reproduce_runs_the_catalogue_with_the_heavy_ones_last() {
+        let sorted = |mut ids: Vec<&'static str>| {
+            ids.sort_unstable();
+            ids
+        };
+        for quick in [false, true] {
+            let steps = steps(ALL, quick);
+            for second in [false, true] {
+                let pass = steps.iter().filter(|s| s.second_pass == second);
+                let want = ALL
+                    .iter()
+                    .filter(|e| !(second && quick && e.schedule.one_process_when_quick));
+                assert_eq!(
+                    sorted(pass.map(|s| s.experiment.id).collect()),
+                    sorted(want.map(|e| e.id).collect()),
+                    "quick {quick}, second pass {second}"
+                );
+            }
+            let heavy = ALL.iter().filter(|e| e.schedule.last).count();
+            assert!(heavy > 0, "tm-million runs last");
+            let tail = &steps[steps.len() - 2 * heavy..];
+            assert!(tail.iter().all(|s| s.experiment.schedule.last), "{steps:?}");
+        }
+        assert!(ALL.iter().any(|e| e.schedule.one_process_when_quick));
     }
 }

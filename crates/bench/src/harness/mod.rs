@@ -13,6 +13,11 @@
 //! an experiment's text may state a fact of the machine it was written on:
 //! whatever depends on the machine is generated from `machine.json` and the
 //! data (tested by [`testing`]).
+//!
+//! The runner is here too: [`run`] measures experiments in this process,
+//! [`reproduce`] a whole catalogue in two passes of child processes, and
+//! [`results`] writes a results directory and builds its report. Each
+//! takes the catalogue it works on as a parameter.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,8 +31,11 @@ use crate::output::report::{Section, Table, Verdict};
 
 pub mod draw;
 pub mod fmt;
+pub mod reproduce;
+pub mod results;
 pub mod rows;
 pub mod rule;
+pub mod run;
 pub use crate::stats;
 pub mod testing;
 
