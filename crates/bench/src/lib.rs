@@ -3,7 +3,9 @@
 //!
 //! - [`harness`]: what every experiment is built from: the run context,
 //!   the declaration of an experiment and its claims, verdict rules judged
-//!   with the run's own repeat spread, statistics, row look-ups, figures.
+//!   with the run's own repeat spread, statistics, row look-ups, figures;
+//!   and the runner, which runs a catalogue given to it (`run`,
+//!   `reproduce`) and writes a results directory and its report.
 //! - [`experiments`]: the catalogue; one file per experiment, holding its
 //!   declaration, its run and its assessment, importing only the harness,
 //!   the kernels, the registries and the peers (never another experiment).
@@ -15,7 +17,9 @@
 //!   and the report.
 //! - [`stats`] and [`scratch`]: medians and repeat spreads, and private
 //!   scratch directories, which every layer above may use.
-//! - [`cli`]: sub-commands beyond the experiment runner (`symmetry am`).
+//! - [`cli`]: the sub-commands, each parsing its arguments and calling the
+//!   layers below with the catalogue (`run`, `reproduce`, `report`, `am`,
+//!   `compare`, ...).
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod cli;
