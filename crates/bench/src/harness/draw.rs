@@ -53,6 +53,67 @@ pub fn threads_panel(
     })
 }
 
+/// Panels of one metric against threads each ([`threads_panel`]) over one
+/// experiment's rows, with the machine's cores marked.
+#[derive(Debug, Clone, Copy)]
+pub struct Lines<'a> {
+    rows: &'a [Row],
+    cores: usize,
+    x_label: &'a str,
+}
+
+impl<'a> Lines<'a> {
+    /// Panels of `rows` on machine `m`, the x axis called "threads".
+    pub fn new(rows: &'a [Row], m: &Machine) -> Lines<'a> {
+        Lines {
+            rows,
+            cores: m.cores(),
+            x_label: "threads",
+        }
+    }
+
+    /// With the x axis called `label` (the `tm-*` figures sweep processors
+    /// of the runtime, not OS threads).
+    pub fn x(self, label: &'a str) -> Lines<'a> {
+        Lines {
+            x_label: label,
+            ..self
+        }
+    }
+
+    /// The rows of `metric`, titled `title`, on a `y_label` axis of `scale`.
+    pub fn of(&self, metric: &str, title: &str, y_label: &str, scale: Scale) -> Panel {
+        self.panel(metric, None, title, y_label, scale)
+    }
+
+    /// [`Lines::of`] the rows whose parameter `key` is `value`.
+    pub fn at(
+        &self,
+        (key, value): (&str, &str),
+        metric: &str,
+        title: &str,
+        y: &str,
+        scale: Scale,
+    ) -> Panel {
+        self.panel(metric, Some((key, value)), title, y, scale)
+    }
+
+    fn panel(
+        &self,
+        metric: &str,
+        param: Option<(&str, &str)>,
+        title: &str,
+        y: &str,
+        scale: Scale,
+    ) -> Panel {
+        let mut panel = threads_panel(self.rows, metric, param, title, y, scale, self.cores);
+        if let Panel::Line(l) = &mut panel {
+            l.x_label = self.x_label.to_string();
+        }
+        panel
+    }
+}
+
 /// A figure with the machine summary (from `machine.json`) as caption, two
 /// panels a row when there is more than one.
 pub fn figure(title: &str, machine: &Machine, panels: Vec<Panel>) -> Figure {

@@ -40,9 +40,9 @@ pub use crate::stats;
 pub mod testing;
 
 pub use crate::scratch::ScratchDir;
-pub use draw::{bar_panels, figure, param_panel, threads_panel};
+pub use draw::{Lines, bar_panels, figure, param_panel, threads_panel};
 pub use fmt::{names, ns, ratio};
-pub use rows::{Data, OWN_MIN, Sel, series_names, value};
+pub use rows::{Data, OWN_MIN, Sel, series_names, spread_of, value};
 pub use rule::{Estimate, Finding, Outcome};
 pub use stats::{Spread, in_rounds, median, median_of, median_run, try_in_rounds};
 

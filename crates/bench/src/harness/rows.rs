@@ -11,7 +11,7 @@
 //! ties.
 
 use super::rule::Estimate;
-use super::stats::median;
+use super::stats::{Spread, median};
 use crate::output::data::Row;
 
 /// An experiment's rows, with look-ups.
@@ -41,6 +41,11 @@ impl<'s> Sel<'s> {
             metric: Some(metric),
             ..Sel::default()
         }
+    }
+
+    /// One point: `metric` of `series` at `threads`.
+    pub fn point(metric: &'s str, series: &'s str, threads: u32) -> Sel<'s> {
+        Sel::metric(metric).series(series).threads(threads)
     }
 
     /// Narrowed to `series`.
@@ -109,6 +114,25 @@ impl<'a> Data<'a> {
     /// The value of the first selected row.
     pub fn value(&self, sel: Sel<'_>) -> Option<f64> {
         self.row(sel).map(|r| r.value)
+    }
+
+    /// The value of parameter `key` in the first selected row that has it.
+    pub fn param(&self, sel: Sel<'_>, key: &str) -> Option<&'a str> {
+        self.select(sel).find_map(|r| r.get_param(key))
+    }
+
+    /// The first selected row measured with a core for every thread, as
+    /// [`Data::estimate_of`]: a point oversubscribed where it was measured
+    /// says nothing of contention between threads that each have a core.
+    pub fn at(&self, sel: Sel<'_>) -> Option<Estimate> {
+        let r = self.select(sel).find(|r| !r.oversubscribed)?;
+        Some(self.estimate_of(r))
+    }
+
+    /// [`Data::at`] with the row's own interval ([`Data::estimate_own_of`]).
+    pub fn at_own(&self, sel: Sel<'_>) -> Option<Estimate> {
+        let r = self.select(sel).find(|r| !r.oversubscribed)?;
+        Some(self.estimate_own_of(r))
     }
 
     /// The first selected row as an estimate: its own `lo`/`hi` if it has
@@ -264,6 +288,39 @@ impl<'a> Data<'a> {
         out
     }
 
+    /// Distinct thread counts of the selected rows, ascending.
+    pub fn counts(&self, sel: Sel<'_>) -> Vec<u32> {
+        self.threads(sel).into_iter().map(|(t, _)| t).collect()
+    }
+
+    /// The least and the largest thread count of the selected rows that
+    /// were oversubscribed where they were measured or are on a machine of
+    /// `cores`; `None` if there is none.
+    pub fn over_range(&self, sel: Sel<'_>, cores: usize) -> Option<(u32, u32)> {
+        let over: Vec<u32> = (self.threads(sel).into_iter())
+            .filter(|&(t, o)| o || t as usize > cores)
+            .map(|(t, _)| t)
+            .collect();
+        Some((*over.first()?, *over.last()?))
+    }
+
+    /// The columns of a table of the selected rows on a machine of `cores`:
+    /// the thread counts 1 and `cores` where measured, and the largest one
+    /// measured, ascending, each with whether it was oversubscribed (where
+    /// it was measured, or on this machine).
+    pub fn columns(&self, sel: Sel<'_>, cores: u32) -> Vec<(u32, bool)> {
+        let points = self.threads(sel);
+        let mut cols: Vec<(u32, bool)> = (points.iter().copied())
+            .filter(|&(t, _)| t == 1 || t == cores)
+            .collect();
+        if let Some(&last) = points.last()
+            && !cols.contains(&last)
+        {
+            cols.push(last);
+        }
+        cols.into_iter().map(|(t, o)| (t, o || t > cores)).collect()
+    }
+
     /// Distinct values of parameter `key` in the selected rows, sorted
     /// numerically where they parse as numbers (else as text).
     pub fn param_values(&self, sel: Sel<'_>, key: &str) -> Vec<String> {
@@ -302,6 +359,20 @@ pub fn value(
         .map(|r| r.value)
 }
 
+/// The spread a row recorded with [`Row::with_spread`], or none (a single
+/// measurement of its value).
+pub fn spread_of(r: &Row) -> Spread {
+    match r.spread() {
+        Some((lo, hi, n)) => Spread {
+            median: r.value,
+            lo,
+            hi,
+            n,
+        },
+        None => Spread::single(r.value),
+    }
+}
+
 /// Distinct series of the rows of `metric`, in first-seen order.
 pub fn series_names(rows: &[Row], metric: &str) -> Vec<String> {
     Data::new(rows).series(Sel::metric(metric))
@@ -310,7 +381,6 @@ pub fn series_names(rows: &[Row], metric: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::stats::Spread;
 
     fn row(series: &str, t: u32, v: f64, spread: Option<(f64, f64)>) -> Row {
         let r = Row::new("x", series, t, false, "m", v, "ns");

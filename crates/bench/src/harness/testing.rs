@@ -121,6 +121,76 @@ pub fn assert_machine_neutral(e: &Experiment, rows_small: &[Row], rows_big: &[Ro
     }
 }
 
+/// The verdict of `e` for `rows` on `m`.
+pub fn verdict(e: &Experiment, rows: &[Row], m: &Machine) -> Verdict {
+    e.section(rows, m).verdict
+}
+
+/// Synthetic rows of one experiment on one machine ([`row`]): 3 repeats
+/// spread 2% of the value either side, unless [`Rows::rel`] says otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct Rows<'a> {
+    id: &'a str,
+    m: &'a Machine,
+    rel: f64,
+}
+
+impl<'a> Rows<'a> {
+    /// Rows of `e` measured on `m`.
+    pub fn new(e: &'a Experiment, m: &'a Machine) -> Rows<'a> {
+        Rows {
+            id: e.id,
+            m,
+            rel: 0.02,
+        }
+    }
+
+    /// With a repeat spread of `rel` of the value either side.
+    pub fn rel(self, rel: f64) -> Rows<'a> {
+        Rows { rel, ..self }
+    }
+
+    /// `metric` of `series` at `threads`, oversubscribed where `threads`
+    /// exceeds the machine's cores; add parameters with [`Row::param`].
+    pub fn row(&self, series: &str, threads: u32, metric: &str, value: f64) -> Row {
+        row(
+            self.id,
+            series,
+            threads,
+            self.m,
+            metric,
+            value,
+            self.rel,
+            &[],
+        )
+    }
+}
+
+/// [`assert_machine_neutral`] with the rows `rows` builds for each machine.
+pub fn assert_neutral(e: &Experiment, rows: impl Fn(&Machine) -> Vec<Row>) {
+    assert_machine_neutral(e, &rows(&small_vm()), &rows(&big_metal()));
+}
+
+/// Asserts that the section, the assessment and the figure of `e` are
+/// made without a panic from `rows` on `m` with every value NaN and every
+/// parameter gone, and from no rows at all.
+pub fn assert_hostile_rows_do_not_panic(e: &Experiment, mut rows: Vec<Row>, m: &Machine) {
+    for r in &mut rows {
+        r.value = f64::NAN;
+        r.params.clear();
+    }
+    for rows in [&rows[..], &[]] {
+        let _ = e.section(rows, m);
+        let _ = (e.figure)(rows, m);
+    }
+}
+
+/// Asserts that `text` says `phrase`, showing the text if not.
+#[track_caller]
+pub fn assert_says(text: &str, phrase: &str) {
+    assert!(text.contains(phrase), "{phrase:?} not in:\n{text}");
+}
+
 /// A synthetic row of experiment `id` with a repeat spread of `rel` of the
 /// value on each side (3 repeats) and parameters `params`.
 #[allow(clippy::too_many_arguments)] // one argument per column of a row
