@@ -37,6 +37,7 @@ pub mod rows;
 pub mod rule;
 pub mod run;
 pub use crate::stats;
+pub mod table;
 pub mod testing;
 
 pub use crate::scratch::ScratchDir;

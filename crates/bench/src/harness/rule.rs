@@ -95,6 +95,12 @@ impl Estimate {
             )
         }
     }
+
+    /// The value and both ends of the interval, each written by `f`, e.g.
+    /// `1.20 us [1.10 us, 1.30 us]` (always with the interval).
+    pub fn show_with(&self, f: impl Fn(f64) -> String) -> String {
+        format!("{} [{}, {}]", f(self.value), f(self.lo), f(self.hi))
+    }
 }
 
 /// What a rule found.
@@ -153,6 +159,11 @@ impl Outcome {
 }
 
 impl Outcome {
+    /// [`Outcome::all`] over a slice (a `combine` of [`Finding::counted`]).
+    pub fn every(outcomes: &[Outcome]) -> Outcome {
+        Outcome::all(outcomes.iter().cloned())
+    }
+
     /// Most outcomes must hold (the not-measurable ones left out): holds if
     /// more than half hold, fails if at most half would hold even were
     /// every tie to hold, else a tie. Nothing judged is not measurable.
@@ -213,6 +224,44 @@ impl Finding {
     /// left out with `--locks`).
     pub fn missing(what: &str) -> Finding {
         Finding::not_measurable(format!("{what} not in this run's data"))
+    }
+
+    /// Parts that must all hold ([`Outcome::all`]), each an outcome with
+    /// its evidence; the evidence is theirs, joined by `sep`.
+    pub fn all(parts: impl IntoIterator<Item = (Outcome, String)>, sep: &str) -> Finding {
+        let (outcomes, evidence): (Vec<Outcome>, Vec<String>) = parts.into_iter().unzip();
+        Finding::new(Outcome::all(outcomes), evidence.join(sep))
+    }
+
+    /// Parts judged one by one (an input, a configuration) and combined by
+    /// `combine` ([`Outcome::all`] over a slice, [`Outcome::majority`]),
+    /// with how many held: `holds {on} 2 of 3: ...` (`on`: the word before
+    /// the count); not measurable, `what` missing, without any part.
+    pub fn counted(
+        parts: Vec<(Outcome, String)>,
+        combine: fn(&[Outcome]) -> Outcome,
+        on: &str,
+        what: &str,
+    ) -> Finding {
+        if parts.is_empty() {
+            return Finding::missing(what);
+        }
+        let (outcomes, evidence): (Vec<Outcome>, Vec<String>) = parts.into_iter().unzip();
+        let held = outcomes.iter().filter(|o| **o == Outcome::Holds).count();
+        Finding::new(
+            combine(&outcomes),
+            format!(
+                "holds {on} {held} of {}: {}",
+                outcomes.len(),
+                evidence.join("; ")
+            ),
+        )
+    }
+
+    /// The same outcome, its evidence rewritten by `f` (given a heading, a
+    /// note).
+    pub fn map_evidence(self, f: impl FnOnce(String) -> String) -> Finding {
+        Finding::new(self.outcome, f(self.evidence))
     }
 }
 
@@ -370,6 +419,24 @@ mod tests {
         assert_eq!(Outcome::majority(&[Holds, Tie, Fails]), Tie);
         assert_eq!(Outcome::majority(&[Holds, Fails, Fails]), Fails);
         assert!(matches!(Outcome::majority(&[]), NotMeasurable(_)));
+    }
+
+    #[test]
+    fn findings_from_parts() {
+        use Outcome::*;
+        let parts = || vec![(Holds, "a".to_string()), (Tie, "b".to_string())];
+        let f = Finding::all(parts(), ", ");
+        assert_eq!((f.outcome, f.evidence.as_str()), (Tie, "a, b"));
+        let f = Finding::counted(parts(), Outcome::every, "in", "x");
+        assert_eq!(f.evidence, "holds in 1 of 2: a; b");
+        assert!(matches!(
+            Finding::counted(vec![], Outcome::majority, "on", "x").outcome,
+            NotMeasurable(_)
+        ));
+        let f = Finding::new(Holds, "b").map_evidence(|e| format!("a: {e}"));
+        assert_eq!(f.evidence, "a: b");
+        let e = Estimate::new(2.0, 1.0, 3.0);
+        assert_eq!(e.show_with(|v| format!("{v}s")), "2s [1s, 3s]");
     }
 
     #[test]
