@@ -191,10 +191,9 @@ fn extent(d: &Data<'_>) -> Option<(String, Vec<u32>)> {
     Some((largest, ps))
 }
 
-/// What a rule finds where the data holds no skynet run (what the report
-/// said when the assessment gave no finding).
+/// What a rule finds where the data holds no skynet run.
 fn no_run() -> Finding {
-    Finding::not_measurable("the assessment gave no finding")
+    Finding::missing("a skynet run (a `completed` row with its `leaves`)")
 }
 
 /// The estimate of `metric` for `series` in `order` at `p` processors,
@@ -491,7 +490,9 @@ mod tests {
                 "a tie does not move it: {}",
                 s.measured
             );
-            assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+            let none = EXPERIMENT.section(&[], &m);
+            assert_eq!(none.verdict, Verdict::NotMeasurable);
+            testing::assert_says(&none.measured, "a skynet run (a `completed` row");
         }
     }
 

@@ -145,10 +145,9 @@ fn largest(d: &Data<'_>) -> Option<u32> {
     ns_of(d).last().copied()
 }
 
-/// What each claim finds when the data hold no blocked-threads run: the
-/// words the harness gave a claim its assessment found nothing for.
+/// What each claim finds when the data hold no blocked-threads run.
 fn no_run() -> Finding {
-    Finding::not_measurable("the assessment gave no finding")
+    Finding::missing("a run of blocked threads (a `completed` row with its `n`)")
 }
 
 /// `million-alive`: at 1,000,000 threads every run completed.
@@ -351,7 +350,12 @@ mod tests {
             let s = EXPERIMENT.section(&rows(&m, 100_000, 5000.0, 30.0, true), &m);
             assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
             assert!(s.measured.contains("100000 threads"), "{}", s.measured);
-            assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+            let none = EXPERIMENT.section(&[], &m);
+            assert_eq!(none.verdict, Verdict::NotMeasurable);
+            testing::assert_says(
+                &none.measured,
+                "a run of blocked threads (a `completed` row",
+            );
         }
     }
 
