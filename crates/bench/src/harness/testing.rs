@@ -164,6 +164,18 @@ impl<'a> Rows<'a> {
             &[],
         )
     }
+
+    /// `metric` of `series` at 1, `mid` and all cores with the values `v`,
+    /// and at 4x cores (oversubscribed) with the last value again; a count
+    /// equal to the one before it is given once.
+    pub fn curve(&self, series: &str, metric: &str, mid: u32, v: [f64; 3]) -> Vec<Row> {
+        let c = self.m.cores() as u32;
+        let mut ps = vec![(1, v[0]), (mid, v[1]), (c, v[2]), (4 * c, v[2])];
+        ps.dedup_by_key(|(p, _)| *p);
+        (ps.into_iter())
+            .map(|(p, x)| self.row(series, p, metric, x))
+            .collect()
+    }
 }
 
 /// [`assert_machine_neutral`] with the rows `rows` builds for each machine.
