@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use indicatif::ProgressBar;
 use symmetry_locks::registry::LockKind;
 use symmetry_locks::{AtomicInt, AtomicIntDyn};
 
@@ -126,6 +127,42 @@ impl LockEntry {
             CounterOut::ns_per_op,
         )
     }
+}
+
+/// A contended counter of `target` acquisitions by `threads` threads with
+/// no work inside the critical section or after it, stopped after
+/// `budget`.
+pub fn counter_cfg(threads: usize, target: u64, budget: Duration) -> CounterCfg {
+    CounterCfg {
+        threads,
+        target,
+        cs_iters: 0,
+        post_iters: 0,
+        budget,
+    }
+}
+
+/// A contended-counter point ([`LockEntry::counter_point`]) of every lock
+/// of `locks` at every count of `threads` (lock-major), configured by
+/// `cfg(threads)`: `(lock, threads, median run, spread)` each, with the
+/// bar's message naming the point while it runs.
+pub fn counter_sweep(
+    ctx: &Ctx,
+    bar: &ProgressBar,
+    locks: &[&'static LockEntry],
+    threads: &[usize],
+    cfg: impl Fn(usize) -> CounterCfg,
+) -> Vec<(&'static LockEntry, usize, CounterOut, Spread)> {
+    let mut points = Vec::new();
+    for lock in locks {
+        for &t in threads {
+            bar.set_message(format!("{} x{t}", lock.name));
+            let (out, spread) = lock.counter_point(ctx, cfg(t));
+            points.push((*lock, t, out, spread));
+            bar.inc(1);
+        }
+    }
+    points
 }
 
 /// The `ns_per_acquire` row of a counter point, with its `ops` and
