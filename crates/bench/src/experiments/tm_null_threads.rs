@@ -34,19 +34,22 @@
 //! oversubscribed points are left to the OS scheduler (pinning several
 //! spinning processors to one CPU would measure the pinning).
 
+use symmetry_locks::Tas;
+use symmetry_threads::{Fifo, SingleLock};
+
+use crate::harness::fmt::{ascending, join};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, ns, rule, threads_panel, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Outcome, Schedule,
+    Sel, Spread, figure, ns, rule,
 };
-use crate::kernels::threads::{ChainCfg, null_chain};
+use crate::kernels::threads::null_chain;
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
 use crate::output::report::Table;
-use crate::registry::threads::NAMES;
 use crate::registry::threads::{
-    GridPoint, SPEEDUP_BASE, chain_grid, elapsed_row, pin, processors, processors_axis,
-    speedup_rows, thousands,
+    GridPoint, NAMES, SPEEDUP_BASE, chain_cfg, chain_grid, elapsed_row, processors, speedup_rows,
+    thousands,
 };
 
 /// Catalogue entry.
@@ -146,77 +149,40 @@ const VS: &str = "ns_vs";
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let sweep = processors(ctx);
     let budget = ctx.budget(1_500, 30_000);
+    let runs: usize = NAMES.len() * sweep.iter().map(|&p| ctx.repeats(p)).sum::<usize>();
     // --quick keeps Table III's million threads when the whole grid fits
     // in about 25 s at the one-processor rate of a pilot run; else it
     // shrinks the total (recorded in `total`).
     let total = if ctx.quick {
-        let pilot = null_chain::<
-            symmetry_threads::SingleLock<symmetry_locks::Tas, symmetry_threads::Fifo>,
-        >(&ChainCfg {
-            processors: 1,
-            total: MIN_TOTAL,
-            work_iters: 0,
-            budget,
-            pin: true,
-        });
-        let runs: usize = sweep.iter().map(|&p| ctx.repeats(p)).sum::<usize>() * NAMES.len();
-        let per_thread_s = pilot.ns_per_thread() * 1e-9;
-        let fit = (25.0 / (per_thread_s * runs as f64)) as u64;
+        let pilot = null_chain::<SingleLock<Tas, Fifo>>(&chain_cfg(ctx, 1, MIN_TOTAL, 0, budget));
+        let fit = (25.0 / (pilot.ns_per_thread() * 1e-9 * runs as f64)) as u64;
         (fit / MIN_TOTAL * MIN_TOTAL).clamp(MIN_TOTAL, TOTAL)
     } else {
         TOTAL
     };
-    let runs: usize = NAMES.len() * sweep.iter().map(|&p| ctx.repeats(p)).sum::<usize>();
     let bar = ctx.bar(EXPERIMENT.id, runs);
+    let cfg = |p| chain_cfg(ctx, p, total, 0, budget);
     let grid = chain_grid(
         &sweep,
         |p| ctx.repeats(p),
-        |p| ChainCfg {
-            processors: p,
-            total,
-            work_iters: 0,
-            budget,
-            pin: pin(ctx, p),
-        },
+        cfg,
         |name, p| {
             bar.set_message(format!("{name} x{p}"));
             bar.inc(1);
         },
     )?;
     let mut rows = paired_at_one(&grid, ctx);
-    for GridPoint {
-        name,
-        cfg,
-        out,
-        spread,
-        ..
-    } in grid
-    {
-        let p = cfg.processors;
-        let s = out.report.stats;
-        let base = Row::new(
-            EXPERIMENT.id,
-            name,
-            p as u32,
-            ctx.over(p),
-            NS,
-            out.ns_per_thread(),
-            "ns",
-        )
-        .param("total", total)
-        .param("threads_run", out.threads)
-        .param("completed", out.completed)
-        .param("pinned", cfg.pin)
-        .param("parks", s.parks)
-        .param("budget_ms", budget.as_millis());
-        rows.extend(elapsed_row(&base, &out, &spread));
+    for g in grid {
+        let s = g.out.report.stats;
+        let base = g.row(EXPERIMENT.id, ctx, |r| r);
+        rows.extend(elapsed_row(&base, &g.out, &g.spread));
         rows.push(Row {
             metric: EXAMINED.into(),
             value: s.queues_examined as f64 / s.dequeues.max(1) as f64,
             unit: "queues".into(),
             ..base.clone()
         });
-        rows.push(base.with_spread(&spread));
+        rows.push(base.with_spread(&g.spread));
     }
     bar.finish_and_clear();
     rows.extend(speedup_rows(&rows, EXPERIMENT.id, None));
@@ -246,70 +212,47 @@ fn paired_at_one(grid: &[GridPoint], ctx: &Ctx) -> Vec<Row> {
     rows
 }
 
+/// The threads asked for per point, e.g. `1,000,000`.
+fn total(d: &Data<'_>) -> String {
+    thousands(d.param(Sel::default(), "total").unwrap_or("?"))
+}
+
 fn draw(rows: &[Row], m: &Machine) -> Figure {
-    let total = thousands(
-        rows.iter()
-            .find_map(|r| r.get_param("total"))
-            .unwrap_or("?"),
-    );
+    let total = total(&Data::new(rows));
+    let lines = Lines::new(rows, m).x("processors");
     figure(
         &format!("tm-null-threads (ALL89 Fig. 1-2): create, start, finish {total} null threads"),
         m,
         vec![
-            processors_axis(threads_panel(
-                rows,
+            lines.of(
                 "elapsed_s",
-                None,
                 &format!("Fig. 1: elapsed time for {total} threads"),
                 "seconds",
                 Scale::Linear,
-                m.cores(),
-            )),
-            processors_axis(threads_panel(
-                rows,
+            ),
+            lines.of(
                 SPEEDUP,
-                None,
                 "Fig. 2: speedup vs single-lock on 1 processor",
                 "speedup (x)",
                 Scale::Linear,
-                m.cores(),
-            )),
+            ),
         ],
     )
 }
 
-/// Strategies ordered by `metric` at `threads`, ascending, as
-/// "`a` 123 ns < `b` 130 ns ...".
-fn ordering(rows: &[Row], threads: u32, metric: &str, fmt: fn(f64) -> String) -> String {
-    let mut v: Vec<(&str, f64)> = NAMES
+/// Strategies ordered by ns per thread at `p`, ascending, as "`a` 123 ns <
+/// `b` 130 ns ...".
+fn ordering(d: &Data<'_>, p: u32) -> String {
+    let v = NAMES
         .iter()
-        .filter_map(|n| value(rows, n, threads, metric, None).map(|x| (*n, x)))
-        .collect();
-    v.sort_by(|a, b| a.1.total_cmp(&b.1));
-    if v.is_empty() {
-        return "n/a".into();
-    }
-    v.iter()
-        .map(|(n, x)| format!("`{n}` {}", fmt(*x)))
-        .collect::<Vec<_>>()
-        .join(" < ")
-}
-
-/// The `metric` estimate of `series` at `p` processors, if the run has the
-/// point without oversubscription.
-fn point(d: &Data<'_>, metric: &str, series: &str, p: u32) -> Option<Estimate> {
-    d.select(Sel::metric(metric).series(series).threads(p))
-        .find(|r| !r.oversubscribed)
-        .map(|r| d.estimate_of(r))
+        .filter_map(|n| Some((*n, d.value(Sel::point(NS, n, p))?)));
+    ascending(v.collect(), ns, " < ", "n/a")
 }
 
 /// `a`'s ns per thread over `b`'s at P = 1, paired by round, if the run
 /// recorded it: widened by the pooled noise of the paired quotients.
 fn paired(d: &Data<'_>, a: &str, b: &str) -> Option<Estimate> {
-    let over = [("over", b)];
-    d.select(Sel::metric(VS).series(a).threads(1).params(&over))
-        .find(|r| !r.oversubscribed)
-        .map(|r| d.estimate_of(r))
+    d.at(Sel::point(VS, a, 1).params(&[("over", b)]))
 }
 
 /// `a` against `b` at P = 1 with `rule`, as a finding: on their quotient
@@ -322,71 +265,65 @@ fn at_one(
     rule: fn(Estimate, Estimate) -> Outcome,
     word: &str,
 ) -> Finding {
-    match (point(d, NS, a, 1), point(d, NS, b, 1), paired(d, a, b)) {
-        (Some(x), Some(y), Some(q)) => Finding::new(
+    let (Some(x), Some(y)) = (d.at(Sel::point(NS, a, 1)), d.at(Sel::point(NS, b, 1))) else {
+        return Finding::missing(&format!("`{a}` and `{b}` at P = 1"));
+    };
+    let (outcome, q) = match paired(d, a, b) {
+        Some(q) => (
             rule(q, Estimate::exact(1.0)),
-            format!(
-                "`{a}` {} ns {word} `{b}` {} ns at P = 1 (ratio paired by round {})",
-                x.show(1),
-                y.show(1),
-                q.show(2)
-            ),
+            format!("paired by round {}", q.show(2)),
         ),
-        (Some(x), Some(y), None) => Finding::new(
-            rule(x, y),
-            format!(
-                "`{a}` {} ns {word} `{b}` {} ns at P = 1 (ratio {})",
-                x.show(1),
-                y.show(1),
-                x.ratio(y).show(2)
-            ),
-        ),
-        _ => Finding::missing(&format!("`{a}` and `{b}` at P = 1")),
-    }
+        None => (rule(x, y), x.ratio(y).show(2)),
+    };
+    let (x, y) = (x.show(1), y.show(1));
+    Finding::new(
+        outcome,
+        format!("`{a}` {x} ns {word} `{b}` {y} ns at P = 1 (ratio {q})"),
+    )
 }
 
 /// `single-lock-fastest`: `single-lock` below every other strategy at
 /// P = 1.
 fn single_lock_fastest(d: &Data<'_>, _m: &Machine) -> Finding {
-    let sl = point(d, NS, SPEEDUP_BASE, 1);
-    let others: Vec<(&str, Estimate)> = NAMES
-        .iter()
-        .filter(|n| **n != SPEEDUP_BASE)
-        .filter_map(|n| point(d, NS, n, 1).map(|e| (*n, e)))
+    let others: Vec<(&str, Estimate)> = (NAMES.iter().filter(|n| **n != SPEEDUP_BASE))
+        .filter_map(|n| Some((*n, d.at(Sel::point(NS, n, 1))?)))
         .collect();
-    match sl {
-        Some(sl) if !others.is_empty() => Finding::new(
-            Outcome::all(
-                others
-                    .iter()
-                    .map(|(n, e)| match paired(d, SPEEDUP_BASE, n) {
-                        Some(q) => rule::less(q, Estimate::exact(1.0)),
-                        None => rule::less(sl, *e),
-                    }),
-            ),
-            format!(
-                "`{SPEEDUP_BASE}` {} ns; {}",
-                sl.show(1),
-                others
-                    .iter()
-                    .map(|(n, e)| format!("`{n}` {} ns", e.show(1)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+    let Some(sl) = d
+        .at(Sel::point(NS, SPEEDUP_BASE, 1))
+        .filter(|_| !others.is_empty())
+    else {
+        return Finding::missing("`single-lock` and another strategy at P = 1");
+    };
+    Finding::new(
+        Outcome::all(
+            others
+                .iter()
+                .map(|(n, e)| match paired(d, SPEEDUP_BASE, n) {
+                    Some(q) => rule::less(q, Estimate::exact(1.0)),
+                    None => rule::less(sl, *e),
+                }),
         ),
-        _ => Finding::missing("`single-lock` and another strategy at P = 1"),
-    }
+        format!(
+            "`{SPEEDUP_BASE}` {} ns; {}",
+            sl.show(1),
+            join(
+                others
+                    .iter()
+                    .map(|(n, e)| format!("`{n}` {} ns", e.show(1))),
+                ", "
+            )
+        ),
+    )
 }
 
 /// `central-queue-a-few`: `local-freelist`'s best P from 2 to all cores
 /// beats P = 1.
 fn central_queue_a_few(d: &Data<'_>, m: &Machine) -> Finding {
     let cores = m.cores() as u32;
-    let lf_one = point(d, NS, "local-freelist", 1);
     let lf_best = (2..=cores)
-        .filter_map(|p| point(d, NS, "local-freelist", p).map(|e| (p, e)))
+        .filter_map(|p| Some((p, d.at(Sel::point(NS, "local-freelist", p))?)))
         .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
-    match (lf_one, lf_best) {
+    match (d.at(Sel::point(NS, "local-freelist", 1)), lf_best) {
         (Some(one), Some((p, best))) => Finding::new(
             rule::less(best, one),
             format!(
@@ -407,60 +344,46 @@ fn central_queue_a_few(d: &Data<'_>, m: &Machine) -> Finding {
 /// own P = 1 and every other strategy.
 fn only_local_readyq_scales(d: &Data<'_>, m: &Machine) -> Finding {
     let cores = m.cores() as u32;
-    let lr_one = point(d, NS, "local-readyq", 1);
-    let lr = point(d, NS, "local-readyq", cores);
-    let rivals: Vec<(&str, Estimate)> = NAMES
-        .iter()
-        .filter(|n| **n != "local-readyq")
-        .filter_map(|n| point(d, NS, n, cores).map(|e| (*n, e)))
+    let rivals: Vec<(&str, Estimate)> = (NAMES.iter().filter(|n| **n != "local-readyq"))
+        .filter_map(|n| Some((*n, d.at(Sel::point(NS, n, cores))?)))
         .collect();
-    match (lr_one, lr) {
-        (Some(one), Some(lr)) if !rivals.is_empty() => {
-            let best_rival = rivals
-                .iter()
-                .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
-                .map_or(String::new(), |(n, e)| {
-                    format!("; fastest other: `{n}` {} ns", e.show(1))
-                });
-            Finding::new(
-                Outcome::all(
-                    std::iter::once(rule::less(lr, one))
-                        .chain(rivals.iter().map(|(_, e)| rule::less(lr, *e))),
-                ),
-                format!(
-                    "`local-readyq` {} ns per thread at P = {cores}, {} ns at P = 1{best_rival}",
-                    lr.show(1),
-                    one.show(1)
-                ),
-            )
-        }
-        _ => Finding::missing(&format!(
+    let lr = |p| d.at(Sel::point(NS, "local-readyq", p));
+    let (Some(one), Some(lr)) = (lr(1), lr(cores).filter(|_| !rivals.is_empty())) else {
+        return Finding::missing(&format!(
             "`local-readyq` and another strategy at P = {cores} without oversubscription"
-        )),
-    }
+        ));
+    };
+    let best_rival = (rivals.iter().min_by(|a, b| a.1.value.total_cmp(&b.1.value)))
+        .map_or(String::new(), |(n, e)| {
+            format!("; fastest other: `{n}` {} ns", e.show(1))
+        });
+    Finding::new(
+        Outcome::all(
+            std::iter::once(rule::less(lr, one))
+                .chain(rivals.iter().map(|(_, e)| rule::less(lr, *e))),
+        ),
+        format!(
+            "`local-readyq` {} ns per thread at P = {cores}, {} ns at P = 1{best_rival}",
+            lr.show(1),
+            one.show(1)
+        ),
+    )
 }
 
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let cores = m.cores() as u32;
     Assessment {
-        measured: measured(rows, cores),
+        measured: measured(&d, cores),
         notes: notes(&d, cores),
         table: Some(table(&d, cores)),
     }
 }
 
-/// The largest P of the run.
-fn max_p(d: &Data<'_>) -> u32 {
-    d.threads(Sel::metric(NS)).last().map_or(1, |&(p, _)| p)
-}
-
 fn table(d: &Data<'_>, cores: u32) -> Table {
-    let max_p = max_p(d);
-    let over = d
-        .threads(Sel::metric(NS))
-        .iter()
-        .any(|&(p, o)| p == max_p && o);
+    let ps = d.threads(Sel::metric(NS));
+    let max_p = ps.last().map_or(1, |&(p, _)| p);
+    let over = ps.iter().any(|&(p, o)| p == max_p && o);
     let mut table = Table::new(&[
         "strategy".to_string(),
         "ns/thread, 1 proc".into(),
@@ -474,8 +397,7 @@ fn table(d: &Data<'_>, cores: u32) -> Table {
         format!("queues examined/dequeue, {cores} procs"),
     ]);
     let cell = |metric: &str, n: &str, p: u32, digits: usize| {
-        d.estimate(Sel::metric(metric).series(n).threads(p))
-            .map_or("n/a".to_string(), |e| e.show(digits))
+        (d.estimate(Sel::point(metric, n, p))).map_or("n/a".to_string(), |e| e.show(digits))
     };
     for n in NAMES {
         table.push(&[
@@ -491,25 +413,20 @@ fn table(d: &Data<'_>, cores: u32) -> Table {
     table
 }
 
-fn measured(rows: &[Row], cores: u32) -> String {
-    let d = Data::new(rows);
-    let total = thousands(
-        rows.iter()
-            .find_map(|r| r.get_param("total"))
-            .unwrap_or("?"),
-    );
+fn measured(d: &Data<'_>, cores: u32) -> String {
     let incomplete = d
         .select(Sel::metric(NS))
         .filter(|r| r.get_param("completed") == Some("false"))
         .count();
     let mut out = format!(
-        "{total} null threads per point; {incomplete} point(s) ran out of the time budget (their rate is over \
+        "{} null threads per point; {incomplete} point(s) ran out of the time budget (their rate is over \
          the threads that ran). Time per thread at P = 1 (latency, no contention): {}. At P = {cores} (all \
          cores; the whole run's time per thread, i.e. 1/throughput): {}.",
-        ordering(rows, 1, NS, ns),
-        ordering(rows, cores, NS, ns),
+        total(d),
+        ordering(d, 1),
+        ordering(d, cores),
     );
-    if let Some(q) = value(rows, "local-readyq", cores, EXAMINED, None) {
+    if let Some(q) = d.value(Sel::point(EXAMINED, "local-readyq", cores)) {
         out.push_str(&format!(
             " `local-readyq` examined {q:.2} queues per dequeue at P = {cores}."
         ));
@@ -519,9 +436,8 @@ fn measured(rows: &[Row], cores: u32) -> String {
 
 fn notes(d: &Data<'_>, cores: u32) -> String {
     let mut notes = Vec::new();
-    let fastest = NAMES
-        .iter()
-        .filter_map(|n| point(d, NS, n, 1).map(|e| (*n, e.value)))
+    let at = |n: &str, p| d.at(Sel::point(NS, n, p));
+    let fastest = (NAMES.iter().filter_map(|n| Some((*n, at(n, 1)?.value))))
         .min_by(|a, b| a.1.total_cmp(&b.1));
     if let Some((n, x)) = fastest {
         notes.push(format!(
@@ -535,17 +451,11 @@ fn notes(d: &Data<'_>, cores: u32) -> String {
         ));
     }
     // Whether every strategy's throughput fell from 1 to all cores.
-    let fell: Vec<&str> = NAMES
-        .iter()
-        .copied()
-        .filter(|n| {
-            matches!(
-                (point(d, NS, n, 1), point(d, NS, n, cores)),
-                (Some(one), Some(c)) if cores > 1 && rule::greater(c, one) == Outcome::Holds
-            )
-        })
-        .collect();
-    if fell.len() == NAMES.len() {
+    let fell = NAMES.iter().filter(|n| {
+        matches!((at(n, 1), at(n, cores)),
+            (Some(one), Some(c)) if cores > 1 && rule::greater(c, one) == Outcome::Holds)
+    });
+    if fell.count() == NAMES.len() {
         notes.push(format!(
             "Every strategy's throughput fell from 1 to {cores} processors. In the chain each new thread \
              usually starts on another processor than the one that created it (central queue: whichever \
@@ -569,27 +479,19 @@ fn notes(d: &Data<'_>, cores: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
     use crate::output::report::Verdict;
 
     /// Rows of `m`: ns per thread of each strategy (in [`NAMES`] order) at
     /// P = 1 (`one`) and at P = all cores (`all`), 2% repeat spread, with
     /// their speedup rows.
     fn rows(m: &Machine, one: [f64; 5], all: [f64; 5]) -> Vec<Row> {
-        let cores = m.cores() as u32;
+        let at = Rows::new(&EXPERIMENT, m);
         let mut out = Vec::new();
         for (i, n) in NAMES.iter().enumerate() {
-            for (p, v) in [(1, one[i]), (cores, all[i])] {
-                out.push(testing::row(
-                    EXPERIMENT.id,
-                    n,
-                    p,
-                    m,
-                    NS,
-                    v,
-                    0.02,
-                    &[("total", "1000000"), ("completed", "true")],
-                ));
+            for (p, v) in [(1, one[i]), (m.cores() as u32, all[i])] {
+                let r = at.row(n, p, NS, v).param("total", "1000000");
+                out.push(r.param("completed", "true"));
             }
         }
         out.extend(speedup_rows(&out, EXPERIMENT.id, None));
@@ -600,6 +502,8 @@ mod tests {
     /// highest throughput at all cores.
     const PAPER_ONE: [f64; 5] = [100.0, 150.0, 110.0, 130.0, 115.0];
     const PAPER_ALL: [f64; 5] = [60.0, 50.0, 40.0, 45.0, 10.0];
+    /// Every ordering reversed, every throughput falling.
+    const FALLING: [f64; 5] = [400.0, 300.0, 300.0, 300.0, 500.0];
 
     #[test]
     fn paired_rounds_decide_what_a_disturbed_run_ties() {
@@ -621,11 +525,8 @@ mod tests {
             for (j, y) in NAMES.iter().enumerate().filter(|(j, _)| *j != i) {
                 let q = PAPER_ONE[i] / PAPER_ONE[j];
                 let s = Spread::median_interval(&[q * 0.995, q, q, q, q * 1.005]).unwrap();
-                v.push(
-                    Row::new(EXPERIMENT.id, x, 1, false, VS, q, "x")
-                        .param("over", *y)
-                        .with_spread(&s),
-                );
+                let r = Row::new(EXPERIMENT.id, x, 1, false, VS, q, "x").param("over", *y);
+                v.push(r.with_spread(&s));
             }
         }
         let f = testing::findings(&EXPERIMENT, &v, &m);
@@ -638,22 +539,17 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            let holds = rows(&m, PAPER_ONE, PAPER_ALL);
-            assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
-            // Every ordering reversed, every throughput falling.
-            let differs = rows(
-                &m,
-                [200.0, 100.0, 150.0, 120.0, 130.0],
-                [400.0, 300.0, 300.0, 300.0, 500.0],
+            let v = |one, all| verdict(&EXPERIMENT, &rows(&m, one, all), &m);
+            assert_eq!(v(PAPER_ONE, PAPER_ALL), Verdict::Holds);
+            assert_eq!(
+                v([200.0, 100.0, 150.0, 120.0, 130.0], FALLING),
+                Verdict::Differs
             );
-            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
-            let flat = rows(&m, [100.0; 5], [100.0; 5]);
-            assert_eq!(EXPERIMENT.section(&flat, &m).verdict, Verdict::Indistinct);
+            assert_eq!(v([100.0; 5], [100.0; 5]), Verdict::Indistinct);
         }
         // No rows of the experiment: nothing to judge.
         let m = small_vm();
-        let a = EXPERIMENT.section(&[], &m);
-        assert_eq!(a.verdict, Verdict::NotMeasurable);
+        assert_eq!(verdict(&EXPERIMENT, &[], &m), Verdict::NotMeasurable);
         // Only oversubscribed points (a small machine's data judged for a
         // machine whose cores are the small one's 4x point).
         let four = testing::machine(8, true);
@@ -663,21 +559,14 @@ mod tests {
             r.threads = 8;
             r.oversubscribed = true;
         }
-        assert_eq!(
-            EXPERIMENT.section(&over, &four).verdict,
-            Verdict::NotMeasurable
-        );
+        assert_eq!(verdict(&EXPERIMENT, &over, &four), Verdict::NotMeasurable);
     }
 
     #[test]
     fn the_many_processor_claim_needs_cores() {
         let m = small_vm();
         let s = EXPERIMENT.section(&rows(&m, PAPER_ONE, PAPER_ALL), &m);
-        assert!(
-            s.measured.contains("needs 8 or more cores"),
-            "{}",
-            s.measured
-        );
+        testing::assert_says(&s.measured, "needs 8 or more cores");
         let m = big_metal();
         let f = testing::findings(&EXPERIMENT, &rows(&m, PAPER_ONE, PAPER_ALL), &m);
         assert_eq!(f.len(), CLAIMS.len());
@@ -691,7 +580,7 @@ mod tests {
     fn machine_neutral() {
         testing::assert_machine_neutral(
             &EXPERIMENT,
-            &rows(&small_vm(), PAPER_ONE, [400.0, 300.0, 300.0, 300.0, 500.0]),
+            &rows(&small_vm(), PAPER_ONE, FALLING),
             &rows(&big_metal(), PAPER_ONE, PAPER_ALL),
         );
     }

@@ -37,19 +37,19 @@
 //! same scaled to the threads that ran; `speedup` the quotient of its two
 //! points' spreads).
 
+use crate::harness::fmt::{ascending, join, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, figure, ns,
-    rule, threads_panel, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Outcome, Schedule,
+    Sel, figure, ns, rule,
 };
 use crate::kernels::locks::{work_iters_for_ns, work_ns_per_iter};
-use crate::kernels::threads::ChainCfg;
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
 use crate::output::report::Table;
 use crate::registry::threads::{
-    GridPoint, NAMES, SPEEDUP_BASE as BASE, chain_grid, chain_point, elapsed_row, pin, processors,
-    processors_axis, speedup_rows,
+    NAMES, SPEEDUP_BASE as BASE, chain_cfg, chain_grid, chain_point, elapsed_row, processors,
+    speedup_rows,
 };
 
 /// Catalogue entry.
@@ -141,34 +141,26 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     bar.set_message("null single-lock x1");
     // The null-thread latency the paper-ratio work is scaled from.
     let null_total: u64 = if ctx.quick { 200_000 } else { 1_000_000 };
-    let (null, null_spread) = chain_point(
-        BASE,
-        ctx.repeats(1),
-        &ChainCfg {
-            processors: 1,
-            total: null_total,
-            work_iters: 0,
-            budget,
-            pin: pin(ctx, 1),
-        },
-    )?;
+    let null_cfg = chain_cfg(ctx, 1, null_total, 0, budget);
+    let (null, null_spread) = chain_point(BASE, ctx.repeats(1), &null_cfg)?;
     let null_ns = null.ns_per_thread();
+    let null_row = Row::new(
+        EXPERIMENT.id,
+        BASE,
+        1,
+        false,
+        "null_ns_per_thread",
+        null_ns,
+        "ns",
+    );
     let mut rows = vec![
-        Row::new(
-            EXPERIMENT.id,
-            BASE,
-            1,
-            false,
-            "null_ns_per_thread",
-            null_ns,
-            "ns",
-        )
-        .param("setting", "null")
-        .param("work_us", 0)
-        .param("total", null_total)
-        .param("threads_run", null.threads)
-        .param("completed", null.completed)
-        .with_spread(&null_spread),
+        null_row
+            .param("setting", "null")
+            .param("work_us", 0)
+            .param("total", null_total)
+            .param("threads_run", null.threads)
+            .param("completed", null.completed)
+            .with_spread(&null_spread),
     ];
     bar.inc(1);
     for setting in SETTINGS {
@@ -182,64 +174,24 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         // Size the total by a pilot run of a tenth of the expected size
         // (it sees the machine's load as the points will).
         let expected = (target_s * 1e9 / (work_ns + null_ns)) as u64;
-        let (pilot, _) = chain_point(
-            BASE,
-            1,
-            &ChainCfg {
-                processors: 1,
-                total: (expected / 10).max(100),
-                work_iters,
-                budget,
-                pin: pin(ctx, 1),
-            },
-        )?;
+        let pilot_cfg = chain_cfg(ctx, 1, (expected / 10).max(100), work_iters, budget);
+        let (pilot, _) = chain_point(BASE, 1, &pilot_cfg)?;
         let total = ((target_s * 1e9 / pilot.ns_per_thread()) as u64).clamp(1_000, 1_000_000);
         let total = total.div_ceil(1_000) * 1_000;
-        let grid = chain_grid(
-            &sweep,
-            repeats,
-            |p| ChainCfg {
-                processors: p,
-                total,
-                work_iters,
-                budget,
-                pin: pin(ctx, p),
-            },
-            |name, p| {
-                bar.set_message(format!("{setting} {name} x{p}"));
-                bar.inc(1);
-            },
-        )?;
-        for GridPoint {
-            name,
-            cfg,
-            out,
-            spread,
-            ..
-        } in grid
-        {
-            let p = cfg.processors;
-            let base = Row::new(
-                EXPERIMENT.id,
-                name,
-                p as u32,
-                ctx.over(p),
-                NS,
-                out.ns_per_thread(),
-                "ns",
-            )
-            .param("setting", setting)
-            .param("work_us", format!("{work_us:.3}"))
-            .param("work_ratio", format!("{:.2}", work_ns / null_ns))
-            .param("work_iters", work_iters)
-            .param("total", total)
-            .param("threads_run", out.threads)
-            .param("completed", out.completed)
-            .param("pinned", cfg.pin)
-            .param("parks", out.report.stats.parks)
-            .param("budget_ms", budget.as_millis());
-            rows.extend(elapsed_row(&base, &out, &spread));
-            rows.push(base.with_spread(&spread));
+        let cfg = |p| chain_cfg(ctx, p, total, work_iters, budget);
+        let grid = chain_grid(&sweep, repeats, cfg, |name, p| {
+            bar.set_message(format!("{setting} {name} x{p}"));
+            bar.inc(1);
+        })?;
+        for g in grid {
+            let base = g.row(EXPERIMENT.id, ctx, |r| {
+                r.param("setting", setting)
+                    .param("work_us", format!("{work_us:.3}"))
+                    .param("work_ratio", format!("{:.2}", work_ns / null_ns))
+                    .param("work_iters", work_iters)
+            });
+            rows.extend(elapsed_row(&base, &g.out, &g.spread));
+            rows.push(base.with_spread(&g.spread));
         }
     }
     bar.finish_and_clear();
@@ -251,34 +203,29 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 }
 
 /// The `work_us` of a setting's rows, for titles.
-fn work_of(rows: &[Row], setting: &str) -> String {
-    rows.iter()
-        .find(|r| r.get_param("setting") == Some(setting))
-        .and_then(|r| r.get_param("work_us"))
-        .unwrap_or("?")
-        .to_string()
+fn work_of(d: &Data<'_>, setting: &str) -> String {
+    let params = [("setting", setting)];
+    let work = d
+        .row(Sel::default().params(&params))
+        .and_then(|r| r.get_param("work_us"));
+    work.unwrap_or("?").to_string()
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
+    let d = Data::new(rows);
+    let lines = Lines::new(rows, m).x("processors");
     let panels = SETTINGS
         .iter()
         .map(|s| {
             let title = match *s {
-                "300us" => format!("mean work {} us (paper's 300 us)", work_of(rows, s)),
+                "300us" => format!("mean work {} us (paper's 300 us)", work_of(&d, s)),
                 _ => format!(
                     "mean work {} us (paper's work:thread ratio {PAPER_RATIO})",
-                    work_of(rows, s)
+                    work_of(&d, s)
                 ),
             };
-            processors_axis(threads_panel(
-                rows,
-                "speedup",
-                Some(("setting", s)),
-                &title,
-                "speedup vs single-lock on 1 processor",
-                Scale::Linear,
-                m.cores(),
-            ))
+            let y = "speedup vs single-lock on 1 processor";
+            lines.at(("setting", s), "speedup", &title, y, Scale::Linear)
         })
         .collect();
     figure(
@@ -291,15 +238,7 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
 /// The `metric` estimate of `series` at `p` processors in `setting`, if
 /// the run has the point without oversubscription.
 fn point(d: &Data<'_>, metric: &str, setting: &str, series: &str, p: u32) -> Option<Estimate> {
-    let params = [("setting", setting)];
-    d.select(
-        Sel::metric(metric)
-            .series(series)
-            .threads(p)
-            .params(&params),
-    )
-    .find(|r| !r.oversubscribed)
-    .map(|r| d.estimate_of(r))
+    d.at(Sel::point(metric, series, p).params(&[("setting", setting)]))
 }
 
 /// `(name, ns per thread)` of every strategy of `setting` at `p`.
@@ -339,20 +278,18 @@ fn coarse_start_linear(d: &Data<'_>, _m: &Machine) -> Finding {
         .filter_map(|n| point(d, "speedup", "300us", n, 2).map(|e| (*n, e)))
         .collect();
     if coarse.is_empty() {
-        Finding::missing("speedups of the 300 us setting at P = 2")
-    } else {
-        Finding::new(
-            crate::harness::Outcome::all(coarse.iter().map(|(_, e)| rule::at_least(*e, target))),
-            format!(
-                "speedups at P = 2 (threshold {target:.1}): {}",
-                coarse
-                    .iter()
-                    .map(|(n, e)| format!("`{n}` {}", e.show(2)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )
+        return Finding::missing("speedups of the 300 us setting at P = 2");
     }
+    Finding::new(
+        Outcome::all(coarse.iter().map(|(_, e)| rule::at_least(*e, target))),
+        format!(
+            "speedups at P = 2 (threshold {target:.1}): {}",
+            join(
+                coarse.iter().map(|(n, e)| format!("`{n}` {}", e.show(2))),
+                ", "
+            )
+        ),
+    )
 }
 
 /// `local-free-lists-win`: at P = all cores, the slowest strategy with
@@ -418,13 +355,14 @@ fn table(d: &Data<'_>, cores: u32) -> Table {
     ]);
     let cell = |metric: &str, s: &str, n: &str, p: u32, digits: usize| {
         let params = [("setting", s)];
-        d.estimate(Sel::metric(metric).series(n).threads(p).params(&params))
-            .map_or("n/a".to_string(), |e| e.show(digits))
+        na(d.estimate(Sel::point(metric, n, p).params(&params)), |e| {
+            e.show(digits)
+        })
     };
     for s in SETTINGS {
         for n in NAMES {
             table.push(&[
-                format!("{s} ({} us)", work_of(d.rows(), s)),
+                format!("{s} ({} us)", work_of(d, s)),
                 format!("`{n}`"),
                 cell(NS, s, n, 1, 0),
                 cell(NS, s, n, cores, 0),
@@ -437,27 +375,19 @@ fn table(d: &Data<'_>, cores: u32) -> Table {
 }
 
 fn measured(d: &Data<'_>, cores: u32) -> String {
-    let null_ns = d.value(Sel::metric("null_ns_per_thread").series(BASE).threads(1));
+    let null_ns = d.value(Sel::point("null_ns_per_thread", BASE, 1));
     let describe = |s: &str| {
-        let mut v: Vec<(&str, f64)> = NAMES
+        let v = NAMES
             .iter()
-            .filter_map(|n| point(d, "speedup", s, n, cores).map(|e| (*n, e.value)))
-            .collect();
-        v.sort_by(|a, b| a.1.total_cmp(&b.1));
-        if v.is_empty() {
-            return "n/a".to_string();
-        }
-        v.iter()
-            .map(|(n, x)| format!("`{n}` {x:.2}x"))
-            .collect::<Vec<_>>()
-            .join(" < ")
+            .filter_map(|n| Some((*n, point(d, "speedup", s, n, cores)?.value)));
+        ascending(v.collect(), |x| format!("{x:.2}x"), " < ", "n/a")
     };
     format!(
         "Null `single-lock` latency on one processor, measured first: {}, so the paper-ratio setting uses \
          {} us of mean work ({PAPER_RATIO} x). Speedup at P = {cores} (all cores; against `single-lock` on \
          one processor, same setting): with 300 us of work {}; at the paper's ratio {}.",
-        null_ns.map_or("n/a".into(), ns),
-        work_of(d.rows(), "paper-ratio"),
+        na(null_ns, ns),
+        work_of(d, "paper-ratio"),
         describe("300us"),
         describe("paper-ratio"),
     )
@@ -465,7 +395,7 @@ fn measured(d: &Data<'_>, cores: u32) -> String {
 
 fn notes(d: &Data<'_>, cores: u32) -> String {
     let mut notes = Vec::new();
-    if let Some(null) = value(d.rows(), BASE, 1, "null_ns_per_thread", None) {
+    if let Some(null) = d.value(Sel::point("null_ns_per_thread", BASE, 1)) {
         let share = null / (PAPER_WORK_US * 1e3 + null);
         let paper_share = PAPER_THREAD_US / (PAPER_WORK_US + PAPER_THREAD_US);
         notes.push(format!(
@@ -493,7 +423,7 @@ fn notes(d: &Data<'_>, cores: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
     use crate::output::report::Verdict;
 
     /// ns per thread of a strategy at one P, by setting and group.
@@ -504,36 +434,30 @@ mod tests {
         central: f64,
     }
 
+    /// [`At`] in the order of its fields.
+    fn at(coarse: f64, local: f64, central: f64) -> At {
+        At {
+            coarse,
+            local,
+            central,
+        }
+    }
+
     /// Rows of `m`: every strategy at 1000 ns per thread on one processor
     /// in both settings, then `two` at P = 2 and `all` at P = all cores
     /// (one point when they coincide), 2% repeat spread, with the null
     /// latency and the speedup rows.
     fn rows(m: &Machine, two: At, all: At) -> Vec<Row> {
         let cores = m.cores() as u32;
-        let mut ps = vec![
-            (
-                1,
-                At {
-                    coarse: 1000.0,
-                    local: 1000.0,
-                    central: 1000.0,
-                },
-            ),
-            (2, two),
-        ];
+        let mut ps = vec![(1, at(1000.0, 1000.0, 1000.0)), (2, two)];
         if cores > 2 {
             ps.push((cores, all));
         }
-        let mut out = vec![testing::row(
-            EXPERIMENT.id,
-            BASE,
-            1,
-            m,
-            "null_ns_per_thread",
-            100.0,
-            0.02,
-            &[("setting", "null")],
-        )];
+        let r = Rows::new(&EXPERIMENT, m);
+        let mut out = vec![
+            r.row(BASE, 1, "null_ns_per_thread", 100.0)
+                .param("setting", "null"),
+        ];
         for setting in SETTINGS {
             for n in NAMES {
                 for &(p, at) in &ps {
@@ -542,16 +466,8 @@ mod tests {
                         (_, true) => at.local,
                         (_, false) => at.central,
                     };
-                    out.push(testing::row(
-                        EXPERIMENT.id,
-                        n,
-                        p,
-                        m,
-                        NS,
-                        v,
-                        0.02,
-                        &[("setting", setting), ("work_us", "1")],
-                    ));
+                    let row = r.row(n, p, NS, v).param("setting", setting);
+                    out.push(row.param("work_us", "1"));
                 }
             }
         }
@@ -565,66 +481,32 @@ mod tests {
 
     fn paper(m: &Machine) -> Vec<Row> {
         let c = m.cores() as f64;
-        rows(
-            m,
-            At {
-                coarse: 550.0,
-                local: 700.0,
-                central: 850.0,
-            },
-            At {
-                coarse: 1000.0 / (0.9 * c),
-                local: 1000.0 / (0.5 * c),
-                central: 1000.0 / (0.1 * c),
-            },
-        )
+        let all = at(1000.0 / (0.9 * c), 1000.0 / (0.5 * c), 1000.0 / (0.1 * c));
+        rows(m, at(550.0, 700.0, 850.0), all)
     }
 
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            assert_eq!(EXPERIMENT.section(&paper(&m), &m).verdict, Verdict::Holds);
+            assert_eq!(verdict(&EXPERIMENT, &paper(&m), &m), Verdict::Holds);
             let c = m.cores() as f64;
             // No speedup with coarse work, shared free lists ahead, and the
             // strategies converging as P grows.
-            let differs = rows(
-                &m,
-                At {
-                    coarse: 1000.0,
-                    local: 900.0,
-                    central: 500.0,
-                },
-                At {
-                    coarse: 1000.0,
-                    local: 1000.0 / (0.2 * c),
-                    central: 1000.0 / (0.22 * c),
-                },
-            );
-            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
-            let flat = rows(
-                &m,
-                At {
-                    coarse: 625.0,
-                    local: 625.0,
-                    central: 625.0,
-                },
-                At {
-                    coarse: 100.0,
-                    local: 100.0,
-                    central: 100.0,
-                },
-            );
-            assert_eq!(EXPERIMENT.section(&flat, &m).verdict, Verdict::Indistinct);
+            let all = at(1000.0, 1000.0 / (0.2 * c), 1000.0 / (0.22 * c));
+            let differs = rows(&m, at(1000.0, 900.0, 500.0), all);
+            assert_eq!(verdict(&EXPERIMENT, &differs, &m), Verdict::Differs);
+            let flat = rows(&m, at(625.0, 625.0, 625.0), at(100.0, 100.0, 100.0));
+            assert_eq!(verdict(&EXPERIMENT, &flat, &m), Verdict::Indistinct);
         }
         // One core: no parallel point to judge.
         let one = testing::machine(1, true);
         assert_eq!(
-            EXPERIMENT.section(&paper(&one), &one).verdict,
+            verdict(&EXPERIMENT, &paper(&one), &one),
             Verdict::NotMeasurable
         );
         // No rows at all.
         let m = big_metal();
-        assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+        assert_eq!(verdict(&EXPERIMENT, &[], &m), Verdict::NotMeasurable);
     }
 
     #[test]
@@ -633,11 +515,7 @@ mod tests {
         let rows = paper(&m);
         let f = testing::findings(&EXPERIMENT, &rows, &m);
         assert_eq!(f.len(), CLAIMS.len());
-        assert!(
-            f.iter()
-                .all(|f| f.outcome == crate::harness::Outcome::Holds),
-            "{f:?}"
-        );
+        assert!(f.iter().all(|f| f.outcome == Outcome::Holds), "{f:?}");
         assert_eq!(draw(&rows, &m).panels.len(), 2);
     }
 

@@ -4,18 +4,19 @@
 //! ([`null_chain`]): repeated chain
 //! points with their spreads ([`chain_point`], [`chain_points`],
 //! [`chain_grid`], [`elapsed_row`]), the processor sweep and pinning policy
-//! ([`processors`], [`pin`]), ALL89's speedup rows ([`speedup_rows`]) and
-//! two small formatting helpers for their figures ([`thousands`],
-//! [`processors_axis`]).
+//! ([`processors`], [`pin`], [`chain_cfg`]), ALL89's speedup rows
+//! ([`speedup_rows`]) and a number format for their figures
+//! ([`thousands`]).
 //!
 //! Kernels are generic functions over [`symmetry_threads::Strategy`];
 //! [`with_strategy!`](crate::with_strategy) turns a name into a call of the
 //! monomorphized kernel, so no virtual call sits inside a timed loop.
 
-use crate::harness::{Ctx, Data, Sel, Spread, median_of};
+use std::time::Duration;
+
+use crate::harness::{Ctx, Data, Sel, Spread, median_of, spread_of};
 use crate::kernels::threads::{ChainCfg, ChainOut, null_chain};
 use crate::output::data::Row;
-use crate::output::plot::Panel;
 
 /// Registry names of the strategies, in ALL89's order (§III-A..E), from
 /// [`symmetry_threads::for_each_strategy!`].
@@ -148,6 +149,31 @@ pub struct GridPoint {
     pub rounds: Vec<f64>,
 }
 
+impl GridPoint {
+    /// Its `ns_per_thread` row of experiment `id` (without its spread): the
+    /// parameters `first` sets, then `total` (threads asked for),
+    /// `threads_run`, `completed`, `pinned`, `parks` and `budget_ms`.
+    pub fn row(&self, id: &str, ctx: &Ctx, first: impl FnOnce(Row) -> Row) -> Row {
+        let p = self.cfg.processors;
+        let ns = self.out.ns_per_thread();
+        first(Row::new(
+            id,
+            self.name,
+            p as u32,
+            ctx.over(p),
+            "ns_per_thread",
+            ns,
+            "ns",
+        ))
+        .param("total", self.cfg.total)
+        .param("threads_run", self.out.threads)
+        .param("completed", self.out.completed)
+        .param("pinned", self.cfg.pin)
+        .param("parks", self.out.report.stats.parks)
+        .param("budget_ms", self.cfg.budget.as_millis())
+    }
+}
+
 /// Every strategy of [`NAMES`] at every processor count of `sweep`,
 /// returned strategy-major (the order experiments write their rows in)
 /// and measured repeat-major by [`chain_points`]: `repeats(p)` runs of a
@@ -204,25 +230,23 @@ pub fn processors(ctx: &Ctx) -> Vec<usize> {
     v
 }
 
+/// A chain of `total` threads with `work_iters` of work each on `p`
+/// processors, pinned as [`pin`] says, stopped after `budget`.
+pub fn chain_cfg(ctx: &Ctx, p: usize, total: u64, work_iters: u64, budget: Duration) -> ChainCfg {
+    ChainCfg {
+        processors: p,
+        total,
+        work_iters,
+        budget,
+        pin: pin(ctx, p),
+    }
+}
+
 /// Whether to pin `p` processors to CPUs: only where each has its own core
 /// (pinning several spinning processors to one CPU would measure the
 /// pinning).
 pub fn pin(ctx: &Ctx, p: usize) -> bool {
     !ctx.over(p)
-}
-
-/// The spread a row recorded with [`Row::with_spread`], or none (a single
-/// measurement of its value).
-fn spread_of(r: &Row) -> Spread {
-    match r.spread() {
-        Some((lo, hi, n)) => Spread {
-            median: r.value,
-            lo,
-            hi,
-            n,
-        },
-        None => Spread::single(r.value),
-    }
 }
 
 /// ALL89's speedup rows: for every `ns_per_thread` row of experiment `id`
@@ -267,15 +291,6 @@ pub fn thousands(n: &str) -> String {
         out.push(c);
     }
     out
-}
-
-/// `panel` with its x axis called "processors" (the `tm-*` figures sweep
-/// processors of the runtime, not OS threads).
-pub fn processors_axis(mut panel: Panel) -> Panel {
-    if let Panel::Line(l) = &mut panel {
-        l.x_label = "processors".into();
-    }
-    panel
 }
 
 #[cfg(test)]
