@@ -32,9 +32,10 @@ use std::time::{Duration, Instant};
 
 use symmetry_threads::{Builder, DEFAULT_STACK_SIZE, Handle, Stack, Strategy};
 
+use crate::harness::fmt::{join, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, Spread,
-    figure, ns, rule, threads_panel, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Schedule, Sel,
+    Spread, figure, median_of, ns, rule,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -284,23 +285,18 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for &p in &sweep {
         for &name in STRATEGIES {
             bar.set_message(format!("{name}, {p} processors"));
-            let mut outs = Vec::new();
-            for _ in 0..ctx.repeats(p) {
-                outs.push(
+            let outs = (0..ctx.repeats(p))
+                .map(|_| {
                     crate::with_strategy!(name, create_delete(p, TOTAL, budget))
-                        .ok_or_else(|| format!("unknown strategy {name}"))?,
-                );
-            }
-            let per: Vec<f64> = outs.iter().map(per_thread).collect();
+                        .ok_or_else(|| format!("unknown strategy {name}"))
+                })
+                .collect::<Result<Vec<Out>, String>>()?;
             let secs: Vec<f64> = outs.iter().map(|o| o.elapsed.as_secs_f64()).collect();
-            let (Some(per_spread), Some(secs_spread)) = (Spread::of(&per), Spread::of(&secs))
-            else {
-                return Err(format!("{name}, {p} processors: no repeat measured"));
-            };
+            let secs_spread = Spread::of(&secs)
+                .ok_or_else(|| format!("{name}, {p} processors: no repeat measured"))?;
             // The reported run: the median by time per thread (the upper
             // middle one for an even count).
-            outs.sort_by(|a, b| per_thread(a).total_cmp(&per_thread(b)));
-            let o = outs[outs.len() / 2];
+            let (o, per_spread) = median_of(outs, per_thread);
             let row = |metric: &str, v: f64, unit: &str, s: &Spread| {
                 Row::new(EXPERIMENT.id, name, p as u32, ctx.over(p), metric, v, unit)
                     .param("total", o.threads)
@@ -328,20 +324,12 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         bar.set_message(name);
         let samples: Vec<f64> = (0..reps).map(|_| f(iters)).collect();
         let spread = Spread::of(&samples).ok_or_else(|| format!("{name}: no repeat measured"))?;
+        let row = Row::new(EXPERIMENT.id, name, 1, false, STACK, spread.median, "ns");
         rows.push(
-            Row::new(
-                EXPERIMENT.id,
-                name,
-                1,
-                false,
-                "ns_per_stack",
-                spread.median,
-                "ns",
-            )
-            .param("total", iters)
-            .param("completed", true)
-            .param("stack_bytes", DEFAULT_STACK_SIZE)
-            .with_spread(&spread),
+            row.param("total", iters)
+                .param("completed", true)
+                .param("stack_bytes", DEFAULT_STACK_SIZE)
+                .with_spread(&spread),
         );
         bar.inc(1);
     }
@@ -350,34 +338,25 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
+    let d = Data::new(rows);
     let stacks = STACK_SERIES
         .iter()
         .filter_map(|s| {
-            let v = value(rows, s, 1, "ns_per_stack", None)?;
-            Some(Bar::new(
-                s,
-                v,
-                if s.contains("fresh") {
-                    "fresh"
-                } else {
-                    "pooled"
-                },
-            ))
+            let v = d.value(Sel::point(STACK, s, 1))?;
+            let group = if s.contains("fresh") {
+                "fresh"
+            } else {
+                "pooled"
+            };
+            Some(Bar::new(s, v, group))
         })
         .collect();
+    let title = "elapsed time, 1,000,000 threads";
     figure(
         "presto-create-delete (PRESTO Fig. 3): create + delete 1,000,000 threads, no start",
         m,
         vec![
-            threads_panel(
-                rows,
-                "elapsed_s",
-                None,
-                "elapsed time, 1,000,000 threads",
-                "elapsed (s)",
-                Scale::Linear,
-                m.cores(),
-            ),
+            Lines::new(rows, m).of("elapsed_s", title, "elapsed (s)", Scale::Linear),
             Panel::Bar(BarPanel {
                 title: format!(
                     "one {} KiB stack: fresh vs pooled",
@@ -392,21 +371,17 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-/// Time per thread of `series` at `p` processors, if measured with every
-/// processor on a core of its own (a point that was oversubscribed where
-/// it was measured says nothing of contention).
-fn per_thread(d: &Data<'_>, series: &str, p: u32) -> Option<Estimate> {
-    let r = d
-        .select(Sel::metric("ns_per_thread").series(series).threads(p))
-        .find(|r| !r.oversubscribed)?;
-    Some(d.estimate_of(r))
-}
+/// The metric of the stack rows.
+const STACK: &str = "ns_per_stack";
 
 /// The gain in creation rate of `series` from 1 to `p` processors: time
 /// per thread at 1 over time per thread at `p` (elapsed at 1 over elapsed
-/// at `p` for the same number of threads).
+/// at `p` for the same number of threads), each measured with every
+/// processor on a core of its own (a point that was oversubscribed where
+/// it was measured says nothing of contention).
 fn gain(d: &Data<'_>, series: &str, p: u32) -> Option<Estimate> {
-    Some(per_thread(d, series, 1)?.ratio(per_thread(d, series, p)?))
+    let at = |p| d.at(Sel::point("ns_per_thread", series, p));
+    Some(at(1)?.ratio(at(p)?))
 }
 
 /// "Not measured" for `series` at 1 and at `p` processors.
@@ -420,16 +395,16 @@ fn missing(series: &str, p: u32) -> Finding {
 /// cores is at least [`MIN_SCALING`] times its rate at 1 processor.
 fn local_caches_scale(d: &Data<'_>, m: &Machine) -> Finding {
     let p = m.cores() as u32;
-    match gain(d, "local-freelist", p) {
-        Some(g) => Finding::new(
-            rule::at_least(g, MIN_SCALING),
-            format!(
-                "`local-freelist` creation rate at {p} processors / at 1: {}",
-                g.show(2)
-            ),
+    let Some(g) = gain(d, "local-freelist", p) else {
+        return missing("local-freelist", p);
+    };
+    Finding::new(
+        rule::at_least(g, MIN_SCALING),
+        format!(
+            "`local-freelist` creation rate at {p} processors / at 1: {}",
+            g.show(2)
         ),
-        None => missing("local-freelist", p),
-    }
+    )
 }
 
 /// `local-beats-central`: from 1 processor to all cores, `local-freelist`
@@ -453,22 +428,20 @@ fn local_beats_central(d: &Data<'_>, m: &Machine) -> Finding {
 /// `stacks-pooled`: a fresh stack costs at least
 /// [`MIN_FRESH_OVER_POOLED`] times a pooled one.
 fn stacks_pooled(d: &Data<'_>) -> Finding {
-    let stack = |s: &str| d.estimate(Sel::metric("ns_per_stack").series(s).threads(1));
-    match (stack("stack-fresh-mmap"), stack("stack-pooled")) {
-        (Some(f), Some(q)) => {
-            let r = f.ratio(q);
-            Finding::new(
-                rule::at_least(r, MIN_FRESH_OVER_POOLED),
-                format!(
-                    "fresh {} ns, pooled {} ns per stack: {}x",
-                    f.show(0),
-                    q.show(1),
-                    r.show(0)
-                ),
-            )
-        }
-        _ => Finding::missing("`stack-fresh-mmap` and `stack-pooled`"),
-    }
+    let stack = |s: &str| d.estimate(Sel::point(STACK, s, 1));
+    let (Some(f), Some(q)) = (stack("stack-fresh-mmap"), stack("stack-pooled")) else {
+        return Finding::missing("`stack-fresh-mmap` and `stack-pooled`");
+    };
+    let r = f.ratio(q);
+    Finding::new(
+        rule::at_least(r, MIN_FRESH_OVER_POOLED),
+        format!(
+            "fresh {} ns, pooled {} ns per stack: {}x",
+            f.show(0),
+            q.show(1),
+            r.show(0)
+        ),
+    )
 }
 
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
@@ -483,21 +456,11 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 
 /// What was measured, from the rows.
 fn measured(d: &Data<'_>, p: u32) -> String {
-    let v = |s: &str, t: u32| {
-        d.value(Sel::metric("ns_per_thread").series(s).threads(t))
-            .map_or("n/a".into(), ns)
-    };
-    let st = |s: &str| d.value(Sel::metric("ns_per_stack").series(s).threads(1));
+    let v = |s: &str, t: u32| na(d.value(Sel::point("ns_per_thread", s, t)), ns);
+    let st = |s: &str| d.value(Sel::point(STACK, s, 1));
     let gains = STRATEGIES
         .iter()
-        .map(|s| {
-            format!(
-                "`{s}` {}",
-                gain(d, s, p).map_or("n/a".into(), |g| g.show(2))
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+        .map(|s| format!("`{s}` {}", na(gain(d, s, p), |g| g.show(2))));
     let fewer = match (
         st("stack-fresh-mmap-touch").or(st("stack-fresh-mmap")),
         st("stack-pooled"),
@@ -509,16 +472,17 @@ fn measured(d: &Data<'_>, p: u32) -> String {
         "Create + delete without start, 1,000,000 threads split over P processors: at 1 processor \
          `single-lock` {} per thread (PRESTO's modified Presto: about 70 us on the Symmetry), \
          `local-freelist` {}. Gain in creation rate from 1 to {p} processors (time per thread at 1 \
-         over time per thread at {p}, with the interval of the repeats): {gains}. No stack is touched: \
+         over time per thread at {p}, with the interval of the repeats): {}. No stack is touched: \
          stacks are bound at start, so this path is PRESTO's LTQ-FSS without binding a stack to every \
          created thread. A fresh {} KiB stack costs {} (mmap + mprotect + munmap) and {} with its first \
          page touched; a pooled one {}, {fewer}.",
         v("single-lock", 1),
         v("local-freelist", 1),
+        join(gains, ", "),
         DEFAULT_STACK_SIZE / 1024,
-        st("stack-fresh-mmap").map_or("n/a".into(), ns),
-        st("stack-fresh-mmap-touch").map_or("n/a".into(), ns),
-        st("stack-pooled").map_or("n/a".into(), ns),
+        na(st("stack-fresh-mmap"), ns),
+        na(st("stack-fresh-mmap-touch"), ns),
+        na(st("stack-pooled"), ns),
     )
 }
 
@@ -531,11 +495,11 @@ fn notes(d: &Data<'_>, p: u32, m: &Machine) -> String {
         // Time per thread is elapsed / all threads; each processor did
         // 1/P of them, so one processor's own time per create + delete is
         // P times that.
+        let at = |s, t| d.at(Sel::point("ns_per_thread", s, t));
         let own: Vec<String> = STRATEGIES
             .iter()
             .filter_map(|s| {
-                let one = per_thread(d, s, 1)?.value;
-                let all = per_thread(d, s, p)?.value * f64::from(p);
+                let (one, all) = (at(s, 1)?.value, at(s, p)?.value * f64::from(p));
                 Some(format!("`{s}` {} -> {}", ns(one), ns(all)))
             })
             .collect();
@@ -548,13 +512,7 @@ fn notes(d: &Data<'_>, p: u32, m: &Machine) -> String {
             ));
         }
     }
-    let over: Vec<u32> = d
-        .threads(Sel::metric("ns_per_thread"))
-        .into_iter()
-        .filter(|&(t, o)| o || t as usize > m.cores())
-        .map(|(t, _)| t)
-        .collect();
-    if let (Some(lo), Some(hi)) = (over.first(), over.last()) {
+    if let Some((lo, hi)) = d.over_range(Sel::metric("ns_per_thread"), m.cores()) {
         out.push(format!(
             "Points from {lo} to {hi} processors are oversubscribed (processors share cores, so \
              their elapsed time measures time-sharing, not contention) and are not judged."
@@ -566,47 +524,29 @@ fn notes(d: &Data<'_>, p: u32, m: &Machine) -> String {
 /// Elapsed time and time per thread at 1 processor, at all cores and at
 /// the largest count measured, with the gain; then the stacks.
 fn table(d: &Data<'_>, p: u32) -> Table {
-    let points = d.threads(Sel::metric("elapsed_s"));
-    let mut cols: Vec<(u32, bool)> = points
-        .iter()
-        .copied()
-        .filter(|&(t, _)| t == 1 || t == p)
-        .collect();
-    if let Some(&last) = points.last()
-        && !cols.contains(&last)
-    {
-        cols.push(last);
-    }
+    let cols = d.columns(Sel::metric("elapsed_s"), p);
     let mut header = vec!["series".to_string()];
-    header.extend(cols.iter().map(|&(t, o)| {
-        format!(
-            "{t} proc{}",
-            if o || t > p { " (oversubscribed)" } else { "" }
-        )
-    }));
+    header.extend(
+        cols.iter()
+            .map(|&(t, o)| format!("{t} proc{}", if o { " (oversubscribed)" } else { "" })),
+    );
     header.push(format!("gain 1 -> {p} proc"));
     let mut table = Table::new(&header);
     for &s in STRATEGIES {
         let mut row = vec![s.to_string()];
         for &(t, _) in &cols {
-            let sel = |metric| Sel::metric(metric).series(s).threads(t);
-            row.push(
-                match (d.value(sel("elapsed_s")), d.value(sel("ns_per_thread"))) {
-                    (Some(el), Some(n)) => format!("{el:.3} s ({})", ns(n)),
-                    _ => "n/a".into(),
-                },
-            );
+            let v = |metric| d.value(Sel::point(metric, s, t));
+            row.push(match (v("elapsed_s"), v("ns_per_thread")) {
+                (Some(el), Some(n)) => format!("{el:.3} s ({})", ns(n)),
+                _ => "n/a".into(),
+            });
         }
-        row.push(gain(d, s, p).map_or("n/a".into(), |g| g.show(2)));
+        row.push(na(gain(d, s, p), |g| g.show(2)));
         table.rows.push(row);
     }
     for &s in STACK_SERIES {
-        let mut row = vec![format!("{s} (per stack)")];
-        row.push(
-            d.value(Sel::metric("ns_per_stack").series(s).threads(1))
-                .map_or("n/a".into(), ns),
-        );
-        table.rows.push(row);
+        let v = d.value(Sel::point(STACK, s, 1));
+        table.rows.push(vec![format!("{s} (per stack)"), na(v, ns)]);
     }
     table
 }
@@ -614,7 +554,7 @@ fn table(d: &Data<'_>, p: u32) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
     use crate::output::report::Verdict;
 
     /// Rows for `m`: every strategy at 1 processor, at all cores and at 2x
@@ -623,27 +563,18 @@ mod tests {
     /// `fresh` times a pooled one. Every point has a repeat spread of `rel`.
     fn rows(m: &Machine, local: f64, central: f64, fresh: f64, rel: f64) -> Vec<Row> {
         let p = m.cores() as u32;
+        let at = Rows::new(&EXPERIMENT, m).rel(rel);
         let mut out = Vec::new();
         for (t, over) in [(1, 1.0), (p, 1.0), (2 * p, 1.5)] {
             for &s in STRATEGIES {
-                let base = if s == "local-freelist" { 30.0 } else { 45.0 };
-                let g = if s == "local-freelist" {
-                    local
-                } else {
-                    central
+                let (base, g) = match s {
+                    "local-freelist" => (30.0, local),
+                    _ => (45.0, central),
                 };
                 let per = if t == 1 { base } else { over * base / g };
                 for (metric, v) in [("ns_per_thread", per), ("elapsed_s", per * 1e-3)] {
-                    out.push(testing::row(
-                        EXPERIMENT.id,
-                        s,
-                        t,
-                        m,
-                        metric,
-                        v,
-                        rel,
-                        &[("total", "1000000"), ("completed", "true")],
-                    ));
+                    let r = at.row(s, t, metric, v).param("total", "1000000");
+                    out.push(r.param("completed", "true"));
                 }
             }
         }
@@ -652,16 +583,7 @@ mod tests {
             ("stack-fresh-mmap-touch", 9.0 * fresh),
             ("stack-pooled", 6.0),
         ] {
-            out.push(testing::row(
-                EXPERIMENT.id,
-                s,
-                1,
-                m,
-                "ns_per_stack",
-                v,
-                rel,
-                &[("stack_bytes", "262144")],
-            ));
+            out.push(at.row(s, 1, STACK, v).param("stack_bytes", "262144"));
         }
         out
     }
@@ -669,34 +591,25 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            let holds = rows(&m, 1.8, 0.4, 800.0, 0.03);
-            assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
-            let differs = rows(&m, 0.3, 0.9, 20.0, 0.03);
-            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
-            let partial = rows(&m, 0.3, 0.2, 800.0, 0.03);
-            assert_eq!(EXPERIMENT.section(&partial, &m).verdict, Verdict::Partial);
-            let tie = rows(&m, 1.2, 1.2, 100.0, 0.05);
-            assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Indistinct);
+            let v = |l, c, f, rel| verdict(&EXPERIMENT, &rows(&m, l, c, f, rel), &m);
+            assert_eq!(v(1.8, 0.4, 800.0, 0.03), Verdict::Holds);
+            assert_eq!(v(0.3, 0.9, 20.0, 0.03), Verdict::Differs);
+            assert_eq!(v(0.3, 0.2, 800.0, 0.03), Verdict::Partial);
+            assert_eq!(v(1.2, 1.2, 100.0, 0.05), Verdict::Indistinct);
         }
         // Data from the small machine judged for the big one, without the
         // stacks: no point at all cores, nothing to judge.
-        let small: Vec<Row> = rows(&small_vm(), 1.8, 0.4, 800.0, 0.03)
-            .into_iter()
-            .filter(|r| r.metric != "ns_per_stack")
-            .collect();
+        let mut small = rows(&small_vm(), 1.8, 0.4, 800.0, 0.03);
+        small.retain(|r| r.metric != STACK);
         assert_eq!(
-            EXPERIMENT.section(&small, &big_metal()).verdict,
+            verdict(&EXPERIMENT, &small, &big_metal()),
             Verdict::NotMeasurable
         );
         // One core: the cache rules need two; the stacks are still judged.
         let one = testing::machine(1, true);
         let s = EXPERIMENT.section(&rows(&one, 1.8, 0.4, 800.0, 0.03), &one);
         assert_eq!(s.verdict, Verdict::Holds);
-        assert!(
-            s.measured.contains("needs 2 or more cores"),
-            "{}",
-            s.measured
-        );
+        testing::assert_says(&s.measured, "needs 2 or more cores");
     }
 
     #[test]
@@ -712,14 +625,7 @@ mod tests {
     #[test]
     fn hostile_rows_do_not_panic() {
         let m = small_vm();
-        let mut rows = rows(&m, 1.8, 0.4, 800.0, 0.03);
-        for r in &mut rows {
-            r.value = f64::NAN;
-            r.params.clear();
-        }
-        let _ = EXPERIMENT.section(&rows, &m);
-        let _ = EXPERIMENT.section(&[], &m);
-        let _ = draw(&rows, &m);
+        testing::assert_hostile_rows_do_not_panic(&EXPERIMENT, rows(&m, 1.8, 0.4, 800.0, 0.03), &m);
     }
 
     #[test]
@@ -734,11 +640,7 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), 1.8, 0.4, 800.0, 0.03),
-            &rows(&big_metal(), 1.8, 0.4, 800.0, 0.03),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, 1.8, 0.4, 800.0, 0.03));
     }
 
     #[test]
@@ -754,6 +656,6 @@ mod tests {
         }
         let d = Data::new(&rows);
         assert!(gain(&d, "local-freelist", 2).is_some());
-        assert_eq!(d.series(Sel::metric("ns_per_stack")), STACK_SERIES.to_vec());
+        assert_eq!(d.series(Sel::metric(STACK)), STACK_SERIES.to_vec());
     }
 }
