@@ -30,15 +30,17 @@
 use symmetry_locks::Tas;
 use symmetry_threads::{Fifo, LocalFreelist, LocalReadyq, SingleLock};
 
+use crate::harness::fmt::{join, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, ns, rule, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Outcome, Schedule,
+    Sel, Spread, figure, ns, rule, try_in_rounds,
 };
 use crate::kernels::threads::{ChainCfg, ChainOut, null_chain};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
 use crate::output::report::Table;
+use crate::registry::threads::chain_cfg;
 use crate::registry::user_scheduler::{LocalReadyqLifo, LocalReadyqPriority};
 
 /// Catalogue entry.
@@ -107,26 +109,6 @@ fn chain(name: &str, cfg: &ChainCfg) -> Option<ChainOut> {
     })
 }
 
-/// The repeats of one series at one processor count, in repeat order.
-struct Repeats {
-    outs: Vec<ChainOut>,
-}
-
-impl Repeats {
-    /// Time per thread of every repeat, in repeat order.
-    fn per_thread(&self) -> Vec<f64> {
-        self.outs.iter().map(ChainOut::ns_per_thread).collect()
-    }
-
-    /// The median repeat by time per thread (the upper middle one for an
-    /// even count) and the fastest one.
-    fn median_and_best(&self) -> Option<(ChainOut, ChainOut)> {
-        let mut o = self.outs.clone();
-        o.sort_by(|a, b| a.ns_per_thread().total_cmp(&b.ns_per_thread()));
-        Some((*o.get(o.len() / 2)?, *o.first()?))
-    }
-}
-
 /// `(hi - lo) / median` of a spread (the CSV's `spread` column); 0 for a
 /// median of 0.
 fn relative_range(s: &Spread) -> f64 {
@@ -150,36 +132,36 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             ctx.repeats(p)
         };
         let cfg = ChainCfg {
-            processors: p,
-            total: TOTAL,
-            work_iters: 0,
-            budget,
             pin: false,
+            ..chain_cfg(ctx, p, TOTAL, 0, budget)
         };
-        let mut all: Vec<Repeats> = SERIES
-            .iter()
-            .map(|_| Repeats {
-                outs: Vec::with_capacity(repeats),
-            })
-            .collect();
-        for k in 0..repeats {
-            bar.set_message(format!("{p} processors, repeat {}/{repeats}", k + 1));
-            for (name, r) in SERIES.iter().zip(&mut all) {
-                r.outs
-                    .push(chain(name, &cfg).ok_or_else(|| format!("unknown series {name}"))?);
+        // Every series once per repeat, in turn.
+        let runs = try_in_rounds(repeats, SERIES.len(), |k, i| {
+            if i == 0 {
+                bar.set_message(format!("{p} processors, repeat {}/{repeats}", k + 1));
             }
-        }
+            chain(SERIES[i], &cfg).ok_or_else(|| format!("unknown series {}", SERIES[i]))
+        })?;
+        let per_thread =
+            |outs: &[ChainOut]| -> Vec<f64> { outs.iter().map(ChainOut::ns_per_thread).collect() };
         let builtin = SERIES
             .iter()
             .position(|s| *s == BUILTIN)
-            .map(|i| all[i].per_thread())
+            .map(|i| per_thread(&runs[i]))
             .ok_or("the built-in pool is not among the series")?;
-        for (name, r) in SERIES.iter().zip(&all) {
-            let per = r.per_thread();
-            let secs: Vec<f64> = r.outs.iter().map(|o| o.elapsed.as_secs_f64()).collect();
-            let (Some(per_spread), Some(secs_spread), Some((med, best))) =
-                (Spread::of(&per), Spread::of(&secs), r.median_and_best())
-            else {
+        for (name, outs) in SERIES.iter().zip(&runs) {
+            let per = per_thread(outs);
+            let secs: Vec<f64> = outs.iter().map(|o| o.elapsed.as_secs_f64()).collect();
+            // The median repeat by time per thread (the upper middle one
+            // for an even count) and the fastest one.
+            let mut sorted = outs.clone();
+            sorted.sort_by(|a, b| a.ns_per_thread().total_cmp(&b.ns_per_thread()));
+            let (Some(per_spread), Some(secs_spread), Some(med), Some(best)) = (
+                Spread::of(&per),
+                Spread::of(&secs),
+                sorted.get(sorted.len() / 2),
+                sorted.first(),
+            ) else {
                 return Err(format!("{name}, {p} processors: no repeat measured"));
             };
             let st = med.report.stats;
@@ -187,49 +169,32 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             // paired ratio for `cost_vs_builtin`); `lo`/`hi`: the point's
             // own repeats, where it has them.
             let row = |metric: &str, v: f64, unit: &str, s: Option<&Spread>, range: &Spread| {
+                let examined = st.queues_examined as f64 / st.dequeues.max(1) as f64;
                 let row = Row::new(EXPERIMENT.id, name, p as u32, ctx.over(p), metric, v, unit)
                     .param("total", med.threads)
-                    .param("completed", r.outs.iter().all(|o| o.completed))
+                    .param("completed", outs.iter().all(|o| o.completed))
                     .param("repeats", repeats)
                     .param("spread", format!("{:.4}", relative_range(range)))
-                    .param(
-                        "queues_examined_per_dequeue",
-                        format!(
-                            "{:.3}",
-                            st.queues_examined as f64 / st.dequeues.max(1) as f64
-                        ),
-                    );
+                    .param("queues_examined_per_dequeue", format!("{examined:.3}"));
                 match s {
                     Some(s) => row.with_spread(s),
                     None => row,
                 }
             };
-            rows.push(row(
-                "elapsed_s",
-                med.elapsed.as_secs_f64(),
-                "s",
-                Some(&secs_spread),
-                &per_spread,
-            ));
-            rows.push(row(
-                "ns_per_thread",
-                med.ns_per_thread(),
-                "ns",
-                Some(&per_spread),
-                &per_spread,
-            ));
+            let secs = med.elapsed.as_secs_f64();
+            rows.push(row("elapsed_s", secs, "s", Some(&secs_spread), &per_spread));
+            let ns = med.ns_per_thread();
+            rows.push(row(NS, ns, "ns", Some(&per_spread), &per_spread));
             // The least disturbed repeat: other load on the machine only
             // ever adds time to a fixed amount of work.
-            rows.push(
-                row(
-                    "ns_per_thread_min",
-                    best.ns_per_thread(),
-                    "ns",
-                    None,
-                    &per_spread,
-                )
-                .param(crate::output::data::STAT, "min"),
+            let min = row(
+                "ns_per_thread_min",
+                best.ns_per_thread(),
+                "ns",
+                None,
+                &per_spread,
             );
+            rows.push(min.param(crate::output::data::STAT, "min"));
             if *name != BUILTIN {
                 // Paired with the built-in pool's run of the same repeat,
                 // so a drift of the machine during the sweep cancels; the
@@ -247,53 +212,47 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
+    let lines = Lines::new(rows, m);
+    let per_thread = "time per thread (elapsed / threads)";
     figure(
         "presto-create-start-delete (PRESTO Figs. 4-5): create, start, delete 1,000,000 null threads",
         m,
         vec![
-            threads_panel(
-                rows,
+            lines.of(
                 "elapsed_s",
-                None,
                 "elapsed time, 1,000,000 null threads",
                 "elapsed (s)",
                 Scale::Linear,
-                m.cores(),
             ),
-            threads_panel(
-                rows,
-                "ns_per_thread",
-                None,
-                "time per thread (elapsed / threads)",
-                "ns per thread (log)",
-                Scale::Log,
-                m.cores(),
-            ),
+            lines.of(NS, per_thread, "ns per thread (log)", Scale::Log),
         ],
     )
 }
+
+/// Time per thread.
+const NS: &str = "ns_per_thread";
 
 /// The first row of `metric` for `series` at `p` processors measured with
 /// every processor on a core of its own (a point oversubscribed where it
 /// was measured says nothing of contention between processors).
 fn point<'a>(d: &Data<'a>, metric: &str, series: &str, p: u32) -> Option<&'a Row> {
-    d.select(Sel::metric(metric).series(series).threads(p))
+    d.select(Sel::point(metric, series, p))
         .find(|r| !r.oversubscribed)
 }
 
 /// `series`' time per thread over the built-in pool's in the same repeat,
 /// at `p` processors (see [`point`]).
 fn cost(d: &Data<'_>, series: &str, p: u32) -> Option<Estimate> {
-    point(d, COST, series, p).map(|r| d.estimate_of(r))
+    d.at(Sel::point(COST, series, p))
 }
 
 /// Processor counts as text, e.g. `2, 3, 5`, the first six and how many
 /// more.
 fn list_ps(ps: &[u32]) -> String {
-    let shown: Vec<String> = ps.iter().take(6).map(u32::to_string).collect();
+    let shown = join(ps.iter().take(6).map(u32::to_string), ", ");
     match ps.len().saturating_sub(6) {
-        0 => shown.join(", "),
-        more => format!("{} and {more} more", shown.join(", ")),
+        0 => shown,
+        more => format!("{shown} and {more} more"),
     }
 }
 
@@ -326,17 +285,13 @@ fn judge_points(
         .collect();
     let outcomes: Vec<Outcome> = pts.iter().map(|&(_, e)| judge(e)).collect();
     let evidence = if pts.len() <= 4 {
-        let each: Vec<String> = pts
-            .iter()
-            .map(|(t, e)| format!("P = {t}: {}", e.show(2)))
-            .collect();
-        format!("{what}, same repeat: {}", each.join("; "))
+        let each = pts.iter().map(|(t, e)| format!("P = {t}: {}", e.show(2)));
+        format!("{what}, same repeat: {}", join(each, "; "))
     } else {
         let held = outcomes.iter().filter(|o| **o == Outcome::Holds).count();
         let by = |a: &&(u32, Estimate), b: &&(u32, Estimate)| a.1.value.total_cmp(&b.1.value);
-        let show = |p: Option<&(u32, Estimate)>| {
-            p.map_or("n/a".into(), |(t, e)| format!("{} at P = {t}", e.show(2)))
-        };
+        let show =
+            |p: Option<&(u32, Estimate)>| na(p, |(t, e)| format!("{} at P = {t}", e.show(2)));
         format!(
             "{what}, same repeat: holds at {held} of {} points; lowest {}, highest {}",
             pts.len(),
@@ -357,13 +312,18 @@ fn local_readyq_wins(d: &Data<'_>, m: &Machine) -> Finding {
     })
 }
 
+/// P = 1 and all cores (once, on one core).
+fn ends(p: u32) -> Vec<u32> {
+    let mut ends = vec![1, p];
+    ends.dedup();
+    ends
+}
+
 /// `user-scheduler-free`: at P = 1 and at all cores, the user-written LIFO
 /// pool takes at most [`SAME_COST`] times the built-in pool's time per
 /// thread in the same repeat.
 fn user_scheduler_free(d: &Data<'_>, m: &Machine) -> Finding {
-    let p = m.cores() as u32;
-    let mut ends = vec![1, p];
-    ends.dedup();
+    let ends = ends(m.cores() as u32);
     judge_points(d, LIFO, &ends, |e| rule::at_most(e, SAME_COST))
 }
 
@@ -379,43 +339,41 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 
 /// What was measured, from the rows.
 fn measured(d: &Data<'_>, p: u32) -> String {
-    let v = |s: &str, t: u32| point(d, "ns_per_thread", s, t).map_or("n/a".into(), |r| ns(r.value));
-    let c = |s: &str, t: u32| cost(d, s, t).map_or("n/a".into(), |e| e.show(2));
-    let paired = ["single-lock", CENTRAL, LIFO, PRIO]
-        .iter()
-        .map(|s| {
-            if p > 1 {
-                format!("`{s}` {} at 1, {} at {p}", c(s, 1), c(s, p))
-            } else {
-                format!("`{s}` {}", c(s, 1))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
+    let v = |s: &str, t: u32| na(point(d, NS, s, t), |r| ns(r.value));
+    let c = |s: &str, t: u32| na(cost(d, s, t), |e| e.show(2));
+    let paired = ["single-lock", CENTRAL, LIFO, PRIO].iter().map(|s| {
+        if p > 1 {
+            format!("`{s}` {} at 1, {} at {p}", c(s, 1), c(s, p))
+        } else {
+            format!("`{s}` {}", c(s, 1))
+        }
+    });
     format!(
         "Latency at 1 processor (create + start + finish of one null thread, median of the repeats): \
          `single-lock` {}, `{CENTRAL}` {}, `{BUILTIN}` {} (PRESTO: 270 us for modified Presto, 76.74 us \
          for its FastThreads-style package, FastThreads about 40 us). At {p} processor{}: `{CENTRAL}` {} \
          per thread, `{BUILTIN}` {}. Each series' time per thread over `{BUILTIN}`'s in the same \
-         repeat (median, and the median's 95% interval, or the range of fewer than 9 repeats): {paired}.",
+         repeat (median, and the median's 95% interval, or the range of fewer than 9 repeats): {}.",
         v("single-lock", 1),
         v(CENTRAL, 1),
         v(BUILTIN, 1),
         if p == 1 { "" } else { "s" },
         v(CENTRAL, p),
         v(BUILTIN, p),
+        join(paired, "; "),
     )
 }
 
 /// Explanations drawn from the rows and the machine's core count.
 fn notes(d: &Data<'_>, p: u32, m: &Machine) -> String {
     let mut out = Vec::new();
+    let examined = point(d, NS, BUILTIN, p).and_then(|r| {
+        r.get_param("queues_examined_per_dequeue")?
+            .parse::<f64>()
+            .ok()
+    });
     if p >= 2
-        && let Some(q) = point(d, "ns_per_thread", BUILTIN, p).and_then(|r| {
-            r.get_param("queues_examined_per_dequeue")?
-                .parse::<f64>()
-                .ok()
-        })
+        && let Some(q) = examined
     {
         out.push(format!(
             "With random placement over {p} ready queues, a new thread lands on another processor's \
@@ -428,13 +386,7 @@ fn notes(d: &Data<'_>, p: u32, m: &Machine) -> String {
         "The pools are type parameters, compiled into the dispatch path alike; the priority heap \
          (`{PRIO}`) is reported, not judged: a heap does more work per operation than a FIFO by design."
     ));
-    let over: Vec<u32> = d
-        .threads(Sel::metric("ns_per_thread"))
-        .into_iter()
-        .filter(|&(t, o)| o || t as usize > m.cores())
-        .map(|(t, _)| t)
-        .collect();
-    if let (Some(lo), Some(hi)) = (over.first(), over.last()) {
+    if let Some((lo, hi)) = d.over_range(Sel::metric(NS), m.cores()) {
         out.push(format!(
             "Points from {lo} to {hi} processors are oversubscribed (processors share cores) and are \
              not judged."
@@ -446,41 +398,27 @@ fn notes(d: &Data<'_>, p: u32, m: &Machine) -> String {
 /// Time per thread at 1 processor, at all cores and at the largest count
 /// measured; the paired ratio to the built-in pool at 1 and all cores.
 fn table(d: &Data<'_>, p: u32) -> Table {
-    let points = d.threads(Sel::metric("ns_per_thread"));
-    let mut cols: Vec<(u32, bool)> = points
-        .iter()
-        .copied()
-        .filter(|&(t, _)| t == 1 || t == p)
-        .collect();
-    if let Some(&last) = points.last()
-        && !cols.contains(&last)
-    {
-        cols.push(last);
-    }
+    let cols = d.columns(Sel::metric(NS), p);
     let mut header = vec!["series".to_string()];
     header.extend(cols.iter().map(|&(t, o)| {
         format!(
             "ns/thread, {t} proc{}",
-            if o || t > p { " (oversubscribed)" } else { "" }
+            if o { " (oversubscribed)" } else { "" }
         )
     }));
-    let mut ends = vec![1, p];
-    ends.dedup();
+    let ends = ends(p);
     header.extend(ends.iter().map(|t| format!("vs `{BUILTIN}`, {t} proc")));
     let mut table = Table::new(&header);
     for &s in SERIES {
         let mut row = vec![s.to_string()];
         for &(t, _) in &cols {
-            row.push(
-                d.estimate(Sel::metric("ns_per_thread").series(s).threads(t))
-                    .map_or("n/a".into(), |e| e.show(0)),
-            );
+            row.push(na(d.estimate(Sel::point(NS, s, t)), |e| e.show(0)));
         }
         for &t in &ends {
             row.push(if s == BUILTIN {
                 "1".into()
             } else {
-                cost(d, s, t).map_or("n/a".into(), |e| e.show(2))
+                na(cost(d, s, t), |e| e.show(2))
             });
         }
         table.rows.push(row);
@@ -491,7 +429,7 @@ fn table(d: &Data<'_>, p: u32) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
     use crate::output::report::Verdict;
 
     /// Rows for `m` at every P from 1 to all cores and at 2x cores: time per
@@ -500,6 +438,7 @@ mod tests {
     /// P = 2 on (`lifo` also at P = 1), with a repeat spread of `rel`.
     fn rows(m: &Machine, central: f64, lifo: f64, rel: f64) -> Vec<Row> {
         let cores = m.cores() as u32;
+        let at = Rows::new(&EXPERIMENT, m).rel(rel);
         let mut out = Vec::new();
         for t in (1..=cores).chain([2 * cores]) {
             for &s in SERIES {
@@ -511,12 +450,12 @@ mod tests {
                     _ => 1.5,
                 };
                 let per = 100.0 * ratio * f64::from(t).sqrt();
-                let params = [("total", "1000000"), ("completed", "true")];
                 let row = |metric: &str, v: f64| {
-                    testing::row(EXPERIMENT.id, s, t, m, metric, v, rel, &params)
+                    let r = at.row(s, t, metric, v).param("total", "1000000");
+                    r.param("completed", "true")
                 };
                 out.push(row("elapsed_s", per * 1e-3));
-                out.push(row("ns_per_thread", per));
+                out.push(row(NS, per));
                 if s != BUILTIN {
                     out.push(row(COST, ratio));
                 }
@@ -528,31 +467,26 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            let holds = rows(&m, 1.5, 1.0, 0.01);
-            assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
-            let differs = rows(&m, 0.7, 1.3, 0.01);
-            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
-            let partial = rows(&m, 1.5, 1.3, 0.01);
-            assert_eq!(EXPERIMENT.section(&partial, &m).verdict, Verdict::Partial);
+            let v = |central, lifo, rel| verdict(&EXPERIMENT, &rows(&m, central, lifo, rel), &m);
+            assert_eq!(v(1.5, 1.0, 0.01), Verdict::Holds);
+            assert_eq!(v(0.7, 1.3, 0.01), Verdict::Differs);
+            assert_eq!(v(1.5, 1.3, 0.01), Verdict::Partial);
             // Differences inside the repeat spread are ties, not verdicts.
-            let tie = rows(&m, 1.1, 1.05, 0.2);
-            assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Indistinct);
+            assert_eq!(v(1.1, 1.05, 0.2), Verdict::Indistinct);
         }
         // Data from the small machine judged for the big one: no point at
         // P = all cores that was not oversubscribed.
         let small = rows(&small_vm(), 1.5, 1.0, 0.01);
         let s = EXPERIMENT.section(&small, &big_metal());
         assert_eq!(s.verdict, Verdict::NotMeasurable);
-        assert!(
-            s.measured.contains("not in this run's data"),
-            "{}",
-            s.measured
-        );
+        testing::assert_says(&s.measured, "not in this run's data");
         // One core: the ready-queue rule needs two; the scheduler rule is
         // judged at P = 1 alone.
         let one = testing::machine(1, true);
-        let s = EXPERIMENT.section(&rows(&one, 1.5, 1.0, 0.01), &one);
-        assert_eq!(s.verdict, Verdict::Holds);
+        assert_eq!(
+            verdict(&EXPERIMENT, &rows(&one, 1.5, 1.0, 0.01), &one),
+            Verdict::Holds
+        );
     }
 
     #[test]
@@ -563,7 +497,9 @@ mod tests {
             .iter_mut()
             .filter(|r| r.metric == COST && r.series == CENTRAL && r.threads == 17)
         {
-            *r = testing::row(EXPERIMENT.id, CENTRAL, 17, &m, COST, 1.01, 0.05, &[]);
+            *r = Rows::new(&EXPERIMENT, &m)
+                .rel(0.05)
+                .row(CENTRAL, 17, COST, 1.01);
         }
         let f = testing::findings(&EXPERIMENT, &rows, &m);
         assert_eq!(f[0].outcome, Outcome::Tie);
@@ -573,23 +509,12 @@ mod tests {
     #[test]
     fn hostile_rows_do_not_panic() {
         let m = small_vm();
-        let mut rows = rows(&m, 1.5, 1.0, 0.01);
-        for r in &mut rows {
-            r.value = f64::NAN;
-            r.params.clear();
-        }
-        let _ = EXPERIMENT.section(&rows, &m);
-        let _ = EXPERIMENT.section(&[], &m);
-        let _ = draw(&rows, &m);
+        testing::assert_hostile_rows_do_not_panic(&EXPERIMENT, rows(&m, 1.5, 1.0, 0.01), &m);
     }
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), 1.5, 1.0, 0.01),
-            &rows(&big_metal(), 1.5, 1.0, 0.01),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, 1.5, 1.0, 0.01));
     }
 
     #[test]
