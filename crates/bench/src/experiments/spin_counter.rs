@@ -3,16 +3,17 @@
 
 use std::time::Duration;
 
+use crate::harness::fmt::{est, join, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, names, ns, ratio, rule, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Outcome, Schedule,
+    Sel, Spread, figure, names, ns, ratio, rule,
 };
-use crate::kernels::locks::{CounterCfg, CounterOut};
+use crate::kernels::locks::CounterOut;
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
 use crate::output::report::Table;
-use crate::registry::locks::{self as locks_table, acquire_row};
+use crate::registry::locks::{self as locks_table, acquire_row, counter_cfg, counter_sweep};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -82,26 +83,14 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let sweep = ctx.sweep();
     let budget = ctx.budget(400, 3000);
     let bar = ctx.bar(EXPERIMENT.id, locks.len() * sweep.len());
-    let mut rows = Vec::new();
-    for lock in &locks {
-        for &t in &sweep {
-            bar.set_message(format!("{} x{t}", lock.name));
-            let (out, spread) = lock.counter_point(
-                ctx,
-                CounterCfg {
-                    threads: t,
-                    target: TARGET,
-                    cs_iters: 0,
-                    post_iters: 0,
-                    budget,
-                },
-            );
-            rows.extend(counter_rows(ctx, lock.name, t, &out, &spread, budget));
-            bar.inc(1);
-        }
-    }
+    let points = counter_sweep(ctx, &bar, &locks, &sweep, |t| {
+        counter_cfg(t, TARGET, budget)
+    });
     bar.finish_and_clear();
-    Ok(rows)
+    Ok(points
+        .iter()
+        .flat_map(|(lock, t, out, s)| counter_rows(ctx, lock.name, *t, out, s, budget))
+        .collect())
 }
 
 /// Rows for one contended-counter point: `ns_per_acquire` always, and
@@ -135,19 +124,9 @@ fn counter_rows(
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
-    figure(
-        "spin-counter (ALL89 Fig. 6)",
-        m,
-        vec![threads_panel(
-            rows,
-            METRIC,
-            None,
-            "ns per acquisition",
-            "ns (log)",
-            Scale::Log,
-            m.cores(),
-        )],
-    )
+    let lines = Lines::new(rows, m);
+    let panel = lines.of(METRIC, "ns per acquisition", "ns (log)", Scale::Log);
+    figure("spin-counter (ALL89 Fig. 6)", m, vec![panel])
 }
 
 /// The P at which ALL89's "moderate number" of waiters is judged:
@@ -156,35 +135,26 @@ fn moderate_p(m: &Machine) -> u32 {
     (m.cores() as u32).min(MODERATE_WAITERS + 1)
 }
 
-/// An estimate in nanoseconds, e.g. `12.3 [11.9, 13.0] ns`.
-fn show_ns(e: Estimate) -> String {
-    format!("{} ns", e.show(1))
-}
-
 /// `lock`'s time per acquisition at `p` threads, if measured without
 /// oversubscription.
 fn at(d: &Data<'_>, lock: &str, p: u32) -> Option<Estimate> {
-    d.row(Sel::metric(METRIC).series(lock).threads(p))
-        .filter(|r| !r.oversubscribed)
-        .map(|r| d.estimate_of(r))
+    d.at(Sel::point(METRIC, lock, p))
 }
 
 /// `spin-degrades`: `tas` and `ttas` slower at `p` than alone.
 fn spin_degrades(d: &Data<'_>, p: u32) -> Finding {
-    let mut outcomes = Vec::new();
-    let mut evidence = Vec::new();
+    let mut parts = Vec::new();
     for lock in ["tas", "ttas"] {
         let (Some(one), Some(many)) = (at(d, lock, 1), at(d, lock, p)) else {
             return Finding::missing(&format!("`tas` and `ttas` at P = 1 and P = {p}"));
         };
-        outcomes.push(rule::greater(many, one));
-        evidence.push(format!(
-            "`{lock}` {} alone, {} at P = {p}",
-            show_ns(one),
-            show_ns(many)
+        let (one_ns, many_ns) = (est(one, 1, "ns"), est(many, 1, "ns"));
+        parts.push((
+            rule::greater(many, one),
+            format!("`{lock}` {one_ns} alone, {many_ns} at P = {p}"),
         ));
     }
-    Finding::new(Outcome::all(outcomes), evidence.join("; "))
+    Finding::all(parts, "; ")
 }
 
 /// `backoff-slight`: `backoff` faster than `tas` and `ttas` at `p`.
@@ -197,9 +167,9 @@ fn backoff_slight(d: &Data<'_>, p: u32) -> Finding {
         Outcome::all([rule::less(b, t), rule::less(b, tt)]),
         format!(
             "at P = {p}: `backoff` {}, `tas` {}, `ttas` {}",
-            show_ns(b),
-            show_ns(t),
-            show_ns(tt)
+            est(b, 1, "ns"),
+            est(t, 1, "ns"),
+            est(tt, 1, "ns")
         ),
     )
 }
@@ -214,16 +184,15 @@ fn queue_beats_tas(d: &Data<'_>, p: u32) -> Finding {
     let Some(tas) = at(d, "tas", p).filter(|_| !queues.is_empty()) else {
         return Finding::missing(&format!("`tas` and an O(1) queue lock at P = {p}"));
     };
+    let each = queues
+        .iter()
+        .map(|(n, q)| format!("`{n}` {}", est(*q, 1, "ns")));
     Finding::new(
         Outcome::all(queues.iter().map(|(_, q)| rule::less(*q, tas))),
         format!(
             "at P = {p}: `tas` {}; {}",
-            show_ns(tas),
-            queues
-                .iter()
-                .map(|(n, q)| format!("`{n}` {}", show_ns(*q)))
-                .collect::<Vec<_>>()
-                .join(", ")
+            est(tas, 1, "ns"),
+            join(each, ", ")
         ),
     )
 }
@@ -231,19 +200,16 @@ fn queue_beats_tas(d: &Data<'_>, p: u32) -> Finding {
 /// The locks that take less time than `tas` at `p` beyond the spread, and
 /// those that do not.
 fn beats_tas(d: &Data<'_>, locks: &[String], p: u32) -> (Vec<String>, Vec<String>) {
-    let sel = Sel::metric(METRIC).threads(p);
-    let Some(tas) = d.estimate(sel.series("tas")) else {
+    let e = |n: &str| d.estimate(Sel::point(METRIC, n, p));
+    let Some(tas) = e("tas") else {
         return (Vec::new(), Vec::new());
     };
-    let mut better = Vec::new();
-    let mut rest = Vec::new();
+    let (mut better, mut rest) = (Vec::new(), Vec::new());
     for n in locks.iter().filter(|n| n.as_str() != "tas") {
-        if let Some(e) = d.estimate(sel.series(n)) {
-            if rule::less(e, tas) == Outcome::Holds {
-                better.push(n.clone());
-            } else {
-                rest.push(n.clone());
-            }
+        match e(n).map(|x| rule::less(x, tas)) {
+            Some(Outcome::Holds) => better.push(n.clone()),
+            Some(_) => rest.push(n.clone()),
+            None => {}
         }
     }
     (better, rest)
@@ -255,7 +221,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let pm = moderate_p(m);
     let over = 4 * cores;
     let locks = d.series(Sel::metric(METRIC));
-    let value = |n: &str, t: u32| d.value(Sel::metric(METRIC).series(n).threads(t));
+    let value = |n: &str, t: u32| d.value(Sel::point(METRIC, n, t));
     let mut ps = vec![1, pm, cores];
     ps.dedup();
     let mut header = vec!["lock".to_string()];
@@ -273,10 +239,8 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             _ => "n/a".into(),
         };
         let mut row = vec![n.clone()];
-        row.extend(ps.iter().map(|&p| value(n, p).map_or("n/a".into(), ns)));
-        row.push(value(n, over).map_or("n/a".into(), ns));
-        row.push(vs_tas(cores));
-        row.push(vs_tas(over));
+        row.extend(ps.iter().map(|&p| na(value(n, p), ns)));
+        row.extend([na(value(n, over), ns), vs_tas(cores), vs_tas(over)]);
         table.rows.push(row);
     }
     let (better_c, worse_c) = beats_tas(&d, &locks, cores);
@@ -322,33 +286,19 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
     use crate::output::report::Verdict;
 
     /// `ns_per_acquire` rows for `m` at P = 1, min(cores, 11), all cores and
     /// 4x cores; `curve(lock)` gives the values at the first three (the
     /// oversubscribed point repeats the last).
     fn rows(m: &Machine, curve: impl Fn(&str) -> [f64; 3]) -> Vec<Row> {
-        let c = m.cores() as u32;
-        let mut out = Vec::new();
-        for lock in ["tas", "ttas", "backoff", "anderson", "mcs"] {
-            let v = curve(lock);
-            let mut ps = vec![(1, v[0]), (moderate_p(m), v[1]), (c, v[2]), (4 * c, v[2])];
-            ps.dedup_by_key(|(p, _)| *p);
-            for (p, x) in ps {
-                out.push(testing::row(
-                    EXPERIMENT.id,
-                    lock,
-                    p,
-                    m,
-                    METRIC,
-                    x,
-                    0.02,
-                    &[("completed", "true")],
-                ));
-            }
-        }
-        out
+        let at = Rows::new(&EXPERIMENT, m);
+        ["tas", "ttas", "backoff", "anderson", "mcs"]
+            .iter()
+            .flat_map(|l| at.curve(l, METRIC, moderate_p(m), curve(l)))
+            .map(|r| r.param("completed", "true"))
+            .collect()
     }
 
     /// ALL89's picture: spins degrade, backoff less, queue locks least.
@@ -373,7 +323,7 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [big_metal(), testing::machine(8, true)] {
-            let v = |f: fn(&str) -> [f64; 3]| EXPERIMENT.section(&rows(&m, f), &m).verdict;
+            let v = |f: fn(&str) -> [f64; 3]| verdict(&EXPERIMENT, &rows(&m, f), &m);
             assert_eq!(v(paper), Verdict::Holds);
             assert_eq!(v(opposite), Verdict::Differs);
             assert_eq!(v(|_| [10.0, 10.1, 10.1]), Verdict::Indistinct);
@@ -383,32 +333,30 @@ mod tests {
         let m = small_vm();
         let s = EXPERIMENT.section(&rows(&m, paper), &m);
         assert_eq!(s.verdict, Verdict::Holds);
-        assert!(s.measured.contains("needs 4 or more cores, the run had 2"));
+        testing::assert_says(&s.measured, "needs 4 or more cores, the run had 2");
         let one = testing::machine(1, true);
         assert_eq!(
-            EXPERIMENT.section(&rows(&one, paper), &one).verdict,
+            verdict(&EXPERIMENT, &rows(&one, paper), &one),
             Verdict::NotMeasurable
         );
         // Data from a small machine judged for a big one: no points at P = 11 or 64.
-        let big = big_metal();
+        let small = rows(&small_vm(), paper);
         assert_eq!(
-            EXPERIMENT.section(&rows(&small_vm(), paper), &big).verdict,
+            verdict(&EXPERIMENT, &small, &big_metal()),
             Verdict::NotMeasurable
         );
         // Four cores: the moderate-P rules are judged, the queue rule is not.
         let four = testing::machine(4, false);
         let s = EXPERIMENT.section(&rows(&four, paper), &four);
         assert_eq!(s.verdict, Verdict::Holds);
-        assert!(s.measured.contains("needs 8 or more cores, the run had 4"));
+        testing::assert_says(&s.measured, "needs 8 or more cores, the run had 4");
     }
 
     #[test]
     fn missing_locks_are_not_measurable() {
         let m = big_metal();
-        let only_tas: Vec<Row> = rows(&m, paper)
-            .into_iter()
-            .filter(|r| r.series == "tas")
-            .collect();
+        let mut only_tas = rows(&m, paper);
+        only_tas.retain(|r| r.series == "tas");
         let f = testing::findings(&EXPERIMENT, &only_tas, &m);
         assert_eq!(f.len(), CLAIMS.len());
         assert!(
@@ -443,10 +391,6 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), paper),
-            &rows(&big_metal(), paper),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, paper));
     }
 }
