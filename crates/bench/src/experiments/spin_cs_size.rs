@@ -3,16 +3,17 @@
 //! critical-section size. With no parallelism to gain, 1.0 means waiters do
 //! not slow the holder at all.
 
+use crate::harness::fmt::{join, na};
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, figure,
-    names, rule,
+    names, param_panel, rule,
 };
 use crate::kernels::locks::{CounterCfg, work_iters_for_ns};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
-use crate::output::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
+use crate::output::plot::{Figure, Panel, Scale};
 use crate::output::report::Table;
-use crate::registry::locks::{self as locks_table, acquire_row};
+use crate::registry::locks::{self as locks_table, acquire_row, counter_cfg};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -85,16 +86,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             let mut one = None;
             for &t in std::iter::once(&1).chain(&ps) {
                 bar.set_message(format!("{} cs={cs}ns x{t}", lock.name));
-                let (out, spread) = lock.counter_point(
-                    ctx,
-                    CounterCfg {
-                        threads: t,
-                        target,
-                        cs_iters,
-                        post_iters: 0,
-                        budget,
-                    },
-                );
+                let cfg = counter_cfg(t, target, budget);
+                let (out, spread) = lock.counter_point(ctx, CounterCfg { cs_iters, ..cfg });
                 rows.push(
                     acquire_row(EXPERIMENT.id, lock.name, ctx, t, &out, &spread).param("cs_ns", cs),
                 );
@@ -125,45 +118,22 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 }
 
 fn panel_for(rows: &[Row], p: u32, over: bool) -> Panel {
-    let sel: Vec<&Row> = rows
-        .iter()
-        .filter(|r| r.metric == "relative_speed" && r.threads == p)
-        .collect();
-    let mut names: Vec<&str> = Vec::new();
-    for r in &sel {
-        if !names.contains(&r.series.as_str()) {
-            names.push(&r.series);
-        }
-    }
-    Panel::Line(LinePanel {
-        title: format!(
-            "{p} threads vs 1{}",
-            if over { " (oversubscribed)" } else { "" }
-        ),
-        x_label: "critical section work (ns)".into(),
-        y_label: "relative speed (1 = no degradation)".into(),
-        x_scale: Scale::Linear,
-        y_scale: Scale::Linear,
-        series: names
-            .iter()
-            .map(|n| Series {
-                name: n.to_string(),
-                points: sel
-                    .iter()
-                    .filter(|r| r.series == *n)
-                    .filter_map(|r| {
-                        let x: f64 = r.get_param("cs_ns")?.parse().ok()?;
-                        Some(Point {
-                            x,
-                            y: r.value,
-                            oversubscribed: r.oversubscribed,
-                        })
-                    })
-                    .collect(),
-            })
-            .collect(),
-        x_marker: None,
-    })
+    let title = format!(
+        "{p} threads vs 1{}",
+        if over { " (oversubscribed)" } else { "" }
+    );
+    let (x, y) = (
+        "critical section work (ns)",
+        "relative speed (1 = no degradation)",
+    );
+    param_panel(
+        rows,
+        "relative_speed",
+        "cs_ns",
+        Some(p),
+        (&title, x, y),
+        Scale::Linear,
+    )
 }
 
 fn threads_of(rows: &[Row]) -> Vec<(u32, bool)> {
@@ -239,10 +209,7 @@ fn ttas_recovers(d: &Data<'_>, m: &Machine) -> Finding {
             rule::increasing(&ttas),
             format!(
                 "`ttas` relative speed {}",
-                ttas.iter()
-                    .map(|e| e.show(2))
-                    .collect::<Vec<_>>()
-                    .join(" -> ")
+                join(ttas.iter().map(|e| e.show(2)), " -> ")
             ),
         )
     }
@@ -276,7 +243,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     for n in &locks {
         let mut row = vec![n.clone()];
         for c in &sizes {
-            row.push(rs(n, c).map_or("n/a".into(), |v| v.show(2)));
+            row.push(na(rs(n, c), |v| v.show(2)));
         }
         table.rows.push(row);
     }
@@ -309,28 +276,19 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
     use crate::output::report::Verdict;
 
     /// Relative speeds at P = all cores of `m`: `ttas` from `t0` to `t1`,
     /// `tas` from `s0` to `s1`, over three critical-section sizes.
     fn rows(m: &Machine, t0: f64, t1: f64, s0: f64, s1: f64) -> Vec<Row> {
-        let p = m.cores() as u32;
+        let at = Rows::new(&EXPERIMENT, m);
         let mut out = Vec::new();
         for (i, cs) in ["0", "1000", "4000"].iter().enumerate() {
             let f = i as f64 / 2.0;
             for (lock, a, b) in [("ttas", t0, t1), ("tas", s0, s1)] {
-                let v = a + (b - a) * f;
-                out.push(testing::row(
-                    EXPERIMENT.id,
-                    lock,
-                    p,
-                    m,
-                    "relative_speed",
-                    v,
-                    0.02,
-                    &[("cs_ns", cs)],
-                ));
+                let r = at.row(lock, m.cores() as u32, "relative_speed", a + (b - a) * f);
+                out.push(r.param("cs_ns", cs));
             }
         }
         out
@@ -339,37 +297,28 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            let holds = rows(&m, 0.3, 0.9, 0.3, 0.35);
-            assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
-            let differs = rows(&m, 0.6, 0.3, 0.3, 0.9);
-            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
-            let tie = rows(&m, 0.5, 0.505, 0.5, 0.5);
-            assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Indistinct);
+            let v = |t0, t1, s0, s1| verdict(&EXPERIMENT, &rows(&m, t0, t1, s0, s1), &m);
+            assert_eq!(v(0.3, 0.9, 0.3, 0.35), Verdict::Holds);
+            assert_eq!(v(0.6, 0.3, 0.3, 0.9), Verdict::Differs);
+            assert_eq!(v(0.5, 0.505, 0.5, 0.5), Verdict::Indistinct);
         }
         // One core: no waiter to spin against the holder.
         let one = testing::machine(1, true);
+        let rows_one = rows(&one, 0.3, 0.9, 0.3, 0.35);
         assert_eq!(
-            EXPERIMENT
-                .section(&rows(&one, 0.3, 0.9, 0.3, 0.35), &one)
-                .verdict,
+            verdict(&EXPERIMENT, &rows_one, &one),
             Verdict::NotMeasurable
         );
         // Data from a small machine judged for a big one: no points at P = 64.
-        let m = big_metal();
+        let small = rows(&small_vm(), 0.3, 0.9, 0.3, 0.35);
         assert_eq!(
-            EXPERIMENT
-                .section(&rows(&small_vm(), 0.3, 0.9, 0.3, 0.35), &m)
-                .verdict,
+            verdict(&EXPERIMENT, &small, &big_metal()),
             Verdict::NotMeasurable
         );
     }
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), 0.3, 0.9, 0.3, 0.35),
-            &rows(&big_metal(), 0.3, 0.9, 0.3, 0.35),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, 0.3, 0.9, 0.3, 0.35));
     }
 }
