@@ -2,9 +2,10 @@
 //! episode every thread takes the lock once to bump a counter, then waits
 //! until all have; time per episode divided by the number of threads.
 
+use crate::harness::fmt::{ascending, est, join, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, in_rounds, median_of, ns, rule, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Outcome, Schedule,
+    Sel, Spread, figure, in_rounds, median_of, ns, rule,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -144,24 +145,14 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
-    figure(
-        "spin-barrier (ALL89 Fig. 8)",
-        m,
-        vec![threads_panel(
-            rows,
-            METRIC,
-            None,
-            "time per processor per barrier",
-            "us (log)",
-            Scale::Log,
-            m.cores(),
-        )],
-    )
-}
-
-/// An estimate in microseconds, e.g. `1.23 [1.20, 1.31] us`.
-fn show_us(e: Estimate) -> String {
-    format!("{} us", e.show(3))
+    let lines = Lines::new(rows, m);
+    let panel = lines.of(
+        METRIC,
+        "time per processor per barrier",
+        "us (log)",
+        Scale::Log,
+    );
+    figure("spin-barrier (ALL89 Fig. 8)", m, vec![panel])
 }
 
 /// `lock`'s `metric` at `p` threads, if measured without
@@ -169,10 +160,7 @@ fn show_us(e: Estimate) -> String {
 /// [`OWN_MIN`](crate::harness::OWN_MIN) rounds or more (the judged points), else widened by the
 /// run's pooled noise (a CSV from before the judged points' rounds).
 fn at(d: &Data<'_>, metric: &str, lock: &str, p: u32) -> Option<Estimate> {
-    let sel = Sel::metric(metric).series(lock).threads(p);
-    d.row(sel)
-        .filter(|r| !r.oversubscribed)
-        .and_then(|_| d.estimate_own(sel))
+    d.at_own(Sel::point(metric, lock, p))
 }
 
 /// Those of `locks` measured at `p` beside `tas`, with their time per
@@ -186,14 +174,12 @@ fn present<'n>(d: &Data<'_>, locks: &[&'n str], p: u32) -> Vec<(&'n str, Estimat
 
 /// `` at P = 2: `tas` 1.2 us; `ttas` 1.5 us (1.25x `tas`), ... ``.
 fn evidence(p: u32, tas: Estimate, others: &[(&str, Estimate, Estimate)]) -> String {
+    let each =
+        (others.iter()).map(|(n, e, r)| format!("`{n}` {} ({}x)", est(*e, 3, "us"), r.show(2)));
     format!(
         "at P = {p}: `tas` {}; {} (each over `tas` in the same round)",
-        show_us(tas),
-        others
-            .iter()
-            .map(|(n, e, r)| format!("`{n}` {} ({}x)", show_us(*e), r.show(2)))
-            .collect::<Vec<_>>()
-            .join(", ")
+        est(tas, 3, "us"),
+        join(each, ", ")
     )
 }
 
@@ -238,19 +224,9 @@ fn tas_outweighed(d: &Data<'_>, p: u32) -> Finding {
 /// The spin locks at `p`, fastest first, as `` `tas` 1.2 us, ... `` (or
 /// `none`).
 fn ranked(d: &Data<'_>, p: u32) -> String {
-    let mut v: Vec<(&str, Estimate)> = [&["tas"], OTHER_SPINS]
-        .concat()
-        .into_iter()
-        .filter_map(|n| Some((n, at(d, METRIC, n, p)?)))
-        .collect();
-    v.sort_by(|a, b| a.1.value.total_cmp(&b.1.value));
-    if v.is_empty() {
-        return "none".into();
-    }
-    v.iter()
-        .map(|(n, e)| format!("`{n}` {}", ns(e.value * 1e3)))
-        .collect::<Vec<_>>()
-        .join(", ")
+    let v = [&["tas"], OTHER_SPINS].concat().into_iter();
+    let v = v.filter_map(|n| Some((n, at(d, METRIC, n, p)?.value)));
+    ascending(v.collect(), |us| ns(us * 1e3), ", ", "none")
 }
 
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
@@ -274,10 +250,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     for n in &locks {
         let mut row = vec![n.clone()];
         for (t, _) in &ps {
-            row.push(
-                d.value(sel.series(n).threads(*t))
-                    .map_or("n/a".into(), |v| ns(v * 1e3)),
-            );
+            row.push(na(d.value(sel.series(n).threads(*t)), |v| ns(v * 1e3)));
         }
         table.rows.push(row);
     }
@@ -329,42 +302,27 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
     use crate::output::report::Verdict;
 
     /// Rows for `m` at P = 1, 2, all cores and 4x cores; `curve(lock)`
     /// gives the values at the first three (the oversubscribed point
     /// repeats the last).
     fn rows(m: &Machine, curve: impl Fn(&str) -> [f64; 3]) -> Vec<Row> {
-        let c = m.cores() as u32;
+        let at = Rows::new(&EXPERIMENT, m);
+        let tas = curve("tas");
         let mut out = Vec::new();
         for lock in ["tas", "ttas", "backoff", "mcs"] {
             let v = curve(lock);
-            let mut ps = vec![(1, v[0]), (2, v[1]), (c, v[2]), (4 * c, v[2])];
-            ps.dedup_by_key(|(p, _)| *p);
-            let tas = curve("tas");
-            let mut base = vec![(1, tas[0]), (2, tas[1]), (c, tas[2]), (4 * c, tas[2])];
-            base.dedup_by_key(|(p, _)| *p);
-            for ((p, x), (_, t)) in ps.into_iter().zip(base) {
-                let row = |metric: &str, v: f64| {
-                    testing::row(
-                        EXPERIMENT.id,
-                        lock,
-                        p,
-                        m,
-                        metric,
-                        v,
-                        0.02,
-                        &[("completed", "true")],
-                    )
-                };
-                out.push(row(METRIC, x));
-                if lock != "tas" {
-                    out.push(row(VS_TAS, x / t));
-                }
+            out.extend(at.curve(lock, METRIC, 2, v));
+            if lock != "tas" {
+                let over_tas = [0, 1, 2].map(|i| v[i] / tas[i]);
+                out.extend(at.curve(lock, VS_TAS, 2, over_tas));
             }
         }
-        out
+        out.into_iter()
+            .map(|r| r.param("completed", "true"))
+            .collect()
     }
 
     /// ALL89's Fig. 8: `tas` fastest at 2, overtaken at many.
@@ -388,34 +346,31 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [big_metal(), testing::machine(8, true)] {
-            let v = |f: fn(&str) -> [f64; 3]| EXPERIMENT.section(&rows(&m, f), &m).verdict;
+            let v = |f: fn(&str) -> [f64; 3]| verdict(&EXPERIMENT, &rows(&m, f), &m);
             assert_eq!(v(paper), Verdict::Holds);
             assert_eq!(v(opposite), Verdict::Differs);
             assert_eq!(v(|_| [1.0, 1.01, 1.01]), Verdict::Indistinct);
         }
         // Two cores: the small-P end is judged, the large-P end needs cores.
         let m = small_vm();
-        let v = |f: fn(&str) -> [f64; 3]| EXPERIMENT.section(&rows(&m, f), &m);
-        let s = v(paper);
+        let s = EXPERIMENT.section(&rows(&m, paper), &m);
         assert_eq!(s.verdict, Verdict::Holds);
-        assert!(s.measured.contains("needs 8 or more cores, the run had 2"));
-        assert_eq!(v(opposite).verdict, Verdict::Differs);
+        testing::assert_says(&s.measured, "needs 8 or more cores, the run had 2");
+        assert_eq!(
+            verdict(&EXPERIMENT, &rows(&m, opposite), &m),
+            Verdict::Differs
+        );
         // One core: P = 2 is oversubscribed, nothing to judge.
         let one = testing::machine(1, true);
         assert_eq!(
-            EXPERIMENT.section(&rows(&one, paper), &one).verdict,
+            verdict(&EXPERIMENT, &rows(&one, paper), &one),
             Verdict::NotMeasurable
         );
         // Only `tas` and a queue lock ran (`--locks tas,mcs`).
         let m = big_metal();
-        let narrowed: Vec<Row> = rows(&m, paper)
-            .into_iter()
-            .filter(|r| r.series == "tas" || r.series == "mcs")
-            .collect();
-        assert_eq!(
-            EXPERIMENT.section(&narrowed, &m).verdict,
-            Verdict::NotMeasurable
-        );
+        let mut narrowed = rows(&m, paper);
+        narrowed.retain(|r| r.series == "tas" || r.series == "mcs");
+        assert_eq!(verdict(&EXPERIMENT, &narrowed, &m), Verdict::NotMeasurable);
     }
 
     #[test]
@@ -486,10 +441,6 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), paper),
-            &rows(&big_metal(), paper),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, paper));
     }
 }
