@@ -21,16 +21,17 @@
 //! `tas` there, paired, in four quick runs, so a run could only decide it
 //! by chance.
 
+use crate::harness::fmt::{est, join, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Outcome, Schedule,
-    Sel, Spread, figure, in_rounds, median_of, ns, ratio, rule, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, OWN_MIN, Outcome,
+    Schedule, Sel, Spread, figure, in_rounds, median_of, ns, ratio, rule,
 };
 use crate::kernels::locks::{CounterCfg, CounterOut, work_iters_for_ns};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
 use crate::output::report::Table;
-use crate::registry::locks::{self as locks_table, acquire_row};
+use crate::registry::locks::{self as locks_table, acquire_row, counter_cfg};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -134,11 +135,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         let post_iters = work_iters_for_ns(compute as f64);
         for &t in &sweep {
             let cfg = CounterCfg {
-                threads: t,
-                target: 1_000_000,
-                cs_iters: 0,
                 post_iters,
-                budget,
+                ..counter_cfg(t, 1_000_000, budget)
             };
             let mut runs = in_rounds(
                 rounds(ctx, t, compute, &computes),
@@ -209,18 +207,13 @@ fn compute_values(rows: &[Row]) -> Vec<String> {
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
+    let lines = Lines::new(rows, m);
+    let y = "elapsed / acquisitions (ns, log)";
     let panels = compute_values(rows)
         .iter()
         .map(|c| {
-            threads_panel(
-                rows,
-                "ns_per_acquire",
-                Some(("compute_ns", c)),
-                &format!("compute phase {c} ns"),
-                "elapsed / acquisitions (ns, log)",
-                Scale::Log,
-                m.cores(),
-            )
+            let title = format!("compute phase {c} ns");
+            lines.at(("compute_ns", c), METRIC, &title, y, Scale::Log)
         })
         .collect();
     figure(
@@ -230,32 +223,16 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-/// An estimate in nanoseconds, e.g. `12.3 [11.9, 13.0] ns`.
-fn show_ns(e: Estimate) -> String {
-    format!("{} ns", e.show(1))
-}
-
 /// `lock`'s time per acquisition at `p` threads with compute phase `c`,
 /// if measured without oversubscription.
 fn at(d: &Data<'_>, lock: &str, p: u32, c: &str) -> Option<Estimate> {
-    d.row(
-        Sel::metric(METRIC)
-            .series(lock)
-            .threads(p)
-            .params(&[("compute_ns", c)]),
-    )
-    .filter(|r| !r.oversubscribed)
-    .map(|r| d.estimate_of(r))
+    d.at(Sel::point(METRIC, lock, p).params(&[("compute_ns", c)]))
 }
 
 /// `lock`'s time per acquisition over `tas`'s at `p` threads with compute
 /// phase `c`, paired by round, if the run recorded it (not oversubscribed).
 fn paired(d: &Data<'_>, lock: &str, p: u32, c: &str) -> Option<Estimate> {
-    let params = [("compute_ns", c)];
-    let sel = Sel::metric(VS_TAS).series(lock).threads(p).params(&params);
-    d.row(sel)
-        .filter(|r| !r.oversubscribed)
-        .and_then(|_| d.estimate_own(sel))
+    d.at_own(Sel::point(VS_TAS, lock, p).params(&[("compute_ns", c)]))
 }
 
 /// The queue locks against `tas` at `p` with compute phase `c`: each
@@ -284,12 +261,10 @@ fn queue_vs_tas(d: &Data<'_>, p: u32, c: &str, slower: bool) -> Finding {
             })),
             format!(
                 "; over `tas`, paired by round: {}",
-                queues
-                    .iter()
-                    .zip(pairs)
-                    .map(|((n, _), q)| format!("`{n}` {}x", q.show(2)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                join(
+                    (queues.iter().zip(pairs)).map(|((n, _), q)| format!("`{n}` {}x", q.show(2))),
+                    ", "
+                )
             ),
         ),
         None => {
@@ -300,16 +275,15 @@ fn queue_vs_tas(d: &Data<'_>, p: u32, c: &str, slower: bool) -> Finding {
             )
         }
     };
+    let each = queues
+        .iter()
+        .map(|(n, q)| format!("`{n}` {}", est(*q, 1, "ns")));
     Finding::new(
         outcome,
         format!(
             "at P = {p}, {c} ns compute: `tas` {}; {}{how}",
-            show_ns(tas),
-            queues
-                .iter()
-                .map(|(n, q)| format!("`{n}` {}", show_ns(*q)))
-                .collect::<Vec<_>>()
-                .join(", ")
+            est(tas, 1, "ns"),
+            join(each, ", ")
         ),
     )
 }
@@ -334,8 +308,8 @@ fn tas_degrades(d: &Data<'_>, p: u32, c: &str) -> Finding {
         rule::greater(last, best),
         format!(
             "`tas` at its best P = {bp}: {}; at P = {p}: {}",
-            show_ns(best),
-            show_ns(last)
+            est(best, 1, "ns"),
+            est(last, 1, "ns")
         ),
     )
 }
@@ -396,20 +370,13 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     ]);
     for c in &computes {
         for n in d.series(Sel::metric(METRIC).params(&[("compute_ns", c)])) {
-            let v = |t: u32| {
-                d.value(
-                    Sel::metric(METRIC)
-                        .series(&n)
-                        .threads(t)
-                        .params(&[("compute_ns", c)]),
-                )
-            };
+            let v = |t: u32| d.value(Sel::point(METRIC, &n, t).params(&[("compute_ns", c)]));
             table.rows.push(vec![
                 n.clone(),
                 format!("{c} ns"),
-                v(1).map_or("n/a".into(), ns),
-                v(cores).map_or("n/a".into(), ns),
-                v(over).map_or("n/a".into(), ns),
+                na(v(1), ns),
+                na(v(cores), ns),
+                na(v(over), ns),
                 match (v(cores), v(1)) {
                     (Some(a), Some(b)) => ratio(a / b),
                     _ => "n/a".into(),
@@ -447,33 +414,27 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
     use crate::output::report::Verdict;
 
     /// Rows for `m` with a 200 ns compute phase at P = 1, 2, all cores and
     /// 4x cores; `curve(lock)` gives the values at the first three (the
     /// oversubscribed point repeats the last).
     fn rows(m: &Machine, curve: impl Fn(&str) -> [f64; 3]) -> Vec<Row> {
-        let c = m.cores() as u32;
-        let mut out = Vec::new();
-        for lock in ["tas", "graunke-thakkar", "anderson", "mcs"] {
-            let v = curve(lock);
-            let mut ps = vec![(1, v[0]), (2, v[1]), (c, v[2]), (4 * c, v[2])];
-            ps.dedup_by_key(|(p, _)| *p);
-            for (p, x) in ps {
-                out.push(testing::row(
-                    EXPERIMENT.id,
-                    lock,
-                    p,
-                    m,
-                    METRIC,
-                    x,
-                    0.02,
-                    &[("compute_ns", "200")],
-                ));
-            }
-        }
-        out
+        let at = Rows::new(&EXPERIMENT, m);
+        ["tas", "graunke-thakkar", "anderson", "mcs"]
+            .iter()
+            .flat_map(|l| at.curve(l, METRIC, 2, curve(l)))
+            .map(|r| r.param("compute_ns", "200"))
+            .collect()
+    }
+
+    /// A lock's time over `tas`'s at P = 1 with compute phase `c`, paired
+    /// by round: `q[i]` in round i.
+    fn vs_tas(lock: &str, c: &str, q: &[f64]) -> Row {
+        let s = Spread::median_interval(q).unwrap();
+        let r = Row::new(EXPERIMENT.id, lock, 1, false, VS_TAS, s.median, "x");
+        r.param("compute_ns", c).with_spread(&s)
     }
 
     /// PRESTO's Fig. 1: queue locks a little slower alone, `tas` degrading
@@ -497,7 +458,7 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [big_metal(), testing::machine(8, true)] {
-            let v = |f: fn(&str) -> [f64; 3]| EXPERIMENT.section(&rows(&m, f), &m).verdict;
+            let v = |f: fn(&str) -> [f64; 3]| verdict(&EXPERIMENT, &rows(&m, f), &m);
             assert_eq!(v(paper), Verdict::Holds);
             assert_eq!(v(opposite), Verdict::Differs);
             assert_eq!(v(|_| [200.0, 201.0, 201.0]), Verdict::Indistinct);
@@ -506,25 +467,20 @@ mod tests {
         let m = small_vm();
         let s = EXPERIMENT.section(&rows(&m, paper), &m);
         assert_eq!(s.verdict, Verdict::Holds);
-        assert!(s.measured.contains("needs 8 or more cores, the run had 2"));
+        testing::assert_says(&s.measured, "needs 8 or more cores, the run had 2");
         // A 1.5% gap at P = 1 is inside a 2% repeat spread: a tie.
         let close = rows(&m, |l| match l {
             "tas" => [200.0, 100.0, 100.0],
             _ => [203.0, 100.0, 100.0],
         });
-        assert_eq!(EXPERIMENT.section(&close, &m).verdict, Verdict::Indistinct);
+        assert_eq!(verdict(&EXPERIMENT, &close, &m), Verdict::Indistinct);
         // `--locks tas,mcs`: neither of PRESTO's queue locks ran.
-        let narrowed: Vec<Row> = rows(&m, paper)
-            .into_iter()
-            .filter(|r| r.series == "tas" || r.series == "mcs")
-            .collect();
-        assert_eq!(
-            EXPERIMENT.section(&narrowed, &m).verdict,
-            Verdict::NotMeasurable
-        );
+        let mut narrowed = rows(&m, paper);
+        narrowed.retain(|r| r.series == "tas" || r.series == "mcs");
+        assert_eq!(verdict(&EXPERIMENT, &narrowed, &m), Verdict::NotMeasurable);
         // No rows at all.
         assert_eq!(
-            EXPERIMENT.section(&[], &big_metal()).verdict,
+            verdict(&EXPERIMENT, &[], &big_metal()),
             Verdict::NotMeasurable
         );
     }
@@ -543,14 +499,8 @@ mod tests {
         // Paired by round, each queue lock `q[i]` times `tas` in round i.
         let with_pairs = |gt: &[f64], anderson: &[f64]| {
             let mut v = close.clone();
-            for (lock, q) in [("graunke-thakkar", gt), ("anderson", anderson)] {
-                let s = Spread::median_interval(q).unwrap();
-                v.push(
-                    Row::new(EXPERIMENT.id, lock, 1, false, VS_TAS, s.median, "x")
-                        .param("compute_ns", "200")
-                        .with_spread(&s),
-                );
-            }
+            v.push(vs_tas("graunke-thakkar", "200", gt));
+            v.push(vs_tas("anderson", "200", anderson));
             first(&v)
         };
         let f = with_pairs(&[1.06; 9], &[1.07; 9]);
@@ -560,12 +510,7 @@ mod tests {
         assert_eq!(with_pairs(&[1.06; 9], &[1.01; 9]).outcome, Outcome::Tie);
         // Only one queue lock paired: the separate medians judge.
         let mut one = close.clone();
-        let s = Spread::median_interval(&[0.9; 9]).unwrap();
-        one.push(
-            Row::new(EXPERIMENT.id, "anderson", 1, false, VS_TAS, s.median, "x")
-                .param("compute_ns", "200")
-                .with_spread(&s),
-        );
+        one.push(vs_tas("anderson", "200", &[0.9; 9]));
         assert_eq!(first(&one).outcome, Outcome::Tie);
     }
 
@@ -578,43 +523,24 @@ mod tests {
             "tas" => [200.0, 100.0, 100.0],
             _ => [201.0, 100.0, 100.0],
         });
+        let at = Rows::new(&EXPERIMENT, &m);
         for (lock, x) in [("tas", 10.0), ("graunke-thakkar", 12.0), ("anderson", 12.0)] {
-            v.push(testing::row(
-                EXPERIMENT.id,
-                lock,
-                1,
-                &m,
-                METRIC,
-                x,
-                0.02,
-                &[("compute_ns", "0")],
-            ));
+            v.push(at.row(lock, 1, METRIC, x).param("compute_ns", "0"));
             if lock != "tas" {
-                let s = Spread::median_interval(&[1.2; 9]).unwrap();
-                v.push(
-                    Row::new(EXPERIMENT.id, lock, 1, false, VS_TAS, s.median, "x")
-                        .param("compute_ns", "0")
-                        .with_spread(&s),
-                );
+                v.push(vs_tas(lock, "0", &[1.2; 9]));
             }
         }
         let f = testing::findings(&EXPERIMENT, &v, &m);
         testing::assert_outcome(&f, 0, Outcome::Holds);
         assert!(f[0].evidence.contains("0 ns compute"));
-        let a = assess(&v, &m);
-        assert!(
-            a.measured.contains("the contended ones the 200 ns phase"),
-            "{}",
-            a.measured
+        testing::assert_says(
+            &assess(&v, &m).measured,
+            "the contended ones the 200 ns phase",
         );
     }
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), paper),
-            &rows(&big_metal(), paper),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, paper));
     }
 }
