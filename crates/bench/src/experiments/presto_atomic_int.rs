@@ -6,9 +6,10 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
+use crate::harness::fmt::{est, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, in_rounds, median_of, ns, ratio, rule, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Outcome, Schedule,
+    Sel, Spread, figure, in_rounds, median_of, ns, ratio, rule,
 };
 use crate::kernels::locks::{Object, increments, work_iters_for_ns};
 use crate::output::data::Row;
@@ -195,18 +196,13 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
+    let lines = Lines::new(rows, m);
     let panels = COMPUTES
         .iter()
         .map(|c| {
-            threads_panel(
-                rows,
-                METRIC,
-                Some(("compute_ns", &c.to_string())),
-                &format!("compute phase {c} ns"),
-                "ns per increment (log)",
-                Scale::Log,
-                m.cores(),
-            )
+            let (c, title) = (c.to_string(), format!("compute phase {c} ns"));
+            let y = "ns per increment (log)";
+            lines.at(("compute_ns", &c), METRIC, &title, y, Scale::Log)
         })
         .collect();
     figure(
@@ -214,11 +210,6 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
         m,
         panels,
     )
-}
-
-/// An estimate in nanoseconds, e.g. `12.3 [11.9, 13.0] ns`.
-fn show_ns(e: Estimate) -> String {
-    format!("{} ns", e.show(1))
 }
 
 /// The HP-Base series (the lock inlined).
@@ -231,18 +222,15 @@ fn derived() -> String {
     format!("atomic-int-dyn<{QUEUE_LOCK}>")
 }
 
+/// The point of `metric` of `series` at `p` threads with compute phase `c`.
+fn sel<'s>(metric: &'s str, series: &'s str, p: u32, c: &'s [(&'s str, &'s str)]) -> Sel<'s> {
+    Sel::point(metric, series, p).params(c)
+}
+
 /// `series`'s `metric` at `p` threads with compute phase `c`, if
 /// measured without oversubscription.
 fn at(d: &Data<'_>, metric: &str, series: &str, p: u32, c: u64) -> Option<Estimate> {
-    let c = c.to_string();
-    d.row(
-        Sel::metric(metric)
-            .series(series)
-            .threads(p)
-            .params(&[("compute_ns", &c)]),
-    )
-    .filter(|r| !r.oversubscribed)
-    .map(|r| d.estimate_of(r))
+    d.at(sel(metric, series, p, &[("compute_ns", &c.to_string())]))
 }
 
 /// `dyn-slower` and `dyn-significant`: HP-Derived against HP-Base alone
@@ -251,15 +239,10 @@ fn call_overhead(d: &Data<'_>) -> [Finding; 2] {
     // Widened by the noise of the one-thread points only: the contended
     // points' ratios vary by tens of percent with the scheduler, which
     // says nothing about the cost of two calls.
-    let c = 0.to_string();
+    let no_compute = [("compute_ns", "0")];
     let one_thread = |s: &str| {
-        d.estimate_pooled(
-            Sel::metric(DYN_VS_BASE)
-                .series(s)
-                .threads(1)
-                .params(&[("compute_ns", &c)]),
-            Sel::metric(DYN_VS_BASE).threads(1),
-        )
+        let pool = Sel::metric(DYN_VS_BASE).threads(1);
+        d.estimate_pooled(sel(DYN_VS_BASE, s, 1, &no_compute), pool)
     };
     let (Some(dy), Some(ba), Some(r)) = (
         at(d, METRIC, &derived(), 1, 0),
@@ -282,9 +265,9 @@ fn call_overhead(d: &Data<'_>) -> [Finding; 2] {
             format!(
                 "`{}` {}, `{}` {}; {by_round}",
                 derived(),
-                show_ns(dy),
+                est(dy, 1, "ns"),
                 base(),
-                show_ns(ba)
+                est(ba, 1, "ns")
             ),
         ),
         Finding::new(rule::at_least(r, SIGNIFICANT), by_round),
@@ -323,7 +306,7 @@ fn removes_bottleneck(d: &Data<'_>, p: u32, c: u64) -> Finding {
         Outcome::all([rule::less(ba, one), rule::less(dy, one)]),
         format!(
             "at P = {p}, {c} ns compute: `{ORIGINAL}` {}; over it, paired by round: `{}` {}x, `{}` {}x",
-            show_ns(orig),
+            est(orig, 1, "ns"),
             base(),
             ba.show(2),
             derived(),
@@ -336,15 +319,10 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let cores = m.cores() as u32;
     let [lo, hi] = COMPUTES;
-    let v = |s: &str, t: u32, c: u64| {
-        let c = c.to_string();
-        d.value(
-            Sel::metric(METRIC)
-                .series(s)
-                .threads(t)
-                .params(&[("compute_ns", &c)]),
-        )
+    let v_of = |metric: &str, s: &str, t: u32, c: u64| {
+        d.value(sel(metric, s, t, &[("compute_ns", &c.to_string())]))
     };
+    let v = |s: &str, t: u32, c: u64| v_of(METRIC, s, t, c);
     let mut table = Table::new(&[
         "series".to_string(),
         format!("1 thr, {lo} ns compute"),
@@ -352,8 +330,8 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         format!("{cores} thr, {hi} ns compute"),
         format!("{} thr (over), {hi} ns compute", 4 * cores),
     ]);
+    let cell = |x: Option<f64>| na(x, ns);
     for n in d.series(Sel::metric(METRIC)) {
-        let cell = |x: Option<f64>| x.map_or("n/a".into(), ns);
         table.rows.push(vec![
             n.clone(),
             cell(v(&n, 1, lo)),
@@ -362,7 +340,6 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             cell(v(&n, 4 * cores, hi)),
         ]);
     }
-    let cell = |x: Option<f64>| x.map_or("n/a".into(), ns);
     let measured = format!(
         "One thread, no compute phase: an increment costs {} through `{}`, {} through `{}` ({} the generic \
          cost) and {} with hardware `fetch_add`. At {cores} threads with no compute phase: `dyn` {}, generic {}, \
@@ -373,12 +350,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         base(),
         // The paired ratio the rules judge, where the run recorded it.
         match (
-            d.value(
-                Sel::metric(DYN_VS_BASE)
-                    .series(&derived())
-                    .threads(1)
-                    .params(&[("compute_ns", &lo.to_string())]),
-            ),
+            v_of(DYN_VS_BASE, &derived(), 1, lo),
             v(&derived(), 1, lo),
             v(&base(), 1, lo),
         ) {
@@ -414,13 +386,14 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
     use crate::output::report::Verdict;
 
     /// Rows for `m`: every series at P = 1 and all cores with both compute
     /// phases; `value(series, p, compute)` gives the values.
     fn rows(m: &Machine, value: impl Fn(&str, u32, u64) -> f64) -> Vec<Row> {
         let c = m.cores() as u32;
+        let at = Rows::new(&EXPERIMENT, m);
         let mut out = Vec::new();
         for s in [
             "fetch_add".to_string(),
@@ -432,19 +405,7 @@ mod tests {
                 let mut ps = vec![1, c, 4 * c];
                 ps.dedup();
                 for p in ps {
-                    let c = compute.to_string();
-                    let row = |metric: &str, v: f64| {
-                        testing::row(
-                            EXPERIMENT.id,
-                            &s,
-                            p,
-                            m,
-                            metric,
-                            v,
-                            0.02,
-                            &[("compute_ns", &c)],
-                        )
-                    };
+                    let row = |metric, v| at.row(&s, p, metric, v).param("compute_ns", compute);
                     let x = value(&s, p, compute);
                     out.push(row(METRIC, x));
                     if s == derived() {
@@ -481,7 +442,7 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [big_metal(), testing::machine(8, true)] {
-            let v = |f: fn(&str, u32, u64) -> f64| EXPERIMENT.section(&rows(&m, f), &m).verdict;
+            let v = |f: fn(&str, u32, u64) -> f64| verdict(&EXPERIMENT, &rows(&m, f), &m);
             assert_eq!(v(paper), Verdict::Holds);
             assert_eq!(v(opposite), Verdict::Differs);
             // Equal costs: the orderings are ties, but no 1.5x gap either.
@@ -491,27 +452,18 @@ mod tests {
         let v = |f: fn(&str, u32, u64) -> f64| EXPERIMENT.section(&rows(&m, f), &m);
         let s = v(paper);
         assert_eq!(s.verdict, Verdict::Holds);
-        assert!(s.measured.contains("needs 8 or more cores, the run had 2"));
+        testing::assert_says(&s.measured, "needs 8 or more cores, the run had 2");
         // Slower through `dyn`, but by less than the declared factor.
         let small_gap = v(|s, _, _| if s == derived() { 24.0 } else { 20.0 });
         assert_eq!(small_gap.verdict, Verdict::Partial);
         // `--locks tas`: no HP-Base or HP-Derived.
-        let narrowed: Vec<Row> = rows(&m, paper)
-            .into_iter()
-            .filter(|r| !r.series.contains(QUEUE_LOCK))
-            .collect();
-        assert_eq!(
-            EXPERIMENT.section(&narrowed, &m).verdict,
-            Verdict::NotMeasurable
-        );
+        let mut narrowed = rows(&m, paper);
+        narrowed.retain(|r| !r.series.contains(QUEUE_LOCK));
+        assert_eq!(verdict(&EXPERIMENT, &narrowed, &m), Verdict::NotMeasurable);
     }
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), paper),
-            &rows(&big_metal(), paper),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, paper));
     }
 }
