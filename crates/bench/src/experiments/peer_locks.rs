@@ -19,20 +19,21 @@
 
 use symmetry_locks::registry::LockKind;
 
+use crate::harness::fmt::{join, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Schedule, Sel, Spread, figure,
-    in_rounds, ns, ratio, rule, threads_panel, value,
+    Assessment, Claim, Ctx, Data, Experiment, Finding, Lines, Needs, Schedule, Sel, Spread, figure,
+    in_rounds, ns, ratio, rule, value,
 };
 use crate::kernels::klmo91::{
     self, ADAPTIVE, ExecKind, Point, RunOut, Runner, Workload, install_opt_known, median_runs,
     policy, run_point,
 };
-use crate::kernels::locks::{CounterCfg, on_pinned_thread, uncontended_bare_atomic};
+use crate::kernels::locks::{on_pinned_thread, uncontended_bare_atomic};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
 use crate::output::report::Table;
-use crate::registry::locks::{self as locks_table, acquire_row};
+use crate::registry::locks::{self as locks_table, acquire_row, counter_cfg, counter_sweep};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -149,22 +150,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             );
         }
     }
-    for lock in &locks {
-        for &t in &contended_threads {
-            bar.set_message(format!("{} x{t}", lock.name));
-            let (out, spread) = lock.counter_point(
-                ctx,
-                CounterCfg {
-                    threads: t,
-                    target: 2_000_000,
-                    cs_iters: 0,
-                    post_iters: 0,
-                    budget,
-                },
-            );
-            rows.push(acquire_row(EXPERIMENT.id, lock.name, ctx, t, &out, &spread));
-            bar.inc(1);
-        }
+    let cfg = |t| counter_cfg(t, 2_000_000, budget);
+    for (lock, t, out, spread) in counter_sweep(ctx, &bar, &locks, &contended_threads, cfg) {
+        rows.push(acquire_row(EXPERIMENT.id, lock.name, ctx, t, &out, &spread));
     }
     bar.finish_and_clear();
     rows.extend(workload_rows(ctx)?);
@@ -334,14 +322,11 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
                 bars,
                 reference_lines: reference.unwrap_or_default(),
             }),
-            threads_panel(
-                rows,
+            Lines::new(rows, m).of(
                 "ns_per_acquire",
-                None,
                 "contended (no work)",
                 "ns per acquisition (log)",
                 Scale::Log,
-                m.cores(),
             ),
         ]
         .into_iter()
@@ -394,30 +379,17 @@ fn workload_text(rows: &[Row]) -> String {
         else {
             continue;
         };
-        let times = ADAPTIVE
-            .iter()
-            .copied()
+        let times = (ADAPTIVE.iter().copied())
             .chain(WORKLOAD_PEERS.iter().map(|p| p.0))
-            .filter_map(|n| el(n).map(|(v, _)| format!("`{n}` {v:.0} ms")))
-            .collect::<Vec<_>>()
-            .join(", ");
+            .filter_map(|n| el(n).map(|(v, _)| format!("`{n}` {v:.0} ms")));
         let ratios = rows
             .iter()
             .filter(|r| r.metric == "best_adaptive_vs_peer" && r.get_param("workload") == Some(&w))
             .map(|r| {
-                format!(
-                    "vs `{}` {} ({})",
-                    r.series,
-                    ratio(r.value),
-                    if r.value < 1.0 {
-                        "ours faster"
-                    } else {
-                        "peer faster"
-                    }
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
+                let faster = if r.value < 1.0 { "ours" } else { "peer" };
+                format!("vs `{}` {} ({faster} faster)", r.series, ratio(r.value))
+            });
+        let (times, ratios) = (join(times, ", "), join(ratios, ", "));
         let best = rows
             .iter()
             .find(|r| r.metric == "best_adaptive_vs_peer" && r.get_param("workload") == Some(&w))
@@ -520,7 +492,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     for n in &uncontended {
         table.rows.push(vec![
             n.clone(),
-            u(n).map_or("n/a".into(), ns),
+            na(u(n), ns),
             match (value(rows, n, 1, VS_BARE, None), u(n), bare) {
                 (Some(r), _, _) => ratio(r),
                 (None, Some(a), Some(b)) => ratio(a / b),
@@ -561,24 +533,14 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
     use crate::output::report::Verdict;
 
     /// Uncontended rows: `bare-atomic` 10 ns and the given locks, with
     /// each lock's paired ratio to it.
     fn rows(m: &Machine, locks: &[(&str, f64)]) -> Vec<Row> {
-        let row = |n: &str, metric: &str, v: f64| {
-            testing::row(
-                EXPERIMENT.id,
-                n,
-                1,
-                m,
-                metric,
-                v,
-                0.02,
-                &[("iters", "1000")],
-            )
-        };
+        let at = Rows::new(&EXPERIMENT, m);
+        let row = |n: &str, metric: &str, v: f64| at.row(n, 1, metric, v).param("iters", "1000");
         std::iter::once(row(BARE, "uncontended_ns", 10.0))
             .chain(
                 locks
@@ -598,46 +560,29 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, &GOOD), &m).verdict,
-                Verdict::Holds
-            );
+            let v = |locks: &[(&str, f64)]| verdict(&EXPERIMENT, &rows(&m, locks), &m);
+            assert_eq!(v(&GOOD), Verdict::Holds);
             let bad = [
                 ("tas", 20.0),
                 ("mcs", 40.0),
                 ("clh", 40.0),
                 ("parking_lot", 5.0),
             ];
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, &bad), &m).verdict,
-                Verdict::Differs
-            );
+            assert_eq!(v(&bad), Verdict::Differs);
             let edge = [
                 ("tas", 13.0),
                 ("mcs", 30.0),
                 ("clh", 30.0),
                 ("parking_lot", 13.0),
             ];
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, &edge), &m).verdict,
-                Verdict::Indistinct
-            );
+            assert_eq!(v(&edge), Verdict::Indistinct);
             // `--locks pthread`: none of the judged locks ran.
-            assert_eq!(
-                EXPERIMENT
-                    .section(&rows(&m, &[("pthread", 25.0)]), &m)
-                    .verdict,
-                Verdict::NotMeasurable
-            );
+            assert_eq!(v(&[("pthread", 25.0)]), Verdict::NotMeasurable);
         }
     }
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), &GOOD),
-            &rows(&big_metal(), &GOOD),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, &GOOD));
     }
 }
