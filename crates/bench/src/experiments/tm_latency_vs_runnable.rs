@@ -54,13 +54,14 @@ use std::time::{Duration, Instant};
 use symmetry_models::expected_queues_examined;
 use symmetry_threads::{Builder, DefaultProcessor, Stats, Strategy, spawn_detached_here};
 
+use crate::harness::fmt::na;
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Outcome, Schedule, Sel, Spread,
     figure, median_of, ns, rule, try_in_rounds,
 };
-use crate::output::data::Row;
+use crate::output::data::{Row, filter};
 use crate::output::machine::Machine;
-use crate::output::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
+use crate::output::plot::{Figure, LinePanel, Panel, Point, Series, series_from_rows};
 use crate::output::report::Table;
 use crate::registry::threads::NAMES;
 
@@ -374,27 +375,15 @@ fn model_examined(r: u32, p: u32, q: u32) -> f64 {
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
     let p = processors(rows);
-    let line = |metric: &str| -> Vec<Series> {
-        crate::harness::series_names(rows, metric)
-            .into_iter()
-            .map(|n| Series {
-                points: rows
-                    .iter()
-                    .filter(|r| r.metric == metric && r.series == n)
-                    .map(|r| Point::new(f64::from(r.threads), r.value, false))
-                    .collect(),
-                name: n,
-            })
-            .collect()
+    let panel = |title: &str, y: &str, series| {
+        Panel::Line(LinePanel {
+            series,
+            x_marker: Some((p as f64, format!("processors = {p}"))),
+            ..LinePanel::new(title, "runnable threads", y)
+        })
     };
-    let marker = Some((p as f64, format!("processors = {p}")));
-    let mut examined = line(EXAMINED);
-    let xs: Vec<u32> = rows
-        .iter()
-        .filter(|r| r.metric == EXAMINED)
-        .map(|r| r.threads)
-        .collect();
-    let max_x = xs.iter().copied().max().unwrap_or(0);
+    let mut examined = series_from_rows(filter(rows, EXAMINED));
+    let max_x = filter(rows, EXAMINED).map(|r| r.threads).max().unwrap_or(0);
     for q in [p as u32, 18] {
         examined.push(Series {
             name: format!("eq-3.1 (r-P+1 ready), q = {q}"),
@@ -409,51 +398,41 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
         ),
         m,
         vec![
-            Panel::Line(LinePanel {
-                title: "latency: create+start (r < P), create+finish+start (r >= P)".into(),
-                x_label: "runnable threads".into(),
-                y_label: "latency (ns)".into(),
-                x_scale: Scale::Linear,
-                y_scale: Scale::Linear,
-                series: line(LATENCY),
-                x_marker: marker.clone(),
-            }),
-            Panel::Line(LinePanel {
-                title: "local-readyq: queues examined per dequeue".into(),
-                x_label: "runnable threads".into(),
-                y_label: "queues examined".into(),
-                x_scale: Scale::Linear,
-                y_scale: Scale::Linear,
-                series: examined,
-                x_marker: marker,
-            }),
+            panel(
+                "latency: create+start (r < P), create+finish+start (r >= P)",
+                "latency (ns)",
+                series_from_rows(filter(rows, LATENCY)),
+            ),
+            panel(
+                "local-readyq: queues examined per dequeue",
+                "queues examined",
+                examined,
+            ),
         ],
     )
 }
 
-/// The rows measured with `p` processors.
-fn rows_at(rows: &[Row], p: u32) -> Vec<Row> {
-    let want = p.to_string();
-    rows.iter()
-        .filter(|r| r.get_param("processors") == Some(want.as_str()))
+/// `f` of the rows measured with P = all cores of `m`, P and the largest r
+/// among their latency points (0 if none).
+fn at_cores<T>(rows: &[Row], m: &Machine, f: impl FnOnce(&Data<'_>, u32, u32) -> T) -> T {
+    let p = m.cores() as u32;
+    let here: Vec<Row> = (rows.iter())
+        .filter(|r| r.get_param("processors") == Some(p.to_string().as_str()))
         .cloned()
-        .collect()
-}
-
-/// The largest r among the latency points of `d`; 0 if none.
-fn rmax(d: &Data<'_>) -> u32 {
-    d.threads(Sel::metric(LATENCY))
-        .last()
-        .map_or(0, |&(r, _)| r)
+        .collect();
+    let d = Data::new(&here);
+    let rmax = d.counts(Sel::metric(LATENCY)).last().map_or(0, |&r| r);
+    f(&d, p, rmax)
 }
 
 /// `central-step`: `local-freelist`'s latency at r = P at least [`STEP`]
 /// times its latency at r = P - 1 (P = all cores).
 fn central_step(d: &Data<'_>, m: &Machine) -> Finding {
-    let p = m.cores() as u32;
-    let here = rows_at(d.rows(), p);
-    let d = Data::new(&here);
+    at_cores(d.rows(), m, |d, p, _| central_step_at(d, p))
+}
 
+/// [`central_step`] of the rows measured with `p` processors.
+fn central_step_at(d: &Data<'_>, p: u32) -> Finding {
     // central-step: local-freelist at r = P over r = P - 1, each with the
     // range of its own runs where it has enough of them: the two points
     // are taken in different rounds, so nothing pairs them, and where runs
@@ -461,7 +440,7 @@ fn central_step(d: &Data<'_>, m: &Machine) -> Finding {
     // moved between two: 95 against 875 ns at r = P in one quick run) the
     // pooled noise of the other points hides that the median can land in
     // either.
-    let own = |s: &str, r: u32| d.estimate_own(Sel::metric(LATENCY).series(s).threads(r));
+    let own = |s: &str, r: u32| d.estimate_own(Sel::point(LATENCY, s, r));
     let lf = "local-freelist";
     match (own(lf, p), p.checked_sub(1).and_then(|q| own(lf, q))) {
         (Some(at), Some(below)) => {
@@ -487,15 +466,17 @@ fn central_step(d: &Data<'_>, m: &Machine) -> Finding {
 /// `idle-queue-tradeoff`: `idle-queue` below `local-freelist` at r = 1
 /// and above it at the largest r; paired by round where the data has it.
 fn idle_queue_tradeoff(d: &Data<'_>, m: &Machine) -> Finding {
-    let p = m.cores() as u32;
-    let here = rows_at(d.rows(), p);
-    let d = Data::new(&here);
-    let rmax = rmax(&d);
-    let lat = |s: &str, r: u32| d.estimate(Sel::metric(LATENCY).series(s).threads(r));
+    at_cores(d.rows(), m, idle_queue_tradeoff_at)
+}
+
+/// [`idle_queue_tradeoff`] of the rows measured with `p` processors, up to
+/// `rmax` runnable threads.
+fn idle_queue_tradeoff_at(d: &Data<'_>, p: u32, rmax: u32) -> Finding {
+    let lat = |s: &str, r: u32| d.estimate(Sel::point(LATENCY, s, r));
     let lf = "local-freelist";
     let iq = "idle-queue";
     let vs = |r: u32| {
-        d.estimate_own(Sel::metric(VS_REFERENCE).series(iq).threads(r))
+        d.estimate_own(Sel::point(VS_REFERENCE, iq, r))
             .or_else(|| Some(lat(iq, r)?.ratio(lat(lf, r)?)))
     };
     let paired = d.select(Sel::metric(VS_REFERENCE)).next().is_some();
@@ -518,12 +499,14 @@ fn idle_queue_tradeoff(d: &Data<'_>, m: &Machine) -> Finding {
 /// `readyq-spike`: `local-readyq` at r = P against the backlog at the
 /// largest r, in queues examined per dequeue and in latency.
 fn readyq_spike(d: &Data<'_>, m: &Machine) -> Finding {
-    let p = m.cores() as u32;
-    let here = rows_at(d.rows(), p);
-    let d = Data::new(&here);
-    let rmax = rmax(&d);
-    let lat = |s: &str, r: u32| d.estimate(Sel::metric(LATENCY).series(s).threads(r));
-    let ex = |s: &str, r: u32| d.estimate(Sel::metric(EXAMINED).series(s).threads(r));
+    at_cores(d.rows(), m, readyq_spike_at)
+}
+
+/// [`readyq_spike`] of the rows measured with `p` processors, up to `rmax`
+/// runnable threads.
+fn readyq_spike_at(d: &Data<'_>, p: u32, rmax: u32) -> Finding {
+    let lat = |s: &str, r: u32| d.estimate(Sel::point(LATENCY, s, r));
+    let ex = |s: &str, r: u32| d.estimate(Sel::point(EXAMINED, s, r));
     let lr = "local-readyq";
     match (lat(lr, p), lat(lr, rmax), ex(lr, p), ex(lr, rmax)) {
         (Some(lp), Some(lh), Some(ep), Some(eh)) if rmax > p => {
@@ -548,15 +531,11 @@ fn readyq_spike(d: &Data<'_>, m: &Machine) -> Finding {
 }
 
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
-    let p = m.cores() as u32;
-    let here = rows_at(rows, p);
-    let d = Data::new(&here);
-    let rmax = rmax(&d);
-    Assessment {
-        measured: measured(&d, p, rmax),
-        notes: notes(&d, p, rmax),
-        table: Some(table(&d, p, rmax)),
-    }
+    at_cores(rows, m, |d, p, rmax| Assessment {
+        measured: measured(d, p, rmax),
+        notes: notes(d, p, rmax),
+        table: Some(table(d, p, rmax)),
+    })
 }
 
 fn table(d: &Data<'_>, p: u32, rmax: u32) -> Table {
@@ -568,10 +547,8 @@ fn table(d: &Data<'_>, p: u32, rmax: u32) -> Table {
     for n in d.series(Sel::metric(LATENCY)) {
         let mut row = vec![n.clone()];
         for &r in &cols {
-            let cell = d
-                .estimate(Sel::metric(LATENCY).series(&n).threads(r))
-                .map_or("n/a".into(), |e| e.show(0));
-            row.push(match d.value(Sel::metric(EXAMINED).series(&n).threads(r)) {
+            let cell = na(d.estimate(Sel::point(LATENCY, &n, r)), |e| e.show(0));
+            row.push(match d.value(Sel::point(EXAMINED, &n, r)) {
                 Some(e) => format!("{cell} ({e:.2} queues/dequeue)"),
                 None => cell,
             });
@@ -585,10 +562,10 @@ fn measured(d: &Data<'_>, p: u32, rmax: u32) -> String {
     if rmax == 0 {
         return format!("No latency points with {p} processors.");
     }
-    let lat = |s: &str, r: u32| d.value(Sel::metric(LATENCY).series(s).threads(r));
-    let ex = |s: &str, r: u32| d.value(Sel::metric(EXAMINED).series(s).threads(r));
-    let f = |x: Option<f64>| x.map_or("n/a".into(), ns);
-    let q = |x: Option<f64>| x.map_or("n/a".into(), |e| format!("{e:.2}"));
+    let lat = |s: &str, r: u32| d.value(Sel::point(LATENCY, s, r));
+    let ex = |s: &str, r: u32| d.value(Sel::point(EXAMINED, s, r));
+    let f = |x: Option<f64>| na(x, ns);
+    let q = |x: Option<f64>| na(x, |e| format!("{e:.2}"));
     // Cost per examined queue: extra latency of 18 queues over P queues
     // per extra queue examined, over every r.
     let (mut dl, mut de) = (0.0, 0.0);
@@ -635,7 +612,7 @@ fn measured(d: &Data<'_>, p: u32, rmax: u32) -> String {
         q(ex(Q18, 1)),
         q(ex(Q18, rmax)),
         model_examined(rmax, p, 18),
-        per_queue.map_or("n/a".into(), ns),
+        na(per_queue, ns),
     );
     // Eq. (3.1) assumes a uniformly spread backlog; say why the chains'
     // steady state can differ when the counts show it.
@@ -691,7 +668,7 @@ fn notes(d: &Data<'_>, p: u32, rmax: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
     use crate::output::report::Verdict;
 
     /// Synthetic latencies (ns) and scan counts with P = all cores of `m`.
@@ -710,9 +687,14 @@ mod tests {
     fn rows(m: &Machine, s: Shape) -> Vec<Row> {
         let p = m.cores() as u32;
         let procs = p.to_string();
-        let params = [("processors", procs.as_str())];
+        let at = Rows::new(&EXPERIMENT, m);
         let row = |series: &str, r: u32, metric: &str, v: f64| {
-            testing::row(EXPERIMENT.id, series, r, m, metric, v, 0.02, &params)
+            // Not oversubscribed: r counts runnable threads, not processors.
+            let row = at.row(series, r, metric, v).param("processors", &procs);
+            Row {
+                oversubscribed: false,
+                ..row
+            }
         };
         let mut out = Vec::new();
         let mut below = vec![1, p - 1];
@@ -730,10 +712,6 @@ mod tests {
             out.push(row("local-readyq", r, LATENCY, s.lr[i]));
             out.push(row("local-readyq", r, EXAMINED, s.ex[i]));
         }
-        // Not oversubscribed: r counts runnable threads, not processors.
-        for r in &mut out {
-            r.oversubscribed = false;
-        }
         out
     }
 
@@ -747,36 +725,27 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, PAPER), &m).verdict,
-                Verdict::Holds
-            );
+            let v = |s| verdict(&EXPERIMENT, &rows(&m, s), &m);
+            assert_eq!(v(PAPER), Verdict::Holds);
             let differs = Shape {
                 lf: [100.0, 80.0, 200.0],
                 iq: [120.0, 150.0],
                 lr: [100.0, 200.0],
                 ex: [1.0, 2.0],
             };
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, differs), &m).verdict,
-                Verdict::Differs
-            );
+            assert_eq!(v(differs), Verdict::Differs);
             let tie = Shape {
                 lf: [100.0, 120.0, 100.0],
                 iq: [100.0, 100.0],
                 lr: [110.0, 100.0],
                 ex: [1.5, 1.5],
             };
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, tie), &m).verdict,
-                Verdict::Indistinct
-            );
+            assert_eq!(v(tie), Verdict::Indistinct);
         }
         // Rows measured with another processor count: nothing to judge.
+        let small = rows(&small_vm(), PAPER);
         assert_eq!(
-            EXPERIMENT
-                .section(&rows(&small_vm(), PAPER), &big_metal())
-                .verdict,
+            verdict(&EXPERIMENT, &small, &big_metal()),
             Verdict::NotMeasurable
         );
         // On a big machine the spike is judged too.
@@ -816,11 +785,7 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), PAPER),
-            &rows(&big_metal(), PAPER),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, PAPER));
     }
 
     /// Every strategy (and the 18-queue variant) runs every chain to its
