@@ -37,13 +37,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use symmetry_models::{expected_queues_examined, expected_queues_examined_monte_carlo};
 use symmetry_threads::{Handle, LocalReadyq, Runtime, Thread};
 
+use crate::harness::fmt::na;
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, rule, value,
+    Spread, figure, rule,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
-use crate::output::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
+use crate::output::plot::{Figure, LinePanel, Panel, Point, Series};
 use crate::output::report::Table;
 
 /// Catalogue entry.
@@ -294,43 +295,36 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
-    let series = ["eq-3.1", "monte-carlo", "measured"]
-        .iter()
-        .map(|s| Series {
-            name: s.to_string(),
-            points: rows
-                .iter()
-                .filter(|r| r.metric == METRIC && r.series == *s)
-                .map(|r| Point::new(f64::from(r.threads), r.value, false))
-                .collect(),
-        })
-        .collect();
+    let line = |name: &str, points: Vec<(u32, f64)>| Series {
+        name: name.to_string(),
+        points: (points.into_iter())
+            .map(|(r, y)| Point::new(f64::from(r), y, false))
+            .collect(),
+    };
+    let series = ["eq-3.1", "monte-carlo", "measured"].map(|s| {
+        let points = rows.iter().filter(|r| r.metric == METRIC && r.series == s);
+        line(s, points.map(|r| (r.threads, r.value)).collect())
+    });
     let mut err = LinePanel::new(
         "relative error vs eq. (3.1)",
         "runnable threads r",
         "relative error (%)",
     );
     for s in ["monte-carlo", "measured"] {
-        err.series.push(Series {
-            name: s.to_string(),
-            points: errors(rows, s)
-                .into_iter()
-                .map(|(r, e)| Point::new(f64::from(r), 100.0 * e, false))
-                .collect(),
-        });
+        let points = errors(rows, s).into_iter().map(|(r, e)| (r, 100.0 * e));
+        err.series.push(line(s, points.collect()));
     }
     figure(
         "tm-queue-search (ALL89 Fig. 5): queues examined vs runnable threads, q = 18",
         m,
         vec![
             Panel::Line(LinePanel {
-                title: "E(r, 18): expected queues examined per dequeue".into(),
-                x_label: "runnable threads r".into(),
-                y_label: "queues examined".into(),
-                x_scale: Scale::Linear,
-                y_scale: Scale::Linear,
-                series,
-                x_marker: None,
+                series: series.to_vec(),
+                ..LinePanel::new(
+                    "E(r, 18): expected queues examined per dequeue",
+                    "runnable threads r",
+                    "queues examined",
+                )
             }),
             Panel::Line(err),
         ],
@@ -339,10 +333,10 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
 
 /// (r, signed relative error against eq. 3.1) of `series`.
 fn errors(rows: &[Row], series: &str) -> Vec<(u32, f64)> {
-    rows.iter()
-        .filter(|r| r.metric == METRIC && r.series == series)
+    let d = Data::new(rows);
+    d.select(Sel::metric(METRIC).series(series))
         .filter_map(|r| {
-            let exact = value(rows, "eq-3.1", r.threads, METRIC, None)?;
+            let exact = d.value(Sel::point(METRIC, "eq-3.1", r.threads))?;
             Some((r.threads, (r.value - exact) / exact))
         })
         .collect()
@@ -365,7 +359,7 @@ fn agrees(rows: &[Row], series: &str, tol: f64) -> Finding {
     let mut outcomes = Vec::new();
     let mut worst: Option<(u32, Estimate)> = None;
     for r in &own {
-        let Some(exact) = all.value(Sel::metric(METRIC).series("eq-3.1").threads(r.threads)) else {
+        let Some(exact) = all.value(Sel::point(METRIC, "eq-3.1", r.threads)) else {
             continue;
         };
         let est = d.estimate_of(r);
@@ -407,7 +401,7 @@ fn fig5_shape(d: &Data<'_>) -> Finding {
             format!(
                 "E(1, 18) = {:.3}, E(18, 18) = {}, E({R_MAX}, 18) = {:.3}",
                 e1.value,
-                at(18).map_or("n/a".into(), |e| format!("{:.3}", e.value)),
+                na(at(18), |e| format!("{:.3}", e.value)),
                 e40.value
             ),
         ),
@@ -429,11 +423,11 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
 }
 
 fn table(rows: &[Row]) -> Table {
-    let v = |s: &str, r: u32| value(rows, s, r, METRIC, None);
+    let d = Data::new(rows);
+    let v = |s: &str, r: u32| d.value(Sel::point(METRIC, s, r));
     let std_err = |r: u32| {
-        rows.iter()
-            .find(|x| x.series == "measured" && x.threads == r && x.metric == METRIC)
-            .and_then(|x| x.get_param("std_err")?.parse::<f64>().ok())
+        let x = d.row(Sel::point(METRIC, "measured", r))?;
+        x.get_param("std_err")?.parse::<f64>().ok()
     };
     let mut table = Table::new(&[
         "r",
@@ -443,7 +437,7 @@ fn table(rows: &[Row]) -> Table {
         "measured ± s.e.",
         "measured error",
     ]);
-    let f = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.3}"));
+    let f = |x: Option<f64>| na(x, |x| format!("{x:.3}"));
     for r in [1u32, 2, 3, 4, 6, 8, 12, 16, 18, 24, 32, 40] {
         if v("eq-3.1", r).is_none() {
             continue;
@@ -457,7 +451,7 @@ fn table(rows: &[Row]) -> Table {
             f(v("eq-3.1", r)),
             f(v("monte-carlo", r)),
             f(v("measured", r)),
-            std_err(r).map_or("n/a".into(), |s| format!("{s:.3}")),
+            na(std_err(r), |s| format!("{s:.3}")),
             err,
         ]);
     }
@@ -465,26 +459,22 @@ fn table(rows: &[Row]) -> Table {
 }
 
 fn measured(rows: &[Row]) -> String {
-    let v = |s: &str, r: u32| value(rows, s, r, METRIC, None);
+    let d = Data::new(rows);
+    let v = |s: &str, r: u32| d.value(Sel::point(METRIC, s, r));
     let trials = |s: &str| {
-        rows.iter()
-            .find(|x| x.series == s && x.metric == METRIC)
-            .and_then(|x| x.get_param("trials").map(str::to_string))
-            .unwrap_or_else(|| "?".into())
+        let x = d.row(Sel::metric(METRIC).series(s));
+        x.and_then(|x| x.get_param("trials"))
+            .unwrap_or("?")
+            .to_string()
     };
-    let f = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.3}"));
+    let f = |x: Option<f64>| na(x, |x| format!("{x:.3}"));
     let worst = |s: &str| {
-        errors(rows, s)
-            .into_iter()
-            .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
-            .map_or("n/a".into(), |(r, e)| {
-                format!("{:.2}% (r = {r})", 100.0 * e.abs())
-            })
+        let worst = (errors(rows, s).into_iter()).max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()));
+        na(worst, |(r, e)| format!("{:.2}% (r = {r})", 100.0 * e.abs()))
     };
     // How many standard errors the measurement is off, at its worst point.
-    let worst_z = rows
-        .iter()
-        .filter(|x| x.series == "measured" && x.metric == METRIC)
+    let worst_z = d
+        .select(Sel::metric(METRIC).series("measured"))
         .filter_map(|x| {
             let e = v("eq-3.1", x.threads)?;
             let se: f64 = x.get_param("std_err")?.parse().ok()?;
@@ -509,7 +499,7 @@ fn measured(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
     use crate::output::report::Verdict;
 
     /// Rows for r = 1..=40: `eq-3.1` from `formula`, the Monte Carlo and
@@ -529,16 +519,10 @@ mod tests {
                 "queues",
             ));
             for (s, (bias, rel)) in [("monte-carlo", mc), ("measured", me)] {
-                out.push(testing::row(
-                    EXPERIMENT.id,
-                    s,
-                    r,
-                    m,
-                    METRIC,
-                    e * (1.0 + bias),
-                    rel,
-                    &[("trials", "20000"), ("std_err", "0.01")],
-                ));
+                let row = Rows::new(&EXPERIMENT, m)
+                    .rel(rel)
+                    .row(s, r, METRIC, e * (1.0 + bias));
+                out.push(row.param("trials", "20000").param("std_err", "0.01"));
             }
         }
         out
@@ -552,25 +536,23 @@ mod tests {
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
             let holds = rows(&m, eq, (0.001, 0.001), (0.005, 0.005));
-            assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
+            assert_eq!(verdict(&EXPERIMENT, &holds, &m), Verdict::Holds);
             // A formula that does not fall, and neither estimate near it.
             let differs = rows(&m, |_| 5.0, (0.05, 0.001), (-0.1, 0.005));
-            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
+            assert_eq!(verdict(&EXPERIMENT, &differs, &m), Verdict::Differs);
             // The Monte Carlo's offset is inside its own spread: a tie.
             let tie = rows(&m, eq, (0.01, 0.01), (0.005, 0.005));
             let f = testing::findings(&EXPERIMENT, &tie, &m);
             assert_eq!(f[1].outcome, Outcome::Tie);
             // A tie neither supports nor refutes: the other rules decide.
-            assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Holds);
-            assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+            assert_eq!(verdict(&EXPERIMENT, &tie, &m), Verdict::Holds);
+            assert_eq!(verdict(&EXPERIMENT, &[], &m), Verdict::NotMeasurable);
         }
     }
 
     #[test]
     fn machine_neutral() {
-        let small = rows(&small_vm(), eq, (0.001, 0.001), (0.005, 0.005));
-        let big = rows(&big_metal(), eq, (0.001, 0.001), (0.005, 0.005));
-        testing::assert_machine_neutral(&EXPERIMENT, &small, &big);
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, eq, (0.001, 0.001), (0.005, 0.005)));
     }
 
     /// The Monte Carlo's batches are independent: their means differ by
