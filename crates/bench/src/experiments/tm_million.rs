@@ -12,9 +12,10 @@
 
 use std::time::Duration;
 
+use crate::harness::fmt::{join, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Outcome, Schedule, Sel, figure, rule,
-    threads_panel,
+    Assessment, Claim, Ctx, Data, Experiment, Finding, Lines, Needs, Outcome, Schedule, Sel,
+    figure, rule,
 };
 use crate::kernels::fanout::blocked;
 use crate::output::data::Row;
@@ -116,10 +117,7 @@ fn ns_of(d: &Data<'_>) -> Vec<u32> {
 
 /// The processor counts run.
 fn procs(d: &Data<'_>) -> Vec<u32> {
-    d.threads(Sel::metric("completed"))
-        .into_iter()
-        .map(|(p, _)| p)
-        .collect()
+    d.counts(Sel::metric("completed"))
 }
 
 /// Every (strategy, P) value of `metric` at `n`, judged by `ok`.
@@ -167,7 +165,10 @@ fn million_alive(d: &Data<'_>, _m: &Machine) -> Finding {
                 Outcome::Holds,
                 format!("{k} runs of {largest} blocked threads completed"),
             ),
-            (_, bad) => Finding::new(Outcome::Fails, format!("not completed: {}", bad.join(", "))),
+            (_, bad) => Finding::new(
+                Outcome::Fails,
+                format!("not completed: {}", join(bad, ", ")),
+            ),
         }
     }
 }
@@ -201,7 +202,7 @@ fn small_blocked_thread(d: &Data<'_>, _m: &Machine) -> Finding {
             Outcome::all(outcomes),
             format!(
                 "bytes per blocked thread at n = {largest}: {}",
-                ev.join(", ")
+                join(ev, ", ")
             ),
         )
     }
@@ -256,8 +257,8 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
                 let v =
                     |metric: &str| d.value(Sel::metric(metric).series(name).threads(p).params(&np));
                 let done = v("completed") == Some(1.0);
-                row.push(v("rss_bytes_per_thread").map_or("n/a".into(), |x| format!("{x:.0}")));
-                row.push(v("kernel_mappings").map_or("n/a".into(), |x| format!("{x:.0}")));
+                row.push(na(v("rss_bytes_per_thread"), |x| format!("{x:.0}")));
+                row.push(na(v("kernel_mappings"), |x| format!("{x:.0}")));
                 row.push(match v("ms") {
                     Some(x) if done => format!("{x:.0}"),
                     Some(x) => format!("{x:.0} (not completed)"),
@@ -282,24 +283,21 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
 fn draw(rows: &[Row], m: &Machine) -> Figure {
     let ns = ns_of(&Data::new(rows));
     let largest = ns.last().map(u32::to_string).unwrap_or_default();
+    let (lines, n) = (Lines::new(rows, m), ("n", largest.as_str()));
     let panels = vec![
-        threads_panel(
-            rows,
+        lines.at(
+            n,
             "rss_bytes_per_thread",
-            Some(("n", largest.as_str())),
             &format!("resident bytes per blocked thread, n = {largest}"),
             "bytes per thread",
             Scale::Linear,
-            m.cores(),
         ),
-        threads_panel(
-            rows,
+        lines.at(
+            n,
             "ms",
-            Some(("n", largest.as_str())),
             &format!("spawn, block, release and finish of n = {largest}"),
             "ms",
             Scale::Log,
-            m.cores(),
         ),
     ];
     figure("tm-million: many blocked user threads", m, panels)
@@ -308,26 +306,15 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm};
     use crate::output::report::Verdict;
 
     fn rows(m: &Machine, n: u32, bytes: f64, maps: f64, done: bool) -> Vec<Row> {
         let mut out = Vec::new();
-        let ns = n.to_string();
+        let at = Rows::new(&EXPERIMENT, m).rel(0.0);
         for p in [1, m.cores() as u32] {
             for s in NAMES {
-                let r = |metric: &str, v: f64| {
-                    testing::row(
-                        EXPERIMENT.id,
-                        s,
-                        p,
-                        m,
-                        metric,
-                        v,
-                        0.0,
-                        &[("n", ns.as_str())],
-                    )
-                };
+                let r = |metric: &str, v: f64| at.row(s, p, metric, v).param("n", n);
                 out.push(r("ms", 900.0));
                 out.push(r("completed", if done { 1.0 } else { 0.0 }));
                 out.push(r("rss_bytes_per_thread", bytes));
@@ -349,7 +336,7 @@ mod tests {
             // A quick run cannot judge the million.
             let s = EXPERIMENT.section(&rows(&m, 100_000, 5000.0, 30.0, true), &m);
             assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
-            assert!(s.measured.contains("100000 threads"), "{}", s.measured);
+            testing::assert_says(&s.measured, "100000 threads");
             let none = EXPERIMENT.section(&[], &m);
             assert_eq!(none.verdict, Verdict::NotMeasurable);
             testing::assert_says(
@@ -361,10 +348,6 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), MILLION, 5000.0, 300.0, true),
-            &rows(&big_metal(), MILLION, 5000.0, 300.0, true),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, MILLION, 5000.0, 300.0, true));
     }
 }
