@@ -41,16 +41,15 @@
 
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, bar_panels, figure, median_run, ns, ratio, rule, value,
+    Spread, bar_panels, figure, median_of, median_run, ns, ratio, rule, spread_of,
 };
-use crate::kernels::threads::{ChainCfg, null_chain};
+use crate::kernels::threads::null_chain;
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, Figure};
 use crate::output::report::Table;
 use crate::peers::threads::{self as peers_threads, may_chain, std_thread_chain, tokio_chain};
-use crate::registry::threads::NAMES;
-use crate::registry::threads::pin;
+use crate::registry::threads::{NAMES, chain_cfg};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -191,13 +190,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     MAY if p == may_at => Some(may_chain(p, p, may_total, budget).into()),
                     MAY => None,
                     _ => {
-                        let cfg = ChainCfg {
-                            processors: p,
-                            total: TOTAL,
-                            work_iters: 0,
-                            budget,
-                            pin: pin(ctx, p),
-                        };
+                        let cfg = chain_cfg(ctx, p, TOTAL, 0, budget);
                         crate::with_strategy_newest!(*name, null_chain(&cfg)).map(Out::from)
                     }
                 };
@@ -229,11 +222,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             if s.is_empty() {
                 continue;
             }
-            let n = s.len();
-            let mut it = s.into_iter();
             // The samples are already measured: the median of them.
-            let (out, spread) =
-                median_run(n, || it.next().expect("n samples"), |o| o.ns_per_thread);
+            let (out, spread) = median_of(s, |o| o.ns_per_thread);
             let workers = if *name == MAY {
                 peers_threads::may_workers().unwrap_or(p)
             } else {
@@ -345,19 +335,6 @@ fn row(
     .with_spread(spread)
 }
 
-/// The spread a row recorded, or none (one measurement).
-fn spread_of(r: &Row) -> Spread {
-    match r.spread() {
-        Some((lo, hi, n)) => Spread {
-            median: r.value,
-            lo,
-            hi,
-            n,
-        },
-        None => Spread::single(r.value),
-    }
-}
-
 /// The `ns_per_thread` row of the strategy with the lowest value at
 /// `threads` (oversubscribed points included: the run's own P).
 fn best_strategy(rows: &[Row], threads: u32) -> Option<&Row> {
@@ -370,14 +347,13 @@ fn best_strategy(rows: &[Row], threads: u32) -> Option<&Row> {
         .min_by(|a, b| a.value.total_cmp(&b.value))
 }
 
-/// The P values measured, ascending.
-/// The processor counts the chain was measured at.
+/// The processor counts the chain was measured at, ascending.
 fn measured_points(d: &Data<'_>) -> Vec<u32> {
-    d.threads(Sel::metric("ns_per_thread"))
-        .into_iter()
-        .map(|(p, _)| p)
-        .collect()
+    d.counts(Sel::metric(NS))
 }
+
+/// Time per thread.
+const NS: &str = "ns_per_thread";
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
     let plural = |p: u32| if p == 1 { "" } else { "s" };
@@ -400,14 +376,15 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
             Bar::new(&label, r.value, group)
         },
         |p| {
-            let mut lines = Vec::new();
-            if let Some(t) = value(rows, TOKIO, p, "ns_per_thread", None) {
-                lines.push((format!("tokio / {TOKIO_TARGET}"), t / TOKIO_TARGET));
-            }
-            if let Some(s) = value(rows, STD, p, "ns_per_thread", None) {
-                lines.push((format!("std-thread / {STD_TARGET}"), s / STD_TARGET));
-            }
-            lines
+            let d = Data::new(rows);
+            let line = |s, target| {
+                let v = d.value(Sel::point(NS, s, p))?;
+                Some((format!("{s} / {target}"), v / target))
+            };
+            [line(TOKIO, TOKIO_TARGET), line(STD, STD_TARGET)]
+                .into_iter()
+                .flatten()
+                .collect()
         },
     );
     figure(
@@ -420,9 +397,7 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
 /// The `ns_per_thread` estimate of `series` at `p`, if the run has the
 /// point without oversubscription.
 fn point(d: &Data<'_>, series: &str, p: u32) -> Option<Estimate> {
-    d.select(Sel::metric("ns_per_thread").series(series).threads(p))
-        .find(|r| !r.oversubscribed)
-        .map(|r| d.estimate_of(r))
+    d.at(Sel::point(NS, series, p))
 }
 
 /// The best strategy at `p` (lowest ns per thread) as an estimate.
@@ -495,8 +470,8 @@ fn table(d: &Data<'_>) -> Table {
     let rows = d.rows();
     let points = measured_points(d);
     let param = |s: &str, p: u32, k: &str| {
-        d.row(Sel::metric("ns_per_thread").series(s).threads(p))
-            .and_then(|r| r.get_param(k).map(str::to_string))
+        let r = d.row(Sel::point(NS, s, p))?;
+        r.get_param(k).map(str::to_string)
     };
     let mut header = vec!["series".to_string()];
     for p in &points {
@@ -508,7 +483,7 @@ fn table(d: &Data<'_>) -> Table {
         let mut cells = vec![format!("`{s}`")];
         for &p in &points {
             let best = best_strategy(rows, p).map(|b| b.value);
-            let v = value(rows, s, p, "ns_per_thread", None);
+            let v = d.value(Sel::point(NS, s, p));
             let partial = if param(s, p, "completed").as_deref() == Some("false") {
                 format!(
                     " ({} threads in budget)",
@@ -536,7 +511,7 @@ fn measured(d: &Data<'_>) -> String {
             continue;
         };
         let b = best.value;
-        let vs = |s: &str| value(rows, s, p, "ns_per_thread", None).map(|x| ratio(x / b));
+        let vs = |s: &str| d.value(Sel::point(NS, s, p)).map(|x| ratio(x / b));
         out.push(format!(
             "At P = {p} (processors = workers = chains): best strategy `{}` {}, tokio / best = {}, \
              std-thread / best = {}, may / best = {}.",
@@ -546,7 +521,7 @@ fn measured(d: &Data<'_>) -> String {
             vs(STD).unwrap_or_else(|| "n/a".into()),
             vs(MAY).unwrap_or_else(|| "not run at this P".into()),
         ));
-        if let Some(r) = d.row(Sel::metric("ns_per_thread").series(STD).threads(p))
+        if let Some(r) = d.row(Sel::point(NS, STD, p))
             && r.get_param("completed") == Some("false")
         {
             out.push(format!(
@@ -585,7 +560,7 @@ fn notes(d: &Data<'_>, cores: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
     use crate::output::report::Verdict;
 
     /// Rows at P = 1 and at P = all cores of `m`: the strategies at
@@ -599,40 +574,18 @@ mod tests {
     }
 
     fn rows_at(m: &Machine, p: u32, tokio: f64, std: f64) -> Vec<Row> {
-        let mut v: Vec<Row> = NAMES
-            .iter()
-            .enumerate()
+        let at = Rows::new(&EXPERIMENT, m);
+        let mut v: Vec<Row> = (NAMES.iter().enumerate())
             .map(|(i, n)| {
-                testing::row(
-                    EXPERIMENT.id,
-                    n,
-                    p,
-                    m,
-                    "ns_per_thread",
-                    100.0 + i as f64,
-                    0.02,
-                    &[("completed", "true")],
-                )
+                at.row(n, p, NS, 100.0 + i as f64)
+                    .param("completed", "true")
             })
             .collect();
         for (s, x) in [(TOKIO, tokio), (STD, std), (MAY, 1000.0)] {
             let completed = if s == STD { "false" } else { "true" };
-            let workers = p.to_string();
-            v.push(testing::row(
-                EXPERIMENT.id,
-                s,
-                p,
-                m,
-                "ns_per_thread",
-                x,
-                0.02,
-                &[
-                    ("completed", completed),
-                    ("threads_run", "10"),
-                    ("total", "1000000"),
-                    ("workers", &workers),
-                ],
-            ));
+            let r = at.row(s, p, NS, x).param("completed", completed);
+            let r = r.param("threads_run", "10").param("total", "1000000");
+            v.push(r.param("workers", p));
         }
         v
     }
@@ -640,7 +593,7 @@ mod tests {
     #[test]
     fn verdict_follows_the_targets() {
         for m in [small_vm(), big_metal()] {
-            let verdict = |t: f64, s: f64| EXPERIMENT.section(&rows(&m, t, s), &m).verdict;
+            let verdict = |t: f64, s: f64| verdict(&EXPERIMENT, &rows(&m, t, s), &m);
             assert_eq!(verdict(600.0, 20_000.0), Verdict::Holds);
             assert_eq!(verdict(300.0, 20_000.0), Verdict::Partial);
             assert_eq!(verdict(300.0, 2_000.0), Verdict::Differs);
@@ -649,10 +602,9 @@ mod tests {
             assert_eq!(draw(&rows(&m, 300.0, 2_000.0), &m).panels.len(), 2);
         }
         // Data from a small machine judged for a big one: no P = all cores.
+        let small = rows(&small_vm(), 600.0, 20_000.0);
         assert_eq!(
-            EXPERIMENT
-                .section(&rows(&small_vm(), 600.0, 20_000.0), &big_metal())
-                .verdict,
+            verdict(&EXPERIMENT, &small, &big_metal()),
             Verdict::NotMeasurable
         );
     }
@@ -667,17 +619,12 @@ mod tests {
         let judged = |rows: &[Row]| target(&Data::new(rows), TOKIO, TOKIO_TARGET, &ps).outcome;
         assert_eq!(judged(&rows), Outcome::Tie);
         // ... decided by the per-round quotients when they were recorded.
+        let at = Rows::new(&EXPERIMENT, &m);
         for &p in &ps {
-            rows.push(testing::row(
-                EXPERIMENT.id,
-                TOKIO,
-                p,
-                &m,
-                VS_BEST_PAIRED,
-                5.5,
-                0.02,
-                &[("best", NAMES[0])],
-            ));
+            rows.push(
+                at.row(TOKIO, p, VS_BEST_PAIRED, 5.5)
+                    .param("best", NAMES[0]),
+            );
         }
         assert_eq!(judged(&rows), Outcome::Holds);
     }
@@ -687,18 +634,11 @@ mod tests {
         let m = small_vm();
         let ps = ends(m.cores() as u32);
         let paired = |series: &str, p: u32, value: f64, rel: f64, n: usize| {
-            testing::row(
-                EXPERIMENT.id,
-                series,
-                p,
-                &m,
-                VS_BEST_PAIRED,
-                value,
-                rel,
-                &[("best", NAMES[0])],
-            )
-            // testing::row records 3 repeats; these are `n`.
-            .param("repeats", n)
+            let r = Rows::new(&EXPERIMENT, &m)
+                .rel(rel)
+                .row(series, p, VS_BEST_PAIRED, value);
+            // Rows records 3 repeats; these are `n`.
+            r.param("best", NAMES[0]).param("repeats", n)
         };
         // tokio's per-round quotients 5.2 within 1%; may's, which widen the
         // pooled noise of the metric, within 60%.
@@ -716,10 +656,6 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), 600.0, 2_000.0),
-            &rows(&big_metal(), 600.0, 2_000.0),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, 600.0, 2_000.0));
     }
 }
