@@ -18,6 +18,7 @@
 //! (1 if the sum was right), `peak_rss_mb` (peak resident memory above the
 //! start of the run, the median run's). P = 1 and P = all cores.
 
+use crate::harness::fmt::{join, na};
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
     bar_panels, figure, median_of, median_run, rule,
@@ -183,12 +184,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 /// The largest `leaves` in the data, and the processor counts run.
 fn extent(d: &Data<'_>) -> Option<(String, Vec<u32>)> {
     let largest = d.param_values(Sel::metric("completed"), "leaves").pop()?;
-    let ps = d
-        .threads(Sel::metric("completed"))
-        .into_iter()
-        .map(|(p, _)| p)
-        .collect();
-    Some((largest, ps))
+    Some((largest, d.counts(Sel::metric("completed"))))
 }
 
 /// What a rule finds where the data holds no skynet run.
@@ -206,13 +202,7 @@ fn point(
     p: u32,
     order: &str,
 ) -> Option<Estimate> {
-    let params = [("leaves", leaves), ("order", order)];
-    d.estimate(
-        Sel::metric(metric)
-            .series(series)
-            .threads(p)
-            .params(&params),
-    )
+    d.estimate(Sel::point(metric, series, p).params(&[("leaves", leaves), ("order", order)]))
 }
 
 /// The fastest strategy in `order` at `p` processors, `leaves` leaves,
@@ -265,7 +255,7 @@ fn completes(d: &Data<'_>, _m: &Machine) -> Finding {
     } else {
         Finding::new(
             Outcome::Fails,
-            format!("not completed: {}", failed.join(", ")),
+            format!("not completed: {}", join(failed, ", ")),
         )
     }
 }
@@ -343,10 +333,9 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 (None, Some(e)) => format!("{:.1} (wrong sum)", e.value),
                 (None, None) => "n/a".into(),
             });
-            row.push(
-                pick("peak_rss_mb", s, p, order)
-                    .map_or("n/a".into(), |v| format!("{:.0}", v.value)),
-            );
+            row.push(na(pick("peak_rss_mb", s, p, order), |v| {
+                format!("{:.0}", v.value)
+            }));
         }
         if any {
             table.rows.push(row);
@@ -390,7 +379,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             if fifo.is_empty() {
                 "n/a".into()
             } else {
-                fifo.join("; ")
+                join(fifo, "; ")
             }
         ),
         notes: String::new(),
@@ -442,13 +431,14 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
+    use crate::harness::testing::{self, Rows, big_metal, small_vm};
     use crate::output::report::Verdict;
 
     /// Rows for machine `m`: every strategy at `strategy_ms`, tokio at
     /// `tokio_ms`, at P = 1 and all cores; `done` for every completed.
     fn rows(m: &Machine, strategy_ms: f64, tokio_ms: f64, done: bool) -> Vec<Row> {
         let mut out = Vec::new();
+        let at = Rows::new(&EXPERIMENT, m);
         for p in [1, m.cores() as u32] {
             let lines = NAMES
                 .iter()
@@ -456,8 +446,8 @@ mod tests {
                 .chain([(TOKIO, PEER, tokio_ms)]);
             for (s, order, v) in lines {
                 let r = |metric: &str, v: f64, rel: f64| {
-                    let params = [("leaves", "1000000"), ("order", order)];
-                    testing::row(EXPERIMENT.id, s, p, m, metric, v, rel, &params)
+                    let r = at.rel(rel).row(s, p, metric, v);
+                    r.param("leaves", "1000000").param("order", order)
                 };
                 out.push(r("ms", v, 0.02));
                 out.push(r("completed", if done { 1.0 } else { 0.0 }, 0.0));
@@ -478,7 +468,7 @@ mod tests {
         for m in [small_vm(), big_metal()] {
             let s = EXPERIMENT.section(&rows(&m, 300.0, 400.0, true), &m);
             assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
-            assert!(s.measured.contains("Go: not installed"), "{}", s.measured);
+            testing::assert_says(&s.measured, "Go: not installed");
             let s = EXPERIMENT.section(&rows(&m, 800.0, 400.0, false), &m);
             assert_eq!(s.verdict, Verdict::Differs, "{}", s.measured);
             let s = EXPERIMENT.section(&rows(&m, 800.0, 400.0, true), &m);
@@ -498,11 +488,7 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), 300.0, 400.0, true),
-            &rows(&big_metal(), 300.0, 400.0, true),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, 300.0, 400.0, true));
     }
 
     #[test]
