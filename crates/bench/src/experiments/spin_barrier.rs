@@ -309,7 +309,12 @@ mod tests {
     /// gives the values at the first three (the oversubscribed point
     /// repeats the last).
     fn rows(m: &Machine, curve: impl Fn(&str) -> [f64; 3]) -> Vec<Row> {
-        let at = Rows::new(&EXPERIMENT, m);
+        rows_spread(m, 0.02, curve)
+    }
+
+    /// [`rows`] with 3 repeats spread `rel` of the value either side.
+    fn rows_spread(m: &Machine, rel: f64, curve: impl Fn(&str) -> [f64; 3]) -> Vec<Row> {
+        let at = Rows::new(&EXPERIMENT, m).rel(rel);
         let tas = curve("tas");
         let mut out = Vec::new();
         for lock in ["tas", "ttas", "backoff", "mcs"] {
@@ -356,16 +361,10 @@ mod tests {
         let s = EXPERIMENT.section(&rows(&m, paper), &m);
         assert_eq!(s.verdict, Verdict::Holds);
         testing::assert_says(&s.measured, "needs 8 or more cores, the run had 2");
-        assert_eq!(
-            verdict(&EXPERIMENT, &rows(&m, opposite), &m),
-            Verdict::Differs
-        );
+        let v = |m: &Machine, f: fn(&str) -> [f64; 3]| verdict(&EXPERIMENT, &rows(m, f), m);
+        assert_eq!(v(&m, opposite), Verdict::Differs);
         // One core: P = 2 is oversubscribed, nothing to judge.
-        let one = testing::machine(1, true);
-        assert_eq!(
-            verdict(&EXPERIMENT, &rows(&one, paper), &one),
-            Verdict::NotMeasurable
-        );
+        assert_eq!(v(&testing::machine(1, true), paper), Verdict::NotMeasurable);
         // Only `tas` and a queue lock ran (`--locks tas,mcs`).
         let m = big_metal();
         let mut narrowed = rows(&m, paper);
@@ -392,51 +391,29 @@ mod tests {
         let m = small_vm();
         // Every lock 10% over `tas` at P = 2, but the run's points vary by
         // 30% between repeats: with three repeats each, pooled noise ties.
-        let wide: Vec<Row> = rows(&m, |lock| match lock {
+        let wide = rows_spread(&m, 0.3, |lock| match lock {
             "tas" => [1.0, 1.0, 1.0],
             _ => [1.0, 1.1, 1.1],
-        })
-        .into_iter()
-        .map(|r| {
-            let v = r.value;
-            r.with_spread(&Spread {
-                median: v,
-                lo: v * 0.7,
-                hi: v * 1.3,
-                n: 3,
-            })
-        })
-        .collect();
+        });
         assert_eq!(tas_fastest(&Data::new(&wide), 2).outcome, Outcome::Tie);
         // The same medians from 21 rounds at P = 2, whose paired quotients
         // lie within 1.06-1.14: their own interval decides.
         let own = |q: &[f64]| {
             let s = Spread::median_interval(q).unwrap();
-            wide.iter()
-                .cloned()
-                .map(|r| {
-                    if r.metric == VS_TAS && r.threads == 2 {
-                        Row {
-                            value: s.median,
-                            ..r
-                        }
-                        .with_spread(&s)
-                    } else {
-                        r
-                    }
-                })
-                .collect::<Vec<Row>>()
+            let mut v = wide.clone();
+            for r in v
+                .iter_mut()
+                .filter(|r| r.metric == VS_TAS && r.threads == 2)
+            {
+                r.value = s.median;
+                *r = r.clone().with_spread(&s);
+            }
+            tas_fastest(&Data::new(&v), 2).outcome
         };
         let rounds: Vec<f64> = (0..21).map(|i| 1.06 + 0.004 * i as f64).collect();
-        assert_eq!(
-            tas_fastest(&Data::new(&own(&rounds)), 2).outcome,
-            Outcome::Holds
-        );
+        assert_eq!(own(&rounds), Outcome::Holds);
         let slower: Vec<f64> = rounds.iter().map(|q| q - 0.2).collect();
-        assert_eq!(
-            tas_fastest(&Data::new(&own(&slower)), 2).outcome,
-            Outcome::Fails
-        );
+        assert_eq!(own(&slower), Outcome::Fails);
     }
 
     #[test]
