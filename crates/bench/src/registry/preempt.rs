@@ -12,7 +12,9 @@ use symmetry_locks::sched::rseq::RseqSlice;
 use symmetry_locks::spin_then_block::policy::FixedSpinC;
 use symmetry_locks::spin_then_block::{Futex, SpinThenBlock};
 
+use crate::harness::{Spread, median_of};
 use crate::kernels::preempt::{self as kernel, LoopCfg, LoopOut};
+use crate::output::data::Row;
 
 /// A lock of the emulated-scheduler experiments.
 #[derive(Clone, Copy)]
@@ -126,6 +128,51 @@ pub const STOCK: &[StockLock] = &[
     },
 ];
 
+/// The `mpl` column's spelling of a multiprogramming level.
+pub fn mpl(level: f64) -> String {
+    format!("{level:.2}")
+}
+
+/// A row of experiment `id` for `lock` on `p` processors of the emulated
+/// scheduler at multiprogramming `level`, the synthetic loop's
+/// non-critical section `ncs` ns: `metric`'s `value` in `unit`, with the
+/// level, its workers, both sections and the quantum as parameters.
+pub fn emulated_row(
+    id: &str,
+    lock: &str,
+    (p, level, ncs): (usize, f64, f64),
+    (metric, value, unit): (&str, f64, &str),
+) -> Row {
+    Row::new(id, lock, p as u32, false, metric, value, unit)
+        .param("mpl", mpl(level))
+        .param("workers", kernel::emu_config(p, level, 0).workers())
+        .param("cs_ns", kernel::PAPER_CS_NS)
+        .param("ncs_ns", ncs.round())
+        .param("quantum_ms", kernel::QUANTUM.as_millis())
+}
+
+/// Each lock's median run by `key`, with the spread of its runs and, for
+/// every lock but `reference`, the quotients of its runs over
+/// `reference`'s of the same rounds ([`Spread::paired_ratio`]): `runs[l]`
+/// holds lock `l`'s runs, one per round.
+pub fn medians_vs<T>(
+    runs: Vec<Vec<T>>,
+    key: impl Fn(&T) -> f64,
+    reference: Option<usize>,
+) -> Vec<(T, Spread, Option<Spread>)> {
+    let keys: Vec<Vec<f64>> = runs.iter().map(|r| r.iter().map(&key).collect()).collect();
+    runs.into_iter()
+        .enumerate()
+        .map(|(l, r)| {
+            let vs = reference
+                .filter(|&t| t != l)
+                .and_then(|t| Spread::paired_ratio(&keys[l], &keys[t]));
+            let (median, spread) = median_of(r, &key);
+            (median, spread, vs)
+        })
+        .collect()
+}
+
 /// `repeats` runs of `f`, seeded 1, 2, ... (at least one).
 pub fn seeded_runs(
     repeats: usize,
@@ -139,9 +186,9 @@ pub fn seeded_runs(
 pub fn median_point(
     repeats: usize,
     f: impl FnMut(u64) -> Result<LoopOut, String>,
-) -> Result<(LoopOut, crate::harness::Spread), String> {
+) -> Result<(LoopOut, Spread), String> {
     let runs = seeded_runs(repeats, f)?;
-    Ok(crate::harness::median_of(runs, LoopOut::us_per_iteration))
+    Ok(median_of(runs, LoopOut::us_per_iteration))
 }
 
 /// Looks an emulated-family lock up by name, or says which names exist.
