@@ -2,16 +2,16 @@
 //! number of processors at multiprogramming level 2.0, for SMARTQ's locks
 //! plus `mcs-tp` and `parking_lot`, on the emulated scheduler.
 
+use crate::harness::fmt::{counts, est, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    figure, rule, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, figure,
+    rule, table, threads_panel,
 };
-use crate::kernels::preempt::{self as kernel, PAPER_CS_NS};
+use crate::kernels::preempt as kernel;
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
-use crate::output::report::Table;
-use crate::registry::preempt::{median_point, select_emulated};
+use crate::registry::preempt::{emulated_row, median_point, select_emulated};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -81,23 +81,11 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 (lock.synthetic)(&cfg, &kernel::emu_config(p, LEVEL, seed))
             })?;
             let k = p as f64;
+            let v = out.us_per_iteration() * k;
             rows.push(
-                Row::new(
-                    EXPERIMENT.id,
-                    lock.name,
-                    p as u32,
-                    false,
-                    METRIC,
-                    out.us_per_iteration() * k,
-                    "us",
-                )
-                .param("mpl", format!("{LEVEL:.2}"))
-                .param("workers", kernel::emu_config(p, LEVEL, 0).workers())
-                .param("cs_ns", PAPER_CS_NS)
-                .param("ncs_ns", ncs.round())
-                .param("quantum_ms", kernel::QUANTUM.as_millis())
-                .param("iterations", out.iterations)
-                .with_spread(&spread.map(|v| v * k)),
+                emulated_row(EXPERIMENT.id, lock.name, (p, LEVEL, ncs), (METRIC, v, "us"))
+                    .param("iterations", out.iterations)
+                    .with_spread(&spread.map(|v| v * k)),
             );
             bar.inc(1);
         }
@@ -126,50 +114,48 @@ fn at(d: &Data<'_>, lock: &str, p: u32) -> Option<Estimate> {
     d.estimate(Sel::metric(METRIC).series(lock).threads(p))
 }
 
-fn show(e: Estimate) -> String {
-    format!("{} us", e.show(1))
-}
-
 fn queued_bad(d: &Data<'_>, p: u32) -> Finding {
     let Some(sq) = at(d, "smart-q", p) else {
         return Finding::missing(&format!("`smart-q` on {p} processors"));
     };
-    let mut outcomes = Vec::new();
-    let mut evidence = vec![format!("`smart-q` {}", show(sq))];
+    let mut parts = Vec::new();
     for q in ["mcs", "mcs-np"] {
         let Some(e) = at(d, q, p) else {
             return Finding::missing(&format!("`{q}` on {p} processors"));
         };
         let r = e.ratio(sq);
-        outcomes.push(rule::at_least(r, 3.0));
-        evidence.push(format!("`{q}` {} ({}x)", show(e), r.show(2)));
+        parts.push((
+            rule::at_least(r, 3.0),
+            format!("`{q}` {} ({}x)", est(e, 1, "us"), r.show(2)),
+        ));
     }
-    Finding::new(
-        Outcome::all(outcomes),
-        format!("on {p}: {}", evidence.join(", ")),
-    )
+    let sq = est(sq, 1, "us");
+    Finding::all(parts, ", ").map_evidence(|e| format!("on {p}: `smart-q` {sq}, {e}"))
 }
 
 fn even(d: &Data<'_>, p: u32) -> Finding {
-    let mut outcomes = Vec::new();
-    let mut evidence = Vec::new();
+    let mut parts = Vec::new();
     for lock in ["smart-q", "tas-np", "native-np"] {
         let (Some(one), Some(all)) = (at(d, lock, 1), at(d, lock, p)) else {
             return Finding::missing(&format!("`{lock}` on 1 and {p} processors"));
         };
-        outcomes.push(rule::within_factor(all, one, 1.5));
-        evidence.push(format!("`{lock}` {} on 1, {} on {p}", show(one), show(all)));
+        let (a, b) = (est(one, 1, "us"), est(all, 1, "us"));
+        parts.push((
+            rule::within_factor(all, one, 1.5),
+            format!("`{lock}` {a} on 1, {b} on {p}"),
+        ));
     }
-    Finding::new(Outcome::all(outcomes), evidence.join("; "))
+    Finding::all(parts, "; ")
 }
 
 fn overtakes(d: &Data<'_>, p: u32) -> Finding {
     let (Some(sq), Some(t)) = (at(d, "smart-q", p), at(d, "tas-np", p)) else {
         return Finding::missing(&format!("`smart-q` and `tas-np` on {p} processors"));
     };
+    let (a, b) = (est(sq, 1, "us"), est(t, 1, "us"));
     Finding::new(
         rule::less(sq, t),
-        format!("on {p}: `smart-q` {}, `tas-np` {}", show(sq), show(t)),
+        format!("on {p}: `smart-q` {a}, `tas-np` {b}"),
     )
 }
 
@@ -177,19 +163,14 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let sel = Sel::metric(METRIC);
     let locks = d.series(sel);
-    let ps: Vec<u32> = d.threads(sel).into_iter().map(|(t, _)| t).collect();
-    let mut header = vec!["lock".to_string()];
-    header.extend(ps.iter().map(|p| format!("{p} processor(s) (us)")));
-    let mut table = Table::new(&header);
-    for n in &locks {
-        let mut row = vec![format!("`{n}`")];
-        row.extend(
-            ps.iter()
-                .map(|&q| at(&d, n, q).map_or("n/a".into(), |e| format!("{:.1}", e.value))),
-        );
-        table.rows.push(row);
-    }
-    let param = |k: &str| d.param_values(sel, k).first().cloned().unwrap_or_default();
+    let ps = d.counts(sel);
+    let header = table::header("lock", ps.iter().map(|p| format!("{p} processor(s) (us)")));
+    let table = table::by_series(&header, &locks, |n| {
+        ps.iter()
+            .map(|&q| na(at(&d, n, q), |e| format!("{:.1}", e.value)))
+            .collect()
+    });
+    let param = |k: &str| d.param(sel, k).unwrap_or_default();
     let measured = if locks.is_empty() {
         format!("No `{METRIC}` points in this run's data.")
     } else {
@@ -200,10 +181,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
             param("cs_ns"),
             param("ncs_ns"),
             param("quantum_ms"),
-            ps.iter()
-                .map(|p| p.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            counts(&ps)
         )
     };
     let notes = "SMARTQ runs a number of iterations proportional to the processors, so its completion time is \
@@ -225,22 +203,13 @@ mod tests {
     use crate::output::report::Verdict;
 
     fn rows(m: &Machine, curve: impl Fn(&str, u32) -> f64) -> Vec<Row> {
-        let mut out = Vec::new();
-        for lock in ["tas-np", "mcs", "mcs-np", "smart-q", "native-np"] {
-            for p in [1, m.cores() as u32] {
-                out.push(testing::row(
-                    EXPERIMENT.id,
-                    lock,
-                    p,
-                    m,
-                    METRIC,
-                    curve(lock, p),
-                    0.02,
-                    &[],
-                ));
-            }
-        }
-        out
+        let ps = [1, m.cores() as u32];
+        ["tas-np", "mcs", "mcs-np", "smart-q", "native-np"]
+            .iter()
+            .flat_map(|l| {
+                ps.map(|p| testing::row(EXPERIMENT.id, l, p, m, METRIC, curve(l, p), 0.02, &[]))
+            })
+            .collect()
     }
 
     fn paper(lock: &str, p: u32) -> f64 {
@@ -274,10 +243,6 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), paper),
-            &rows(&big_metal(), paper),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, paper));
     }
 }
