@@ -3,15 +3,15 @@
 //! locks, time publishing (`mcs-tp`), spin-then-block and the modern peers
 //! meet the kernel's own scheduler.
 
+use crate::harness::fmt::{self, est, na};
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Outcome, Schedule,
-    Sel, figure, ratio, rule, threads_panel,
+    Sel, figure, ratio, rule, table, threads_panel,
 };
 use crate::kernels::preempt::{self as kernel, PAPER_CS_NS};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
-use crate::output::report::Table;
 use crate::registry::preempt::{STOCK, median_point};
 use symmetry_locks::sched::rseq::{self, Availability};
 
@@ -36,7 +36,10 @@ const CLAIMS: &[Claim] = &[
                 section, must also wait for any preempted processes ahead of it in the queue\" (SMARTQ abstract).",
         rule: "`mcs` takes at least 10x as long per iteration at 4x the cores as at one thread per core",
         needs: Needs::NONE,
-        judge: |d, m| collapse(d, m.cores() as u32, 4 * m.cores() as u32),
+        judge: |d, m| {
+            let c = m.cores() as u32;
+            compare(d, ("mcs", 4 * c), ("mcs", c), |r| rule::at_least(r, 10.0))
+        },
     },
     Claim {
         key: "mcs-tp-near-tas",
@@ -45,14 +48,14 @@ const CLAIMS: &[Claim] = &[
                 waiters whose published time is stale.",
         rule: "at 4x the cores, `mcs-tp` takes at most 2x the time per iteration of `tas`",
         needs: Needs::NONE,
-        judge: mcs_tp_near_tas,
+        judge: |d, m| at_4x(d, m, "mcs-tp", "tas", |r| rule::at_most(r, 2.0)),
     },
     Claim {
         key: "mcs-tp-beats-mcs",
         paper: "Skipping preempted waiters removes the queue's collapse (SMARTQ §3, §4.2).",
         rule: "at 4x the cores, `mcs` takes at least 10x as long per iteration as `mcs-tp`",
         needs: Needs::NONE,
-        judge: mcs_tp_beats_mcs,
+        judge: |d, m| at_4x(d, m, "mcs", "mcs-tp", |r| rule::at_least(r, 10.0)),
     },
     Claim {
         key: "rseq-np",
@@ -95,18 +98,14 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         .clone()
         .unwrap_or_else(|| [1, 2, 4, 8].iter().map(|k| k * c).collect());
     let avail = rseq::available().clone();
-    let mut rows = vec![match &avail {
-        Availability::Available => {
-            Row::new(EXPERIMENT.id, "rseq", c as u32, false, RSEQ, 1.0, "bool")
-        }
-        Availability::Absent(why) => {
-            Row::new(EXPERIMENT.id, "rseq", c as u32, false, RSEQ, 0.0, "bool").param("reason", why)
-        }
-    }];
-    let locks: Vec<_> = STOCK
-        .iter()
-        .filter(|l| !l.needs_rseq || avail == Availability::Available)
-        .collect();
+    let on = avail == Availability::Available;
+    let mut rseq_row = Row::new(EXPERIMENT.id, "rseq", c as u32, false, RSEQ, 0.0, "bool");
+    match &avail {
+        Availability::Available => rseq_row.value = 1.0,
+        Availability::Absent(why) => rseq_row = rseq_row.param("reason", why),
+    }
+    let mut rows = vec![rseq_row];
+    let locks: Vec<_> = STOCK.iter().filter(|l| !l.needs_rseq || on).collect();
     let ncs = kernel::scaled_ncs_ns(c);
     let budget = ctx.budget(250, 2000);
     let bar = ctx.bar(EXPERIMENT.id, locks.len() * counts.len());
@@ -120,6 +119,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             };
             let (out, spread) =
                 median_point(repeats(ctx, lock.name, t), |_| Ok((lock.synthetic)(&cfg)))?;
+            let v = out.us_per_iteration();
             rows.push(
                 Row::new(
                     EXPERIMENT.id,
@@ -127,7 +127,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     t as u32,
                     ctx.over(t),
                     METRIC,
-                    out.us_per_iteration(),
+                    v,
                     "us",
                 )
                 .param("cs_ns", PAPER_CS_NS)
@@ -167,12 +167,13 @@ fn at(d: &Data<'_>, lock: &str, t: u32) -> Option<Estimate> {
     d.estimate_own(Sel::metric(METRIC).series(lock).threads(t))
 }
 
-fn show(e: Estimate) -> String {
-    format!("{} us", e.show(1))
-}
-
 /// `a` at `ta` threads over `b` at `tb`, judged by `judge` (`>= 10`, or
-/// `<= 2` with `at_most`), with evidence.
+/// `<= 2` with `at_most`), with evidence. `queue-collapses` reads `mcs` at
+/// 4x the cores over itself at the cores: against `tas` at 4x, which
+/// degrades as well (its holders are preempted too), `mcs` was 8.8x in one
+/// run and 34x in another, as it fell into one mode or the other; against
+/// itself with a core per thread, the collapse is measured from the same
+/// lock's own baseline.
 fn compare(
     d: &Data<'_>,
     (a, ta): (&str, u32),
@@ -183,43 +184,20 @@ fn compare(
         return Finding::missing(&format!("`{a}` at {ta} threads and `{b}` at {tb} threads"));
     };
     let r = x.ratio(y);
+    let (x, y) = (est(x, 1, "us"), est(y, 1, "us"));
     Finding::new(
         judge(r),
         format!(
-            "`{a}` at {ta} threads {}, `{b}` at {tb} threads {}: {}x",
-            show(x),
-            show(y),
+            "`{a}` at {ta} threads {x}, `{b}` at {tb} threads {y}: {}x",
             r.show(2)
         ),
     )
 }
 
-/// `queue-collapses`: `mcs` at `over` threads over itself at `cores`.
-/// Against `tas` at 4x, which degrades as well (its holders are
-/// preempted too), `mcs` was 8.8x in one run and 34x in another, as it
-/// fell into one mode or the other; against itself with a core per
-/// thread, the collapse is measured from the same lock's own baseline.
-fn collapse(d: &Data<'_>, cores: u32, over: u32) -> Finding {
-    compare(d, ("mcs", over), ("mcs", cores), |r| {
-        rule::at_least(r, 10.0)
-    })
-}
-
-/// `mcs-tp-near-tas`: `mcs-tp` at 4x the cores over `tas` there, at most 2x.
-fn mcs_tp_near_tas(d: &Data<'_>, m: &Machine) -> Finding {
+/// [`compare`] of `a` and `b` both at 4x the cores of `m`.
+fn at_4x(d: &Data<'_>, m: &Machine, a: &str, b: &str, judge: fn(Estimate) -> Outcome) -> Finding {
     let over = 4 * m.cores() as u32;
-    compare(d, ("mcs-tp", over), ("tas", over), |x| {
-        rule::at_most(x, 2.0)
-    })
-}
-
-/// `mcs-tp-beats-mcs`: `mcs` at 4x the cores over `mcs-tp` there, at least
-/// 10x.
-fn mcs_tp_beats_mcs(d: &Data<'_>, m: &Machine) -> Finding {
-    let over = 4 * m.cores() as u32;
-    compare(d, ("mcs", over), ("mcs-tp", over), |x| {
-        rule::at_least(x, 10.0)
-    })
+    compare(d, (a, over), (b, over), judge)
 }
 
 fn rseq_np(d: &Data<'_>, t: u32) -> Finding {
@@ -240,25 +218,22 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let over = 4 * m.cores() as u32;
     let sel = Sel::metric(METRIC);
     let locks = d.series(sel);
-    let counts: Vec<u32> = d.threads(sel).into_iter().map(|(t, _)| t).collect();
-    let mut header = vec!["lock".to_string()];
-    header.extend(counts.iter().map(|t| format!("{t} threads (us/iter)")));
+    let counts = d.counts(sel);
+    let mut header = table::header(
+        "lock",
+        counts.iter().map(|t| format!("{t} threads (us/iter)")),
+    );
     header.push(format!("vs tas at {over}"));
-    let mut table = Table::new(&header);
-    for n in &locks {
-        let mut row = vec![format!("`{n}`")];
-        row.extend(
-            counts
-                .iter()
-                .map(|&t| at(&d, n, t).map_or("n/a".into(), |e| format!("{:.1}", e.value))),
-        );
-        row.push(match (at(&d, n, over), at(&d, "tas", over)) {
-            (Some(a), Some(b)) => ratio(a.value / b.value),
-            _ => "n/a".into(),
-        });
-        table.rows.push(row);
-    }
-    let param = |k: &str| d.param_values(sel, k).first().cloned().unwrap_or_default();
+    let table = table::by_series(&header, &locks, |n| {
+        let mut cells: Vec<String> = counts
+            .iter()
+            .map(|&t| na(at(&d, n, t), |e| format!("{:.1}", e.value)))
+            .collect();
+        let vs = at(&d, n, over).zip(at(&d, "tas", over));
+        cells.push(na(vs, |(a, b)| ratio(a.value / b.value)));
+        cells
+    });
+    let param = |k: &str| d.param(sel, k).unwrap_or_default();
     let measured = if locks.is_empty() {
         format!("No `{METRIC}` points in this run's data.")
     } else {
@@ -268,11 +243,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
              inside the budget, median of the repeats:",
             param("cs_ns"),
             param("ncs_ns"),
-            counts
-                .iter()
-                .map(|t| t.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            fmt::counts(&counts)
         )
     };
     let notes = "Threads beyond the cores are descheduled by the kernel at its own time slices: a FIFO queue lock \
@@ -297,25 +268,16 @@ mod tests {
 
     fn rows(m: &Machine, curve: impl Fn(&str) -> f64, rseq: Option<&str>) -> Vec<Row> {
         let c = m.cores() as u32;
-        let mut out = vec![match rseq {
-            None => Row::new(EXPERIMENT.id, "rseq", c, false, RSEQ, 1.0, "bool"),
-            Some(why) => {
-                Row::new(EXPERIMENT.id, "rseq", c, false, RSEQ, 0.0, "bool").param("reason", why)
-            }
-        }];
+        let mut out = vec![Row::new(EXPERIMENT.id, "rseq", c, false, RSEQ, 1.0, "bool")];
+        if let Some(why) = rseq {
+            out[0] = out[0].clone().param("reason", why);
+            out[0].value = 0.0;
+        }
+        let r = testing::Rows::new(&EXPERIMENT, m);
         for lock in ["tas", "mcs", "mcs-tp", "tas-np-rseq"] {
             for t in [c, 4 * c] {
                 let v = if t == c { 40.0 } else { curve(lock) };
-                out.push(testing::row(
-                    EXPERIMENT.id,
-                    lock,
-                    t,
-                    m,
-                    METRIC,
-                    v,
-                    0.02,
-                    &[("cs_ns", "15000")],
-                ));
+                out.push(r.row(lock, t, METRIC, v).param("cs_ns", "15000"));
             }
         }
         out
@@ -369,17 +331,13 @@ mod tests {
             },
             None,
         );
-        let f = collapse(&Data::new(&rows), 2, 8);
+        let f = testing::findings(&EXPERIMENT, &rows, &m).remove(0);
         assert_eq!(f.outcome, Outcome::Holds, "{}", f.evidence);
         assert!(f.evidence.contains("at 2 threads 40.0"), "{}", f.evidence);
     }
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), paper, None),
-            &rows(&big_metal(), paper, None),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, paper, None));
     }
 }
