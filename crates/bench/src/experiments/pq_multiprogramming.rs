@@ -3,16 +3,16 @@
 //! locks plus `mcs-tp` and `parking_lot`, on the emulated multiprogramming
 //! scheduler with one worker per core.
 
+use crate::harness::fmt::{self, est, na};
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, median_of, param_panel, ratio, rule, try_in_rounds,
+    figure, param_panel, ratio, rule, table, try_in_rounds,
 };
-use crate::kernels::preempt::{self as kernel, LoopOut, PAPER_CS_NS};
+use crate::kernels::preempt::{self as kernel, LoopOut};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
-use crate::output::report::Table;
-use crate::registry::preempt::select_emulated;
+use crate::registry::preempt::{emulated_row, medians_vs, mpl, select_emulated};
 use symmetry_locks::sched::emulated::Config;
 
 /// Catalogue entry.
@@ -68,11 +68,6 @@ const CLAIMS: &[Claim] = &[
 
 const METRIC: &str = "us_per_iteration";
 
-/// The `mpl` column's spelling of a level.
-fn mpl(level: f64) -> String {
-    format!("{level:.2}")
-}
-
 /// Metric: a lock's time per iteration over `tas-np`'s in the same round
 /// (same level, same seed).
 const VS_TAS_NP: &str = "vs_tas_np";
@@ -96,38 +91,37 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         // Rounds: seed `s` of every lock, then seed `s + 1`, so a change of
         // the VM's speed between rounds hits every lock alike and each
         // lock's run is paired with `tas-np`'s of the same round and seed.
-        let mut runs = try_in_rounds(repeats, locks.len(), |round, i| {
+        let runs = try_in_rounds(repeats, locks.len(), |round, i| {
             bar.set_message(format!("{} at {level:.2}", locks[i].name));
             let seed = round as u64 + 1;
             let run = (locks[i].synthetic)(&cfg, &kernel::emu_config(p, level, seed));
             bar.inc(1);
             run
         })?;
-        let times: Vec<Vec<f64>> = runs
-            .iter()
-            .map(|r| r.iter().map(LoopOut::us_per_iteration).collect())
-            .collect();
-        for (i, lock) in locks.iter().enumerate() {
-            let row = |metric: &str, v: f64, unit: &str| {
-                Row::new(EXPERIMENT.id, lock.name, p as u32, false, metric, v, unit)
-                    .param("mpl", mpl(level))
-            };
-            let (out, spread) = median_of(std::mem::take(&mut runs[i]), LoopOut::us_per_iteration);
-            rows[i].push(
-                row(METRIC, out.us_per_iteration(), "us")
-                    .param("workers", kernel::emu_config(p, level, 0).workers())
-                    .param("cs_ns", PAPER_CS_NS)
-                    .param("ncs_ns", ncs.round())
-                    .param("quantum_ms", kernel::QUANTUM.as_millis())
+        let points = medians_vs(runs, LoopOut::us_per_iteration, tas_np);
+        for ((lock, rows), (out, spread, vs)) in locks.iter().zip(&mut rows).zip(points) {
+            let v = out.us_per_iteration();
+            rows.push(
+                emulated_row(EXPERIMENT.id, lock.name, (p, level, ncs), (METRIC, v, "us"))
                     .param("scheduler", "emulated")
                     .param("iterations", out.iterations)
                     .param("extensions", out.extensions)
                     .with_spread(&spread),
             );
-            if let Some(t) = tas_np.filter(|&t| t != i)
-                && let Some(r) = Spread::paired_ratio(&times[i], &times[t])
-            {
-                rows[i].push(row(VS_TAS_NP, r.median, "x").with_spread(&r));
+            if let Some(r) = vs {
+                rows.push(
+                    Row::new(
+                        EXPERIMENT.id,
+                        lock.name,
+                        p as u32,
+                        false,
+                        VS_TAS_NP,
+                        r.median,
+                        "x",
+                    )
+                    .param("mpl", mpl(level))
+                    .with_spread(&r),
+                );
             }
         }
     }
@@ -168,23 +162,15 @@ fn vs_tas_np(d: &Data<'_>, lock: &str, level: f64) -> Option<Estimate> {
     d.estimate_by_series(Sel::metric(VS_TAS_NP).series(lock).params(&[("mpl", &l)]))
 }
 
-fn show(e: Estimate) -> String {
-    format!("{} us", e.show(1))
-}
-
 fn queued_collapse(d: &Data<'_>) -> Finding {
     let (Some(one), Some(two)) = (at(d, "mcs", 1.0), at(d, "mcs", 2.0)) else {
         return Finding::missing("`mcs` at levels 1.0 and 2.0");
     };
     let r = two.ratio(one);
+    let (a, b) = (est(one, 1, "us"), est(two, 1, "us"));
     Finding::new(
         rule::at_least(r, 3.0),
-        format!(
-            "`mcs` {} at 1.0, {} at 2.0: {}x",
-            show(one),
-            show(two),
-            r.show(2)
-        ),
+        format!("`mcs` {a} at 1.0, {b} at 2.0: {}x", r.show(2)),
     )
 }
 
@@ -192,30 +178,30 @@ fn near_tas_np(d: &Data<'_>) -> Finding {
     let Some(tas) = at(d, "tas-np", 2.0) else {
         return Finding::missing("`tas-np` at level 2.0");
     };
-    let mut outcomes = Vec::new();
-    let mut evidence = vec![format!("`tas-np` {}", show(tas))];
+    let mut parts = Vec::new();
     for lock in ["smart-q", "handshake"] {
         let (Some(e), Some(r)) = (at(d, lock, 2.0), vs_tas_np(d, lock, 2.0)) else {
             return Finding::missing(&format!("`{lock}` at level 2.0"));
         };
-        outcomes.push(rule::at_most(r, 1.2));
-        evidence.push(format!("`{lock}` {} ({}x)", show(e), r.show(2)));
+        parts.push((
+            rule::at_most(r, 1.2),
+            format!("`{lock}` {} ({}x)", est(e, 1, "us"), r.show(2)),
+        ));
     }
-    Finding::new(
-        Outcome::all(outcomes),
-        format!("at 2.0: {} (ratios paired by round)", evidence.join(", ")),
-    )
+    let tas = est(tas, 1, "us");
+    Finding::all(parts, ", ")
+        .map_evidence(|e| format!("at 2.0: `tas-np` {tas}, {e} (ratios paired by round)"))
 }
 
 fn beats_queued(d: &Data<'_>) -> Finding {
-    let mut outcomes = Vec::new();
     let mut evidence = Vec::new();
     for lock in ["smart-q", "handshake", "mcs", "mcs-np"] {
         let Some(e) = at(d, lock, 2.0) else {
             return Finding::missing(&format!("`{lock}` at level 2.0"));
         };
-        evidence.push(format!("`{lock}` {}", show(e)));
+        evidence.push(format!("`{lock}` {}", est(e, 1, "us")));
     }
+    let mut outcomes = Vec::new();
     for safe in ["smart-q", "handshake"] {
         for queued in ["mcs", "mcs-np"] {
             // Both over `tas-np` of their own rounds, so a drift between
@@ -244,9 +230,9 @@ fn native_np_best(d: &Data<'_>) -> Finding {
         rule::less(np_r, n_r),
         format!(
             "at 2.0: `native-np` {} ({}x `tas-np`), `native` {} ({}x `tas-np`)",
-            show(np),
+            est(np, 1, "us"),
             np_r.show(2),
-            show(n),
+            est(n, 1, "us"),
             n_r.show(2)
         ),
     )
@@ -263,25 +249,22 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         .collect();
     levels.sort_by(f64::total_cmp);
     levels.dedup();
-    let mut header = vec!["lock".to_string()];
-    header.extend(levels.iter().map(|l| format!("level {l:.2} (us/iter)")));
+    let mut header = table::header(
+        "lock",
+        levels.iter().map(|l| format!("level {l:.2} (us/iter)")),
+    );
     header.push("2.0 vs 1.0".into());
-    let mut table = Table::new(&header);
-    for n in &locks {
-        let mut row = vec![format!("`{n}`")];
-        row.extend(
-            levels
-                .iter()
-                .map(|&l| at(&d, n, l).map_or("n/a".into(), |e| format!("{:.1}", e.value))),
-        );
-        row.push(match (at(&d, n, 1.0), at(&d, n, 2.0)) {
-            (Some(a), Some(b)) => ratio(b.value / a.value),
-            _ => "n/a".into(),
-        });
-        table.rows.push(row);
-    }
+    let table = table::by_series(&header, &locks, |n| {
+        let mut cells: Vec<String> = levels
+            .iter()
+            .map(|&l| na(at(&d, n, l), |e| format!("{:.1}", e.value)))
+            .collect();
+        let vs = at(&d, n, 1.0).zip(at(&d, n, 2.0));
+        cells.push(na(vs, |(a, b)| ratio(b.value / a.value)));
+        cells
+    });
     let workers = d.threads(sel).first().map_or(0, |(t, _)| *t);
-    let param = |k: &str| d.param_values(sel, k).first().cloned().unwrap_or_default();
+    let param = |k: &str| d.param(sel, k).unwrap_or_default();
     let measured = if locks.is_empty() {
         format!("No `{METRIC}` points in this run's data.")
     } else {
@@ -293,11 +276,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
             param("cs_ns"),
             param("ncs_ns"),
             param("quantum_ms"),
-            levels
-                .iter()
-                .map(|l| format!("{l:.2}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            fmt::join(levels.iter().map(|l| format!("{l:.2}")), ", ")
         )
     };
     let notes = format!(
@@ -325,26 +304,16 @@ mod tests {
     use crate::output::report::Verdict;
 
     fn rows(m: &Machine, curve: impl Fn(&str, f64) -> f64) -> Vec<Row> {
+        let r = testing::Rows::new(&EXPERIMENT, m);
         let mut out = Vec::new();
         for lock in SMARTQ_LOCKS {
             for level in [1.0, 2.0, 4.0] {
-                let l = mpl(level);
                 let row = |metric: &str, v: f64| {
-                    testing::row(
-                        EXPERIMENT.id,
-                        lock,
-                        m.cores() as u32,
-                        m,
-                        metric,
-                        v,
-                        0.02,
-                        &[
-                            ("mpl", &l),
-                            ("cs_ns", "15000"),
-                            ("ncs_ns", "32000"),
-                            ("quantum_ms", "5"),
-                        ],
-                    )
+                    r.row(lock, m.cores() as u32, metric, v)
+                        .param("mpl", mpl(level))
+                        .param("cs_ns", "15000")
+                        .param("ncs_ns", "32000")
+                        .param("quantum_ms", "5")
                 };
                 out.push(row(METRIC, curve(lock, level)));
                 if lock != "tas-np" {
@@ -397,10 +366,6 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), paper),
-            &rows(&big_metal(), paper),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, paper));
     }
 }
