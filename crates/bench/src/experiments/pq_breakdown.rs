@@ -6,6 +6,7 @@
 use symmetry_locks::TasNp;
 use symmetry_locks::sched::emulated::Emulated;
 
+use crate::harness::fmt::na;
 use crate::harness::rows::NOISE_FLOOR;
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
@@ -16,7 +17,7 @@ use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Figure, Scale};
 use crate::output::report::Table;
-use crate::registry::preempt::seeded_runs;
+use crate::registry::preempt::{mpl, seeded_runs};
 use symmetry_locks::sched::emulated::Config;
 
 /// Catalogue entry.
@@ -114,7 +115,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 .ok_or("pq-breakdown: no run")?;
             let (out, spread) = median_of(runs, LoopOut::us_per_iteration);
             let base = Row::new(EXPERIMENT.id, "tas-np", p as u32, false, TIME, 0.0, "us")
-                .param("mpl", format!("{level:.2}"))
+                .param("mpl", mpl(level))
                 .param("paper_ratio", ratio)
                 .param("ncs_ns", ncs.round())
                 .param("cs_ns", PAPER_CS_NS);
@@ -256,24 +257,18 @@ fn pct(e: Estimate) -> String {
 }
 
 fn preempted(d: &Data<'_>) -> Finding {
-    let mut outcomes = Vec::new();
-    let mut evidence = Vec::new();
-    for ratio in PAPER_RATIOS {
-        if let Some(x) = share(d, "preempted", ratio, "2.00") {
-            outcomes.push(Outcome::all([
-                rule::at_least(x, 40.0),
-                rule::at_most(x, 60.0),
-            ]));
-            evidence.push(format!("ratio {ratio}: {}", pct(x)));
-        }
-    }
-    if outcomes.is_empty() {
+    let parts: Vec<(Outcome, String)> = PAPER_RATIOS
+        .into_iter()
+        .filter_map(|ratio| {
+            let x = share(d, "preempted", ratio, "2.00")?;
+            let o = Outcome::all([rule::at_least(x, 40.0), rule::at_most(x, 60.0)]);
+            Some((o, format!("ratio {ratio}: {}", pct(x))))
+        })
+        .collect();
+    if parts.is_empty() {
         return Finding::missing("preempted shares at level 2.0");
     }
-    Finding::new(
-        Outcome::all(outcomes),
-        format!("preempted at 2.0: {}", evidence.join("; ")),
-    )
+    Finding::all(parts, "; ").map_evidence(|e| format!("preempted at 2.0: {e}"))
 }
 
 fn improves(d: &Data<'_>) -> Finding {
@@ -310,15 +305,18 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
             else {
                 continue;
             };
-            let mut row = vec![format!("{ratio}"), l.clone()];
-            row.extend(SHARES.iter().map(|s| {
-                share(&d, s, ratio, l).map_or("n/a".into(), |e| format!("{:.1}", e.value))
-            }));
-            row.push(format!("{t:.1}"));
-            table.rows.push(row);
+            let shares = SHARES.map(|s| na(share(&d, s, ratio, l), |e| format!("{:.1}", e.value)));
+            table.push(
+                &[
+                    vec![format!("{ratio}"), l.clone()],
+                    shares.to_vec(),
+                    vec![format!("{t:.1}")],
+                ]
+                .concat(),
+            );
         }
     }
-    let p = d.threads(Sel::metric(TIME)).first().map_or(0, |(t, _)| *t);
+    let p = d.counts(Sel::metric(TIME)).first().copied().unwrap_or(0);
     let measured = if ls.is_empty() {
         format!("No `{TIME}` points in this run's data.")
     } else {
@@ -350,45 +348,20 @@ mod tests {
     use crate::output::report::Verdict;
 
     fn rows(m: &Machine, acquire: [f64; 2], preempted: f64) -> Vec<Row> {
+        let r = testing::Rows::new(&EXPERIMENT, m);
         let mut out = Vec::new();
         for ratio in PAPER_RATIOS {
             for (i, l) in ["1.00", "1.50", "2.00"].into_iter().enumerate() {
-                let r = ratio.to_string();
-                let params = [("paper_ratio", r.as_str()), ("mpl", l)];
-                let t = if acquire[0] > acquire[1] {
-                    50.0 - 5.0 * i as f64
-                } else {
-                    50.0 + 5.0 * i as f64
+                let row = |metric: &str, v: f64, rel: f64| {
+                    let row = r.rel(rel).row("tas-np", m.cores() as u32, metric, v);
+                    row.param("paper_ratio", ratio).param("mpl", l)
                 };
-                out.push(testing::row(
-                    EXPERIMENT.id,
-                    "tas-np",
-                    m.cores() as u32,
-                    m,
-                    TIME,
-                    t,
-                    0.01,
-                    &params,
-                ));
+                let step = if acquire[0] > acquire[1] { -5.0 } else { 5.0 };
+                out.push(row(TIME, 50.0 + step * i as f64, 0.01));
                 let acq = if i == 0 { acquire[0] } else { acquire[1] };
                 let pre = if i == 2 { preempted } else { 0.0 };
-                for (s, v) in [
-                    ("work", 10.0),
-                    ("acquire", acq),
-                    ("cs", 5.0),
-                    ("release", 2.0),
-                    ("preempted", pre),
-                ] {
-                    out.push(testing::row(
-                        EXPERIMENT.id,
-                        "tas-np",
-                        m.cores() as u32,
-                        m,
-                        &share_metric(s),
-                        v,
-                        0.05,
-                        &params,
-                    ));
+                for (s, v) in SHARES.into_iter().zip([10.0, acq, 5.0, 2.0, pre]) {
+                    out.push(row(&share_metric(s), v, 0.05));
                 }
             }
         }
@@ -450,10 +423,6 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), [80.0, 30.0], 50.0),
-            &rows(&big_metal(), [80.0, 30.0], 50.0),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, [80.0, 30.0], 50.0));
     }
 }
