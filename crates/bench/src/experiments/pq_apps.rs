@@ -4,16 +4,16 @@
 
 use std::time::Duration;
 
+use crate::harness::fmt::est;
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, bar_panels, figure, median_of, names, rule, try_in_rounds,
+    bar_panels, figure, names, rule, table, try_in_rounds,
 };
 use crate::kernels::preempt::{self as kernel, AppOut};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, Figure};
-use crate::output::report::Table;
-use crate::registry::preempt::select_emulated;
+use crate::registry::preempt::{medians_vs, mpl, select_emulated};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -107,39 +107,39 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         runs[(i / locks.len()) * locks.len() + order[i % locks.len()]] = r;
     }
     bar.finish_and_clear();
+    let mut runs = runs.into_iter();
     let mut rows = Vec::new();
-    for (a, app) in APPS.iter().enumerate() {
-        let size = if *app == "cholesky" {
+    for app in APPS {
+        let size = if app == "cholesky" {
             format!("n={} block={}", kernel::CHOLESKY_N, kernel::CHOLESKY_BLOCK)
         } else {
             format!("len={}", kernel::QUICKSORT_LEN)
         };
-        let ms = |outs: &[AppOut]| -> Vec<f64> { outs.iter().map(AppOut::ms).collect() };
-        let reference = sq.map(|l| ms(&runs[a * locks.len() + l]));
-        for (l, lock) in locks.iter().enumerate() {
-            let series = a * locks.len() + l;
-            let mine = ms(&runs[series]);
+        let app_runs: Vec<Vec<AppOut>> = runs.by_ref().take(locks.len()).collect();
+        let stopped = app_runs
+            .iter()
+            .map(|r| r.iter().filter(|o| o.stopped).count());
+        let points =
+            stopped
+                .collect::<Vec<_>>()
+                .into_iter()
+                .zip(medians_vs(app_runs, AppOut::ms, sq));
+        for (lock, (stopped, (out, spread, vs))) in locks.iter().zip(points) {
             let row = |metric: &str, v: f64, unit: &str| {
                 Row::new(EXPERIMENT.id, lock.name, p as u32, false, metric, v, unit)
                     .param("app", app)
                     .param("size", &size)
-                    .param("mpl", format!("{LEVEL:.2}"))
+                    .param("mpl", mpl(LEVEL))
                     .param("workers", kernel::emu_config(p, LEVEL, 0).workers())
                     .param("quantum_ms", kernel::QUANTUM.as_millis())
             };
-            let stopped = runs[series].iter().filter(|o| o.stopped).count();
-            let (out, spread) = median_of(std::mem::take(&mut runs[series]), AppOut::ms);
             rows.push(
                 row(METRIC, out.ms(), "ms")
                     .param("acquisitions", out.acquisitions)
                     .param("stopped", stopped)
                     .with_spread(&spread),
             );
-            if Some(l) != sq
-                && let Some(r) = reference
-                    .as_deref()
-                    .and_then(|s| Spread::paired_ratio(&mine, s))
-            {
+            if let Some(r) = vs {
                 rows.push(row(VS_SMART_Q, r.median, "x").with_spread(&r));
             }
         }
@@ -185,10 +185,6 @@ fn vs_smart_q(d: &Data<'_>, app: &str, lock: &str) -> Option<Estimate> {
         .or_else(|| Some(at(d, app, lock)?.ratio(at(d, app, "smart-q")?)))
 }
 
-fn show(e: Estimate) -> String {
-    format!("{} ms", e.show(1))
-}
-
 fn all_but_native_np(d: &Data<'_>, locks: &[String]) -> Finding {
     let mut outcomes = Vec::new();
     let mut evidence = Vec::new();
@@ -222,7 +218,7 @@ fn all_but_native_np(d: &Data<'_>, locks: &[String]) -> Finding {
             .map_or("none".to_string(), |(l, r)| format!("`{l}` {}x", r.show(2)));
         evidence.push(format!(
             "{app}: `smart-q` {}; closest other over `smart-q`: {closest}; faster beyond the spread: {}",
-            show(sq),
+            est(sq, 1, "ms"),
             names(&faster)
         ));
     }
@@ -230,8 +226,7 @@ fn all_but_native_np(d: &Data<'_>, locks: &[String]) -> Finding {
 }
 
 fn collapse(d: &Data<'_>) -> Finding {
-    let mut outcomes = Vec::new();
-    let mut evidence = Vec::new();
+    let mut parts = Vec::new();
     for app in APPS {
         let (Some(m), Some(sq), Some(r)) = (
             at(d, app, "mcs"),
@@ -240,28 +235,27 @@ fn collapse(d: &Data<'_>) -> Finding {
         ) else {
             return Finding::missing(&format!("`mcs` and `smart-q` in {app}"));
         };
-        outcomes.push(rule::at_least(r, 2.0));
-        evidence.push(format!(
-            "{app}: `mcs` {}, `smart-q` {} ({}x paired by round)",
-            show(m),
-            show(sq),
+        let (m, sq) = (est(m, 1, "ms"), est(sq, 1, "ms"));
+        let ev = format!(
+            "{app}: `mcs` {m}, `smart-q` {sq} ({}x paired by round)",
             r.show(2)
-        ));
+        );
+        parts.push((rule::at_least(r, 2.0), ev));
     }
-    Finding::new(Outcome::all(outcomes), evidence.join("; "))
+    Finding::all(parts, "; ")
 }
 
 fn assess(rows: &[Row], _m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let sel = Sel::metric(METRIC);
     let locks = d.series(sel);
-    let mut table = Table::new(&[
+    let header = [
         "lock",
         "cholesky (ms)",
         "quicksort (ms)",
         "cholesky acquisitions",
-    ]);
-    for n in &locks {
+    ];
+    let table = table::by_series(&header.map(String::from), &locks, |n| {
         let v = |app: &str| {
             let Some(r) = d.row(sel.series(n).params(&[("app", app)])) else {
                 return "n/a".to_string();
@@ -276,13 +270,10 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
         let acq = d
             .row(sel.series(n).params(&[("app", "cholesky")]))
             .and_then(|r| r.get_param("acquisitions"))
-            .unwrap_or("n/a")
-            .to_string();
-        table
-            .rows
-            .push(vec![format!("`{n}`"), v("cholesky"), v("quicksort"), acq]);
-    }
-    let p = d.threads(sel).first().map_or(0, |(t, _)| *t);
+            .unwrap_or("n/a");
+        vec![v("cholesky"), v("quicksort"), acq.to_string()]
+    });
+    let p = d.counts(sel).first().copied().unwrap_or(0);
     let size = |app: &str| {
         d.param_values(sel.params(&[("app", app)]), "size")
             .first()
@@ -329,6 +320,7 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::Spread;
     use crate::harness::testing::{self, SMARTQ_LOCKS as LOCKS, big_metal, small_vm};
     use crate::output::report::Verdict;
 
@@ -338,55 +330,27 @@ mod tests {
         let mut out = Vec::new();
         for app in APPS {
             for lock in LOCKS {
-                let q = rounds(lock);
-                let s = Spread::median_interval(&q).unwrap();
-                out.push(testing::row(
-                    EXPERIMENT.id,
-                    lock,
-                    m.cores() as u32,
-                    m,
-                    METRIC,
-                    100.0 * s.median,
-                    0.02,
-                    &[("app", app), ("size", "n=1")],
-                ));
+                let s = Spread::median_interval(&rounds(lock)).unwrap();
+                out.push(row(m, app, lock, 100.0 * s.median));
                 if lock != "smart-q" {
-                    out.push(
-                        Row::new(
-                            EXPERIMENT.id,
-                            lock,
-                            m.cores() as u32,
-                            false,
-                            VS_SMART_Q,
-                            s.median,
-                            "x",
-                        )
-                        .param("app", app)
-                        .with_spread(&s),
-                    );
+                    let p = m.cores() as u32;
+                    let vs = Row::new(EXPERIMENT.id, lock, p, false, VS_SMART_Q, s.median, "x");
+                    out.push(vs.param("app", app).with_spread(&s));
                 }
             }
         }
         out
     }
 
+    fn row(m: &Machine, app: &str, lock: &str, ms: f64) -> Row {
+        let r = testing::Rows::new(&EXPERIMENT, m).row(lock, m.cores() as u32, METRIC, ms);
+        r.param("app", app).param("size", "n=1")
+    }
+
     fn rows(m: &Machine, curve: impl Fn(&str) -> f64) -> Vec<Row> {
-        let mut out = Vec::new();
-        for app in APPS {
-            for lock in LOCKS {
-                out.push(testing::row(
-                    EXPERIMENT.id,
-                    lock,
-                    m.cores() as u32,
-                    m,
-                    METRIC,
-                    curve(lock),
-                    0.02,
-                    &[("app", app), ("size", "n=1")],
-                ));
-            }
-        }
-        out
+        APPS.iter()
+            .flat_map(|app| LOCKS.map(|lock| row(m, app, lock, curve(lock))))
+            .collect()
     }
 
     fn paper(lock: &str) -> f64 {
@@ -463,10 +427,6 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), paper),
-            &rows(&big_metal(), paper),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, paper));
     }
 }
