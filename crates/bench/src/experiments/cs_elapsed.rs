@@ -35,16 +35,15 @@
 
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, rule,
+    Spread, figure, rule, table,
 };
 use crate::kernels::klmo91::{
-    self, ADAPTIVE, COMPETITIVE, ExecKind, FIXED, POLICIES, Point, Runner, Workload, family,
+    self, ADAPTIVE, COMPETITIVE, ExecKind, FIXED, POLICIES, Point, Runner, Timed, Workload, family,
     hanoi_cfg, install_opt_known, median_runs, policy, regsim_cfg,
 };
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::Table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -145,19 +144,6 @@ const MIN_CAP_MS: f64 = 1_500.0;
 /// The pilot's share of the work.
 const PILOT_FRACTION: f64 = 0.125;
 
-/// One policy's result at a point: name, elapsed ms over the repeats,
-/// work done, and the fraction of the work it ran (below 1: a capped
-/// pilot, scaled to the full work).
-struct PolicyRun {
-    name: &'static str,
-    ms: Spread,
-    /// Each repeat's elapsed ms, in the rounds shared with `always-block`;
-    /// empty for a run outside those rounds.
-    rounds: Vec<f64>,
-    work: u64,
-    fraction: f64,
-}
-
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let cal = klmo91::ensure(ctx.quick);
     let threads: Vec<usize> = match &ctx.threads {
@@ -197,134 +183,138 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             .map(|p| (p.name, p.runner(pt.exec)))
             .collect();
         let repeats = ctx.repeats(pt.threads);
-        let mut results: Vec<PolicyRun> = median_runs(pt, &runners, repeats, |n| {
+        // Each policy's times over the repeats, and the fraction of the
+        // work it ran (below 1: a capped pilot, scaled to the full work).
+        let mut results: Vec<(Timed, f64)> = median_runs(pt, &runners, repeats, |n| {
             bar.set_message(format!("{label}: {n}"));
             bar.inc(1);
         })?
         .into_iter()
-        .map(|t| PolicyRun {
-            name: t.name,
-            ms: t.ms,
-            rounds: t.samples,
-            work: t.work,
-            fraction: 1.0,
-        })
+        .map(|t| (t, 1.0))
         .collect();
         if capped_spin {
             bar.set_message(format!("{label}: always-spin (pilot)"));
-            let spin = policy("always-spin")
-                .ok_or_else(|| "always-spin is not among the policies".to_string())?;
-            let slowest = results.iter().map(|r| r.ms.median).fold(0.0, f64::max);
-            let cap = (CAP_FACTOR * slowest).max(MIN_CAP_MS);
-            let pilot_pt = Point {
-                work_fraction: PILOT_FRACTION,
-                ..*pt
-            };
-            let pilot =
-                (spin.runner(pt.exec))(&pilot_pt).map_err(|e| format!("always-spin: {e}"))?;
-            let pilot_ms = pilot.elapsed.as_secs_f64() * 1e3;
-            if pilot_ms / PILOT_FRACTION <= cap {
-                let full = median_runs(
-                    pt,
-                    &[("always-spin", spin.runner(pt.exec))],
-                    repeats,
-                    |_| {},
-                )?;
-                // Its own rounds, after the others': not paired.
-                results.extend(full.into_iter().map(|t| PolicyRun {
-                    name: t.name,
-                    ms: t.ms,
-                    rounds: Vec::new(),
-                    work: t.work,
-                    fraction: 1.0,
-                }));
-            } else {
-                results.push(PolicyRun {
-                    name: "always-spin",
-                    ms: Spread::single(pilot_ms / PILOT_FRACTION),
-                    rounds: Vec::new(),
-                    work: pilot.work,
-                    fraction: PILOT_FRACTION,
-                });
-            }
+            let slowest = results.iter().map(|r| r.0.ms.median).fold(0.0, f64::max);
+            results.extend(always_spin(pt, slowest, repeats)?);
             bar.inc(repeats as u64);
         }
         // Table order.
-        results.sort_by_key(|r| POLICIES.iter().position(|p| p.name == r.name));
+        results.sort_by_key(|(r, _)| POLICIES.iter().position(|p| p.name == r.name));
         let block = results
             .iter()
-            .find(|r| r.name == "always-block")
-            .map(|r| (r.ms, r.rounds.clone()));
-        for r in results {
-            let base = size_params(
-                Row::new(
-                    EXPERIMENT.id,
-                    r.name,
-                    pt.threads as u32,
-                    ctx.over(pt.threads),
-                    "elapsed_ms",
-                    r.ms.median,
-                    "ms",
-                ),
-                pt,
-            )
-            .param("workload", pt.workload.name())
-            .param("exec", pt.exec.name())
-            .param("processors", ctx.cores)
-            .param("repeats", r.ms.n)
-            .param("work_done", r.work)
-            .param("work_fraction", r.fraction)
-            .param("capped", r.fraction < 1.0)
-            .param(
-                "c_spins",
-                match pt.exec {
-                    ExecKind::Os => cal.c_spins_os,
-                    ExecKind::User => cal.c_spins_user,
-                },
-            )
-            .param("opt_known_locks", locks);
+            .find(|(r, _)| r.name == "always-block")
+            .map(|(r, _)| (r.ms, r.samples.clone()));
+        let c_spins = match pt.exec {
+            ExecKind::Os => cal.c_spins_os,
+            ExecKind::User => cal.c_spins_user,
+        };
+        for (r, fraction) in results {
+            let (t, over) = (pt.threads as u32, ctx.over(pt.threads));
+            let base = Row::new(
+                EXPERIMENT.id,
+                r.name,
+                t,
+                over,
+                "elapsed_ms",
+                r.ms.median,
+                "ms",
+            );
+            let base = size_params(base, pt)
+                .param("workload", pt.workload.name())
+                .param("exec", pt.exec.name())
+                .param("processors", ctx.cores)
+                .param("repeats", r.ms.n)
+                .param("work_done", r.work)
+                .param("work_fraction", fraction)
+                .param("capped", fraction < 1.0)
+                .param("c_spins", c_spins)
+                .param("opt_known_locks", locks);
+            let derived = |metric: &str, unit: &str, s: &Spread| {
+                let (metric, value, unit) = (metric.into(), s.median, unit.into());
+                Row {
+                    metric,
+                    value,
+                    unit,
+                    ..base.clone()
+                }
+                .with_spread(s)
+            };
             if let Some((b, b_rounds)) = &block {
                 // The policy's time over `always-block`'s: the per-round
                 // quotients where both ran in the same rounds (a drift of
                 // the machine between rounds cancels), else the quotient
                 // of the two spreads.
-                let paired = Spread::paired_ratio(&r.rounds, b_rounds);
+                let paired = Spread::paired_ratio(&r.samples, b_rounds);
                 let q = paired.unwrap_or_else(|| r.ms.ratio(*b));
                 // `always-block` over itself is 1 in every round, which
                 // would narrow the pooled noise of the others: no row.
                 if r.name != "always-block" {
-                    rows.push(
-                        Row {
-                            metric: if paired.is_some() {
-                                VS_BLOCK
-                            } else {
-                                VS_BLOCK_UNPAIRED
-                            }
-                            .into(),
-                            value: q.median,
-                            unit: "x".into(),
-                            ..base.clone()
-                        }
-                        .with_spread(&q),
-                    );
+                    let metric = if paired.is_some() {
+                        VS_BLOCK
+                    } else {
+                        VS_BLOCK_UNPAIRED
+                    };
+                    rows.push(derived(metric, "x", &q));
                 }
                 // (block - policy) / block * 100 = 100 * (1 - policy / block).
-                let imp = q.map(|q| (1.0 - q) * 100.0);
-                rows.push(
-                    Row {
-                        metric: "improvement_pct".into(),
-                        value: imp.median,
-                        unit: "%".into(),
-                        ..base.clone()
-                    }
-                    .with_spread(&imp),
-                );
+                rows.push(derived(
+                    "improvement_pct",
+                    "%",
+                    &q.map(|q| (1.0 - q) * 100.0),
+                ));
             }
             rows.push(base.with_spread(&r.ms));
         }
     }
     bar.finish_and_clear();
     Ok(rows)
+}
+
+/// `always-spin` at an oversubscribed point on OS threads, after the other
+/// policies (so not in their rounds: its `samples` are left empty), with
+/// the fraction of the work it ran: a pilot on [`PILOT_FRACTION`] of the
+/// work first; the full runs if the pilot, scaled to the full work, stays
+/// within the cap ([`CAP_FACTOR`] times `slowest`, the slowest other
+/// policy's ms, at least [`MIN_CAP_MS`]), else the pilot scaled.
+fn always_spin(pt: &Point, slowest: f64, repeats: usize) -> Result<Vec<(Timed, f64)>, String> {
+    let spin =
+        policy("always-spin").ok_or_else(|| "always-spin is not among the policies".to_string())?;
+    let cap = (CAP_FACTOR * slowest).max(MIN_CAP_MS);
+    let pilot_pt = Point {
+        work_fraction: PILOT_FRACTION,
+        ..*pt
+    };
+    let pilot = (spin.runner(pt.exec))(&pilot_pt).map_err(|e| format!("always-spin: {e}"))?;
+    let pilot_ms = pilot.elapsed.as_secs_f64() * 1e3;
+    if pilot_ms / PILOT_FRACTION <= cap {
+        let full = median_runs(
+            pt,
+            &[("always-spin", spin.runner(pt.exec))],
+            repeats,
+            |_| {},
+        )?;
+        // Its own rounds, after the others': not paired.
+        Ok(full
+            .into_iter()
+            .map(|t| {
+                (
+                    Timed {
+                        samples: Vec::new(),
+                        ..t
+                    },
+                    1.0,
+                )
+            })
+            .collect())
+    } else {
+        let scaled = Timed {
+            name: "always-spin",
+            ms: Spread::single(pilot_ms / PILOT_FRACTION),
+            samples: Vec::new(),
+            work: pilot.work,
+        };
+        Ok(vec![(scaled, PILOT_FRACTION)])
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -350,60 +340,50 @@ fn configs(rows: &[Row], metric: &str) -> Vec<Config> {
     out
 }
 
-/// The row of `metric` for `series` at a configuration.
-fn at<'a>(
-    rows: &'a [Row],
-    series: &str,
-    metric: &str,
-    w: &str,
-    e: &str,
-    t: u32,
-) -> Option<&'a Row> {
-    let ps = [("workload", w), ("exec", e)];
-    Data::new(rows).row(Sel::metric(metric).series(series).threads(t).params(&ps))
+/// The row of `metric` for `series` at configuration `c`.
+fn at<'a>(rows: &'a [Row], series: &str, metric: &str, c: &Config) -> Option<&'a Row> {
+    let ps = [("workload", c.0.as_str()), ("exec", c.1.as_str())];
+    Data::new(rows).row(Sel::metric(metric).series(series).threads(c.2).params(&ps))
 }
 
 /// A configuration in words, e.g. `hanoi/os/8 (over)`.
 fn tag(c: &Config) -> String {
-    format!(
-        "{}/{}/{}{}",
-        c.0,
-        c.1,
-        c.2,
-        if c.3 { " (over)" } else { "" }
-    )
+    let over = if c.3 { " (over)" } else { "" };
+    format!("{}/{}/{}{over}", c.0, c.1, c.2)
+}
+
+/// Whether `r` is a capped `always-spin` pilot.
+fn capped(r: &Row) -> bool {
+    r.get_param("capped") == Some("true")
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
     let panels = configs(rows, "elapsed_ms")
         .into_iter()
-        .map(|(w, e, t, over)| {
+        .map(|c| {
             let bars = rows
                 .iter()
                 .filter(|r| {
                     r.metric == "elapsed_ms"
-                        && r.threads == t
-                        && r.get_param("workload") == Some(&w)
-                        && r.get_param("exec") == Some(&e)
+                        && r.threads == c.2
+                        && r.get_param("workload") == Some(&c.0)
+                        && r.get_param("exec") == Some(&c.1)
                 })
-                .map(|r| Bar {
-                    label: if r.get_param("capped") == Some("true") {
+                .map(|r| {
+                    let label = if capped(r) {
                         format!("{} (capped)", r.series)
                     } else {
                         r.series.clone()
-                    },
-                    value: r.value,
-                    group: family(&r.series).into(),
+                    };
+                    Bar::new(&label, r.value, family(&r.series))
                 })
                 .collect();
-            let reference = at(rows, "always-block", "elapsed_ms", &w, &e, t)
+            let reference = at(rows, "always-block", "elapsed_ms", &c)
                 .map(|b| vec![("always-block".to_string(), b.value)])
                 .unwrap_or_default();
+            let over = if c.3 { " (oversubscribed)" } else { "" };
             Panel::Bar(BarPanel {
-                title: format!(
-                    "{w}, {e} threads, {t} threads{}",
-                    if over { " (oversubscribed)" } else { "" }
-                ),
+                title: format!("{}, {} threads, {} threads{over}", c.0, c.1, c.2),
                 y_label: "elapsed ms (median)".into(),
                 y_scale: Scale::Linear,
                 bars,
@@ -456,71 +436,57 @@ fn paper_tables() -> String {
     s
 }
 
-/// Estimates of the elapsed time of each policy at a configuration.
-struct Times<'a> {
-    d: Data<'a>,
+/// The estimate of `metric` of `policy` at configuration `c`.
+fn est(d: &Data<'_>, metric: &str, policy: &str, c: &Config) -> Option<Estimate> {
+    let ps = [("workload", c.0.as_str()), ("exec", c.1.as_str())];
+    d.estimate(Sel::metric(metric).series(policy).threads(c.2).params(&ps))
 }
 
-impl Times<'_> {
-    /// `policy`'s elapsed time at `c`.
-    fn of(&self, policy: &str, c: &Config) -> Option<Estimate> {
-        let ps = [("workload", c.0.as_str()), ("exec", c.1.as_str())];
-        self.d.estimate(
-            Sel::metric("elapsed_ms")
-                .series(policy)
-                .threads(c.2)
-                .params(&ps),
-        )
-    }
-
-    /// The fastest (by median) of `names` at `c`.
-    fn fastest(&self, names: &[&'static str], c: &Config) -> Option<(&'static str, Estimate)> {
-        names
-            .iter()
-            .filter_map(|n| Some((*n, self.of(n, c)?)))
-            .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
-    }
-
-    /// `policy`'s time over `always-block`'s at `c`: the recorded
-    /// `vs_block` (paired by round) or `vs_block_unpaired`, else the
-    /// quotient of the two estimates (data from before these metrics).
-    fn vs_block(&self, policy: &str, c: &Config) -> Option<Estimate> {
-        let ps = [("workload", c.0.as_str()), ("exec", c.1.as_str())];
-        let recorded = |metric| {
-            self.d
-                .estimate(Sel::metric(metric).series(policy).threads(c.2).params(&ps))
-        };
-        recorded(VS_BLOCK)
-            .or_else(|| recorded(VS_BLOCK_UNPAIRED))
-            .or_else(|| Some(self.of(policy, c)?.ratio(self.of("always-block", c)?)))
-    }
-
-    /// The fastest competitive policy's time over `always-block`'s at `c`.
-    fn best_over_block(&self, c: &Config) -> Option<Estimate> {
-        let (name, _) = self.fastest(&COMPETITIVE, c)?;
-        self.vs_block(name, c)
-    }
+/// `policy`'s elapsed time at `c`.
+fn time(d: &Data<'_>, policy: &str, c: &Config) -> Option<Estimate> {
+    est(d, "elapsed_ms", policy, c)
 }
 
-/// A finding from per-configuration outcomes combined by [`Outcome::majority`],
-/// with their evidence; `what` names the data when there is none.
-fn majority_finding(per: Vec<(Outcome, String)>, what: &str) -> Finding {
-    if per.is_empty() {
-        return Finding::missing(what);
-    }
-    let outcomes: Vec<Outcome> = per.iter().map(|p| p.0.clone()).collect();
-    let held = outcomes.iter().filter(|o| **o == Outcome::Holds).count();
-    Finding::new(
-        Outcome::majority(&outcomes),
-        format!(
-            "holds in {held} of {}: {}",
-            per.len(),
-            per.iter()
-                .map(|p| p.1.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-    )
+/// The fastest (by median) of `names` at `c`.
+fn fastest(d: &Data<'_>, names: &[&'static str], c: &Config) -> Option<(&'static str, Estimate)> {
+    names
+        .iter()
+        .filter_map(|n| Some((*n, time(d, n, c)?)))
+        .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
+}
+
+/// `policy`'s time over `always-block`'s at `c`: the recorded `vs_block`
+/// (paired by round) or `vs_block_unpaired`, else the quotient of the two
+/// estimates (data from before these metrics).
+fn vs_block(d: &Data<'_>, policy: &str, c: &Config) -> Option<Estimate> {
+    est(d, VS_BLOCK, policy, c)
+        .or_else(|| est(d, VS_BLOCK_UNPAIRED, policy, c))
+        .or_else(|| Some(time(d, policy, c)?.ratio(time(d, "always-block", c)?)))
+}
+
+/// The fastest competitive policy's time over `always-block`'s at `c`.
+fn best_over_block(d: &Data<'_>, c: &Config) -> Option<Estimate> {
+    vs_block(d, fastest(d, &COMPETITIVE, c)?.0, c)
+}
+
+/// The configurations on OS threads the rules judge, those with at least
+/// the cores of `m` as threads (first-seen order), and a finding of their
+/// parts ([`Finding::counted`] by [`Outcome::majority`]; `what` names them
+/// where there are none).
+fn on_os(
+    d: &Data<'_>,
+    m: &Machine,
+    what: &str,
+    part: impl Fn(&Config) -> Option<(Outcome, String)>,
+) -> Finding {
+    let cores = m.cores() as u32;
+    let parts = judged(d, cores)
+        .iter()
+        .filter(|c| c.1 == "os")
+        .filter_map(part)
+        .collect();
+    let what = format!("{what} on OS threads at {cores} or more threads");
+    Finding::counted(parts, Outcome::majority, "in", &what)
 }
 
 /// The configurations the rules judge: those with at least `cores`
@@ -535,89 +501,60 @@ fn judged(d: &Data<'_>, cores: u32) -> Vec<Config> {
 /// `block-beaten`: on OS threads, in most judged configurations, most of
 /// the competitive policies faster than `always-block`.
 fn block_beaten(d: &Data<'_>, m: &Machine) -> Finding {
-    let times = Times { d: *d };
-    let cores = m.cores() as u32;
-    let mut beaten = Vec::new();
-    for c in judged(d, cores).iter().filter(|c| c.1 == "os") {
-        if times.of("always-block", c).is_some() {
-            let one = Estimate::exact(1.0);
-            let outs: Vec<Outcome> = COMPETITIVE
-                .iter()
-                .filter_map(|n| Some(rule::less(times.vs_block(n, c)?, one)))
-                .collect();
-            let faster = outs.iter().filter(|o| **o == Outcome::Holds).count();
-            beaten.push((
-                Outcome::majority(&outs),
-                format!("{}: {faster} of {} faster", tag(c), outs.len()),
-            ));
-        }
-    }
-    majority_finding(
-        beaten,
-        &format!(
-            "`always-block` and the competitive policies on OS threads at {cores} or more threads"
-        ),
-    )
+    let what = "`always-block` and the competitive policies";
+    on_os(d, m, what, |c| {
+        time(d, "always-block", c)?;
+        let one = Estimate::exact(1.0);
+        let outs: Vec<Outcome> = COMPETITIVE
+            .iter()
+            .filter_map(|n| Some(rule::less(vs_block(d, n, c)?, one)))
+            .collect();
+        let faster = outs.iter().filter(|o| **o == Outcome::Holds).count();
+        let ev = format!("{}: {faster} of {} faster", tag(c), outs.len());
+        Some((Outcome::majority(&outs), ev))
+    })
 }
 
 /// `adaptive-beats-fixed`: on OS threads, in most judged configurations,
-/// the fastest adaptive policy faster than the fastest fixed threshold.
+/// the fastest adaptive policy faster than the fastest fixed threshold,
+/// each over `always-block` of its own rounds, so that a drift of the
+/// machine between rounds cancels.
 fn adaptive_beats_fixed(d: &Data<'_>, m: &Machine) -> Finding {
-    let times = Times { d: *d };
-    let cores = m.cores() as u32;
-    let mut adaptive = Vec::new();
-    for c in judged(d, cores).iter().filter(|c| c.1 == "os") {
-        if let (Some(a), Some(f)) = (times.fastest(&ADAPTIVE, c), times.fastest(&FIXED, c))
-            && let (Some(ab), Some(fb)) = (times.vs_block(a.0, c), times.vs_block(f.0, c))
-        {
-            // Each over `always-block` of its own rounds, so a drift of the
-            // machine between rounds cancels.
-            adaptive.push((
-                rule::less(ab, fb),
-                format!(
-                    "{}: `{}` {} ms ({}x block) vs `{}` {} ms ({}x block)",
-                    tag(c),
-                    a.0,
-                    a.1.value.round(),
-                    ab.show(2),
-                    f.0,
-                    f.1.value.round(),
-                    fb.show(2)
-                ),
-            ));
-        }
-    }
-    majority_finding(
-        adaptive,
-        &format!("adaptive and fixed policies on OS threads at {cores} or more threads"),
-    )
+    on_os(d, m, "adaptive and fixed policies", |c| {
+        let (a, f) = (fastest(d, &ADAPTIVE, c)?, fastest(d, &FIXED, c)?);
+        let (ab, fb) = (vs_block(d, a.0, c)?, vs_block(d, f.0, c)?);
+        let ev = format!(
+            "{}: `{}` {} ms ({}x block) vs `{}` {} ms ({}x block)",
+            tag(c),
+            a.0,
+            a.1.value.round(),
+            ab.show(2),
+            f.0,
+            f.1.value.round(),
+            fb.show(2)
+        );
+        Some((rule::less(ab, fb), ev))
+    })
 }
 
 /// `always-spin` against `always-block` at `c` with `claim`, as a finding.
 fn spin_vs_block(d: &Data<'_>, c: &Config, claim: fn(Estimate, Estimate) -> Outcome) -> Finding {
-    let times = Times { d: *d };
-    match (
-        times.of("always-spin", c),
-        times.of("always-block", c),
-        times.vs_block("always-spin", c),
-    ) {
-        (Some(s), Some(b), Some(q)) => {
-            let capped = at(d.rows(), "always-spin", "elapsed_ms", &c.0, &c.1, c.2)
-                .is_some_and(|r| r.get_param("capped") == Some("true"));
-            Finding::new(
-                claim(q, Estimate::exact(1.0)),
-                format!(
-                    "{}: `always-spin` {} ms{}, `always-block` {} ms: {}x",
-                    tag(c),
-                    s.value.round(),
-                    if capped { " (capped pilot)" } else { "" },
-                    b.value.round(),
-                    q.show(2)
-                ),
-            )
-        }
-        _ => Finding::missing(&format!("`always-spin` and `always-block` at {}", tag(c))),
-    }
+    let spin = (time(d, "always-spin", c), time(d, "always-block", c));
+    let (Some(s), Some(b), Some(q)) = (spin.0, spin.1, vs_block(d, "always-spin", c)) else {
+        return Finding::missing(&format!("`always-spin` and `always-block` at {}", tag(c)));
+    };
+    let pilot = at(d.rows(), "always-spin", "elapsed_ms", c).is_some_and(capped);
+    Finding::new(
+        claim(q, Estimate::exact(1.0)),
+        format!(
+            "{}: `always-spin` {} ms{}, `always-block` {} ms: {}x",
+            tag(c),
+            s.value.round(),
+            if pilot { " (capped pilot)" } else { "" },
+            b.value.round(),
+            q.show(2)
+        ),
+    )
 }
 
 /// `spin-good-regsim`: Regsim on OS threads at threads = all cores,
@@ -625,10 +562,10 @@ fn spin_vs_block(d: &Data<'_>, c: &Config, claim: fn(Estimate, Estimate) -> Outc
 fn spin_good_regsim(d: &Data<'_>, m: &Machine) -> Finding {
     let cores = m.cores() as u32;
     let cfgs = configs(d.rows(), "elapsed_ms");
-    let regsim_at_cores = cfgs
+    match cfgs
         .iter()
-        .find(|c| c.0 == "regsim" && c.1 == "os" && c.2 == cores && !c.3);
-    match regsim_at_cores {
+        .find(|c| c.0 == "regsim" && c.1 == "os" && c.2 == cores && !c.3)
+    {
         Some(c) => spin_vs_block(d, c, rule::less),
         None => Finding::missing(&format!("Regsim on OS threads at {cores} threads")),
     }
@@ -639,11 +576,11 @@ fn spin_good_regsim(d: &Data<'_>, m: &Machine) -> Finding {
 fn spin_bad_hanoi(d: &Data<'_>, m: &Machine) -> Finding {
     let cores = m.cores() as u32;
     let cfgs = configs(d.rows(), "elapsed_ms");
-    let hanoi_over = cfgs
+    match cfgs
         .iter()
         .filter(|c| c.0 == "hanoi" && c.1 == "os" && c.2 > cores && c.3)
-        .max_by_key(|c| c.2);
-    match hanoi_over {
+        .max_by_key(|c| c.2)
+    {
         Some(c) => spin_vs_block(d, c, rule::greater),
         None => Finding::missing(&format!("Hanoi on OS threads at more than {cores} threads")),
     }
@@ -653,77 +590,54 @@ fn spin_bad_hanoi(d: &Data<'_>, m: &Machine) -> Finding {
 /// fastest competitive policy's time over `always-block`'s larger on user
 /// threads than on OS threads.
 fn user_gain_smaller(d: &Data<'_>, m: &Machine) -> Finding {
-    let times = Times { d: *d };
-    let cores = m.cores() as u32;
-    let judged = judged(d, cores);
-    let mut gains = Vec::new();
-    for c in judged.iter().filter(|c| c.1 == "os") {
-        let Some(user) = judged
+    let judged = judged(d, m.cores() as u32);
+    let what = "the same configurations on OS and user threads";
+    on_os(d, m, what, |c| {
+        let user = judged
             .iter()
-            .find(|u| u.1 == "user" && u.0 == c.0 && u.2 == c.2)
-        else {
-            continue;
-        };
-        if let (Some(o), Some(u)) = (times.best_over_block(c), times.best_over_block(user)) {
-            gains.push((
-                rule::greater(u, o),
-                format!(
-                    "{}/{}: fastest / always-block os {}, user {}",
-                    c.0,
-                    c.2,
-                    o.show(2),
-                    u.show(2)
-                ),
-            ));
-        }
-    }
-    majority_finding(
-        gains,
-        &format!("the same configurations on OS and user threads at {cores} or more threads"),
-    )
+            .find(|u| u.1 == "user" && u.0 == c.0 && u.2 == c.2)?;
+        let (o, u) = (best_over_block(d, c)?, best_over_block(d, user)?);
+        let ev = format!(
+            "{}/{}: fastest / always-block os {}, user {}",
+            c.0,
+            c.2,
+            o.show(2),
+            u.show(2)
+        );
+        Some((rule::greater(u, o), ev))
+    })
 }
 
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let cores = m.cores() as u32;
     let cfgs = configs(rows, "elapsed_ms");
-
-    let mut header = vec!["policy".to_string()];
-    for (w, e, t, over) in &cfgs {
-        header.push(format!(
-            "{w} {e} {t} thr{}: ms (impr.)",
-            if *over { " (over)" } else { "" }
-        ));
-    }
-    let mut table = Table::new(&header);
-    for p in POLICIES {
-        let mut row = vec![format!("`{}`", p.name)];
-        for (w, e, t, _) in &cfgs {
-            let el = at(rows, p.name, "elapsed_ms", w, e, *t);
-            let imp = at(rows, p.name, "improvement_pct", w, e, *t).map(|r| r.value);
-            row.push(match (el, imp) {
-                (Some(r), Some(i)) => format!(
-                    "{:.0} ({i:+.1}%){}",
-                    r.value,
-                    if r.get_param("capped") == Some("true") {
-                        " capped"
-                    } else {
-                        ""
+    let header = table::header(
+        "policy",
+        cfgs.iter().map(|(w, e, t, over)| {
+            let over = if *over { " (over)" } else { "" };
+            format!("{w} {e} {t} thr{over}: ms (impr.)")
+        }),
+    );
+    let policies: Vec<&str> = POLICIES.iter().map(|p| p.name).collect();
+    let table = table::by_series(&header, &policies, |p| {
+        cfgs.iter()
+            .map(|c| {
+                let imp = at(rows, p, "improvement_pct", c).map(|r| r.value);
+                match (at(rows, p, "elapsed_ms", c), imp) {
+                    (Some(r), Some(i)) => {
+                        let capped = if capped(r) { " capped" } else { "" };
+                        format!("{:.0} ({i:+.1}%){capped}", r.value)
                     }
-                ),
-                (Some(r), None) => format!("{:.0}", r.value),
-                _ => "-".into(),
-            });
-        }
-        table.rows.push(row);
-    }
-
+                    (Some(r), None) => format!("{:.0}", r.value),
+                    _ => "-".into(),
+                }
+            })
+            .collect()
+    });
     let c_of = |e: &str| {
-        rows.iter()
-            .find(|r| r.get_param("exec") == Some(e))
-            .and_then(|r| r.get_param("c_spins"))
+        d.param(Sel::default().params(&[("exec", e)]), "c_spins")
             .unwrap_or("?")
-            .to_string()
     };
     let mut measured = format!(
         "Elapsed time (median of the repeats) of each policy at {} configuration{} (workload / threads kind / \
@@ -734,10 +648,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         c_of("os"),
         c_of("user")
     );
-    if rows
-        .iter()
-        .any(|r| r.metric == "elapsed_ms" && r.get_param("capped") == Some("true"))
-    {
+    if d.select(Sel::metric("elapsed_ms")).any(capped) {
         measured.push_str(
             " Rows marked `capped` are `always-spin` on oversubscribed OS threads: a pilot on 1/8 of the work \
              would have run past the cap, so the value is the pilot scaled to the full work (a linear \
@@ -787,22 +698,18 @@ mod tests {
     /// Rows of every policy at regsim/hanoi x os/user x (cores, 4x cores)
     /// of `m`, elapsed ms from `ms(exec, workload, oversubscribed, policy)`.
     fn rows(m: &Machine, ms: impl Fn(&str, &str, bool, &str) -> f64) -> Vec<Row> {
-        let p = m.cores() as u32;
+        let (p, synth) = (m.cores() as u32, testing::Rows::new(&EXPERIMENT, m));
         let mut out = Vec::new();
         for e in ["os", "user"] {
             for w in ["regsim", "hanoi"] {
                 for t in [p, 4 * p] {
-                    let over = t > p;
-                    let block = ms(e, w, over, "always-block");
+                    let block = ms(e, w, t > p, "always-block");
                     for pol in POLICIES {
-                        let v = ms(e, w, over, pol.name);
-                        let params = [
-                            ("workload", w),
-                            ("exec", e),
-                            ("c_spins", if e == "os" { "342" } else { "31" }),
-                        ];
+                        let v = ms(e, w, t > p, pol.name);
                         let r = |metric: &str, v: f64| {
-                            testing::row(EXPERIMENT.id, pol.name, t, m, metric, v, 0.02, &params)
+                            let c = if e == "os" { "342" } else { "31" };
+                            let r = synth.row(pol.name, t, metric, v).param("workload", w);
+                            r.param("exec", e).param("c_spins", c)
                         };
                         if pol.name != "always-block" {
                             out.push(r(VS_BLOCK, v / block));
@@ -893,10 +800,6 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), paper_like),
-            &rows(&big_metal(), paper_like),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, paper_like));
     }
 }
