@@ -39,15 +39,17 @@
 //! Without a one-writer point (`--threads` leaving out 2), three rounds
 //! measure the gap alone.
 
+use std::fmt::Display;
+
+use crate::harness::fmt::{self, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Schedule, Sel,
-    Spread, figure, names, ns, ratio, rule, try_in_rounds, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Outcome, Schedule,
+    Sel, Spread, figure, names, ns, ratio, rule, series_names, table, try_in_rounds, value,
 };
 use crate::kernels::messages::{self as am_kernels, StressRun};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, LinePanel, Panel, Point, Scale, Series};
-use crate::output::report::Table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -76,7 +78,7 @@ const CLAIMS: &[Claim] = &[
         rule: "for every algorithm, the time per integer with one writer (median block) agrees with the LogP \
                gap g measured just before it within 1.3x (their ratio's median over rounds, with its interval)",
         needs: Needs::cores(2),
-        judge: one_writer_is_gap,
+        judge: |d, _| gap_ratios(d).map_or_else(|f| f, |q| one_writer_is_gap(&q)),
     },
     Claim {
         key: "locks-degrade",
@@ -103,7 +105,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at the most writers measured, with more ranks than cores, `lock-free`'s whole-run time per \
                integer is below every locking algorithm's",
         needs: Needs::NONE,
-        judge: lock_free_robust,
+        judge: |d, _| robust_point(d).map_or_else(|f| f, |p| lock_free_robust(&p)),
     },
 ];
 
@@ -196,19 +198,20 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for (alg, pairs) in names.iter().zip(paired) {
         let gs: Vec<f64> = pairs.iter().map(|p| p.0).collect();
         let g = Spread::of(&gs).ok_or_else(|| format!("am-stress {alg}: no valid gap"))?;
+        let g_row = Row::new(
+            EXPERIMENT.id,
+            alg,
+            2,
+            ctx.over(2),
+            "logp_g_ns",
+            g.median,
+            "ns",
+        );
         rows.push(
-            Row::new(
-                EXPERIMENT.id,
-                alg,
-                2,
-                ctx.over(2),
-                "logp_g_ns",
-                g.median,
-                "ns",
-            )
-            .param("writers", 1)
-            .param("rounds", g_rounds)
-            .with_spread(&g),
+            g_row
+                .param("writers", 1)
+                .param("rounds", g_rounds)
+                .with_spread(&g),
         );
         let ones: Vec<StressRun> = pairs.iter().filter_map(|p| p.1).collect();
         if one {
@@ -284,26 +287,15 @@ fn stress_rows(
             None => row,
         }
     };
-    Ok(vec![
-        point(
-            "elapsed_ms",
-            r.out.elapsed.as_secs_f64() * 1e3,
-            "ms",
-            spread(|r| r.out.elapsed.as_secs_f64() * 1e3),
-        ),
-        point(
-            "ns_per_msg",
-            r.out.ns_per_msg,
-            "ns",
-            spread(|r| r.out.ns_per_msg),
-        ),
-        point(
-            "block_ns_per_msg",
-            r.block_ns_per_msg,
-            "ns",
-            spread(|r| r.block_ns_per_msg),
-        ),
-    ])
+    let metrics: [(&str, fn(&StressRun) -> f64, &str); 3] = [
+        ("elapsed_ms", |r| r.out.elapsed.as_secs_f64() * 1e3, "ms"),
+        ("ns_per_msg", |r| r.out.ns_per_msg, "ns"),
+        ("block_ns_per_msg", |r| r.block_ns_per_msg, "ns"),
+    ];
+    Ok(metrics
+        .into_iter()
+        .map(|(metric, f, unit)| point(metric, f(&r), unit, spread(f)))
+        .collect())
 }
 
 /// Writer counts present in the rows, ascending.
@@ -343,7 +335,7 @@ fn block(rows: &[Row], alg: &str, w: u32) -> Option<f64> {
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
-    let algs = crate::harness::series_names(rows, "ns_per_msg");
+    let algs = series_names(rows, "ns_per_msg");
     let line = |title: &str, y_label: &str, metric: &str, f: &dyn Fn(&Row) -> Option<f64>| {
         let series = algs
             .iter()
@@ -418,11 +410,6 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-/// An estimate in nanoseconds with its interval.
-fn ns_e(e: Estimate) -> String {
-    format!("{} [{}, {}]", ns(e.value), ns(e.lo), ns(e.hi))
-}
-
 /// The estimate of `metric` of `alg` with `w` writers (finite values
 /// only).
 fn est(d: &Data<'_>, metric: &str, alg: &str, w: u32) -> Option<Estimate> {
@@ -435,94 +422,86 @@ fn gap(d: &Data<'_>, alg: &str) -> Option<Estimate> {
     d.estimate(Sel::metric("logp_g_ns").series(alg).threads(2))
 }
 
-/// `name x` pairs, comma-separated.
-fn list(xs: &[(String, String)]) -> String {
-    xs.iter()
-        .map(|(a, x)| format!("`{a}` {x}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// `` `name` x `` pairs, comma-separated.
+fn list<A: Display, X: Display>(xs: impl IntoIterator<Item = (A, X)>) -> String {
+    fmt::join(xs.into_iter().map(|(a, x)| format!("`{a}` {x}")), ", ")
 }
 
-/// One writer = the LogP gap: both are rates while every rank runs (the
-/// median block of the stress run, the median block of the LogP stream),
-/// judged on their ratio paired by round where the run has it (a CSV
-/// written before the rounds existed: the two medians). The finding, and
-/// the note it calls for.
-fn one_writer_gap(d: &Data<'_>) -> (Finding, Option<String>) {
+/// One writer's median block over the LogP gap per algorithm (both rates
+/// while every rank runs): paired by round (`true`) where the run has it,
+/// else (a CSV written before the rounds existed) the ratio of the
+/// medians, else none (no run long enough for a block rate). What the
+/// rule finds instead where the one-writer points were oversubscribed or
+/// no algorithm has a ratio.
+type GapRatios = Vec<(String, Option<(Estimate, bool)>)>;
+
+/// [`GapRatios`] of the run, or what `one-writer-is-gap` finds instead.
+fn gap_ratios(d: &Data<'_>) -> Result<GapRatios, Finding> {
     let rows = d.rows();
-    let algs = crate::harness::series_names(rows, "ns_per_msg");
-    // Per algorithm: the paired ratio, else the ratio of the medians, else
-    // nothing (no run long enough for a block rate).
-    let pairs: Vec<(String, Option<(Estimate, bool)>)> = algs
-        .iter()
+    let q = |a: &str| match d.estimate_own(Sel::metric(VS_GAP).series(a)) {
+        Some(q) => Some((q, true)),
+        None => Some((est(d, "block_ns_per_msg", a, 1)?.ratio(gap(d, a)?), false)),
+    };
+    let pairs: GapRatios = (series_names(rows, "ns_per_msg").into_iter())
         .map(|a| {
-            let q = match d.estimate_own(Sel::metric(VS_GAP).series(a)) {
-                Some(q) => Some((q, true)),
-                None => (|| Some((est(d, "block_ns_per_msg", a, 1)?.ratio(gap(d, a)?), false)))(),
-            };
-            (a.clone(), q)
+            let q = q(&a);
+            (a, q)
         })
         .collect();
-    let one_over = point(rows, LOCK_FREE, 1).is_some_and(|r| r.oversubscribed);
-    if one_over {
-        (
-            Finding::not_measurable("the one-writer points ran with more threads than cores"),
-            None,
-        )
+    if point(rows, LOCK_FREE, 1).is_some_and(|r| r.oversubscribed) {
+        Err(Finding::not_measurable(
+            "the one-writer points ran with more threads than cores",
+        ))
     } else if pairs.iter().all(|(_, q)| q.is_none()) {
-        (
-            Finding::missing("a one-writer block rate with its LogP gap"),
-            None,
-        )
+        Err(Finding::missing(
+            "a one-writer block rate with its LogP gap",
+        ))
     } else {
-        let whole: Vec<(String, String)> = algs
-            .iter()
-            .filter_map(|a| Some((a.clone(), ratio(per_msg(rows, a, 1)? / gap(d, a)?.value))))
-            .collect();
-        let note = format!(
-            "Over the whole one-writer run (elapsed / integers, LC98's measure) the time per integer over g is {} \
-             (ratios of medians): a whole run also counts the time either rank spent descheduled by other load.",
-            list(&whole)
-        );
-        let all_paired = pairs.iter().all(|(_, q)| q.is_some_and(|(_, p)| p));
-        // An algorithm without a ratio keeps the rule from holding.
-        let outcomes = pairs.iter().map(|(a, q)| match q {
-            Some((q, _)) => rule::within_factor(*q, Estimate::exact(1.0), GAP_MATCH),
-            None => rule::Outcome::NotMeasurable(format!("`{a}` has no one-writer block rate")),
-        });
-        let shown: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(a, q)| {
-                let x = match q {
-                    Some((q, true)) => q.show(2),
-                    Some((q, false)) => format!("{} (medians)", q.show(2)),
-                    None => "no block rate".into(),
-                };
-                (a.clone(), x)
-            })
-            .collect();
-        (
-            Finding::new(
-                rule::Outcome::all(outcomes),
-                format!(
-                    "one writer's median block / g{}: {}",
-                    if all_paired {
-                        ", paired by round"
-                    } else {
-                        ", paired by round where not marked"
-                    },
-                    list(&shown)
-                ),
-            ),
-            Some(note),
-        )
+        Ok(pairs)
     }
 }
 
 /// `one-writer-is-gap`: for every algorithm, one writer's median block
-/// agrees with the LogP gap within 1.3x ([`one_writer_gap`]).
-fn one_writer_is_gap(d: &Data<'_>, _m: &Machine) -> Finding {
-    one_writer_gap(d).0
+/// agrees with the LogP gap within 1.3x; an algorithm without a ratio
+/// keeps the rule from holding.
+fn one_writer_is_gap(pairs: &GapRatios) -> Finding {
+    let all_paired = pairs.iter().all(|(_, q)| q.is_some_and(|(_, p)| p));
+    let outcomes = pairs.iter().map(|(a, q)| match q {
+        Some((q, _)) => rule::within_factor(*q, Estimate::exact(1.0), GAP_MATCH),
+        None => Outcome::NotMeasurable(format!("`{a}` has no one-writer block rate")),
+    });
+    let shown = pairs.iter().map(|(a, q)| {
+        let x = match q {
+            Some((q, true)) => q.show(2),
+            Some((q, false)) => format!("{} (medians)", q.show(2)),
+            None => "no block rate".into(),
+        };
+        (a, x)
+    });
+    let paired = if all_paired {
+        ", paired by round"
+    } else {
+        ", paired by round where not marked"
+    };
+    Finding::new(
+        Outcome::all(outcomes),
+        format!("one writer's median block / g{paired}: {}", list(shown)),
+    )
+}
+
+/// The note the one-writer rule calls for where it is judged: the whole
+/// run against g.
+fn whole_run_note(d: &Data<'_>) -> Option<String> {
+    gap_ratios(d).ok()?;
+    let rows = d.rows();
+    let algs = series_names(rows, "ns_per_msg");
+    let whole =
+        (algs.iter()).filter_map(|a| Some((a, ratio(per_msg(rows, a, 1)? / gap(d, a)?.value))));
+    Some(format!(
+        "Over the whole one-writer run (elapsed / integers, LC98's measure) the time per integer over g is {} \
+         (ratios of medians): a whole run also counts the time either rank spent descheduled by other load.",
+        list(whole)
+    ))
 }
 
 /// Contention with one rank per core: the most writers (3 or more) that
@@ -546,186 +525,178 @@ fn versus_one(d: &Data<'_>, a: &str, w: u32) -> Option<(Estimate, Estimate)> {
     ))
 }
 
-/// Why the contention rules cannot be judged where there is no [`fit`].
-fn no_fit(d: &Data<'_>) -> Finding {
-    let writers = measured_writers(d.rows());
-    Finding::not_measurable(format!(
-        "no point with {CONTENDED} or more writers where every rank has a core (writers measured: {})",
-        crate::harness::fmt::counts(&writers)
-    ))
+/// The [`fit`] of the run, or why the contention rules cannot be judged.
+fn fit_or_why(d: &Data<'_>, m: &Machine) -> Result<u32, Finding> {
+    fit(d, m).ok_or_else(|| {
+        Finding::not_measurable(format!(
+            "no point with {CONTENDED} or more writers where every rank has a core (writers measured: {})",
+            fmt::counts(&measured_writers(d.rows()))
+        ))
+    })
 }
 
 /// `locks-degrade`: at the [`fit`], each of LC98's locking algorithms
 /// takes longer per integer (median block) than with one writer.
 fn locks_degrade(d: &Data<'_>, m: &Machine) -> Finding {
-    let show = |a: &str, (at_w, at_1): (Estimate, Estimate)| {
-        (
-            a.to_string(),
-            format!("{} ({} with 1)", at_w.ratio(at_1).show(2), ns(at_1.value)),
-        )
+    let w = match fit_or_why(d, m) {
+        Ok(w) => w,
+        Err(f) => return f,
     };
-    match fit(d, m) {
-        None => no_fit(d),
-        Some(w) => {
-            let locks: Vec<(&str, (Estimate, Estimate))> = LOCKING
-                .iter()
-                .filter_map(|a| Some((*a, versus_one(d, a, w)?)))
-                .collect();
-            if locks.len() < LOCKING.len() {
-                Finding::missing(&format!("the locking algorithms at 1 and {w} writers"))
-            } else {
-                Finding::new(
-                    rule::Outcome::all(locks.iter().map(|(_, (x, one))| rule::greater(*x, *one))),
-                    format!(
-                        "at {w} writers, time per integer over one writer's (median blocks): {} (LC98 at 7 \
-                         writers: 1.15x to 3.98x)",
-                        list(&locks.iter().map(|(a, p)| show(a, *p)).collect::<Vec<_>>())
-                    ),
-                )
-            }
-        }
+    let locks: Vec<(&str, (Estimate, Estimate))> = LOCKING
+        .iter()
+        .filter_map(|a| Some((*a, versus_one(d, a, w)?)))
+        .collect();
+    if locks.len() < LOCKING.len() {
+        return Finding::missing(&format!("the locking algorithms at 1 and {w} writers"));
     }
+    let shown = locks.iter().map(|(a, (at_w, at_1))| {
+        let x = format!("{} ({} with 1)", at_w.ratio(*at_1).show(2), ns(at_1.value));
+        (a, x)
+    });
+    Finding::new(
+        Outcome::all(locks.iter().map(|(_, (x, one))| rule::greater(*x, *one))),
+        format!(
+            "at {w} writers, time per integer over one writer's (median blocks): {} (LC98 at 7 writers: \
+             1.15x to 3.98x)",
+            list(shown)
+        ),
+    )
 }
 
 /// `lock-free-improves`: at the [`fit`], `lock-free` takes less time per
 /// integer (median block) than with one writer.
 fn lock_free_improves(d: &Data<'_>, m: &Machine) -> Finding {
-    match fit(d, m) {
-        None => no_fit(d),
-        Some(w) => match versus_one(d, LOCK_FREE, w) {
-            None => Finding::missing(&format!("`lock-free` at 1 and {w} writers")),
-            Some((x, one)) => Finding::new(
-                rule::less(x, one),
-                format!(
-                    "at {w} writers, `lock-free` {} per integer against {} with one writer: {} (LC98 at 7 \
-                     writers: 0.95x)",
-                    ns(x.value),
-                    ns(one.value),
-                    x.ratio(one).show(2)
-                ),
-            ),
-        },
+    let w = match fit_or_why(d, m) {
+        Ok(w) => w,
+        Err(f) => return f,
+    };
+    let Some((x, one)) = versus_one(d, LOCK_FREE, w) else {
+        return Finding::missing(&format!("`lock-free` at 1 and {w} writers"));
+    };
+    Finding::new(
+        rule::less(x, one),
+        format!(
+            "at {w} writers, `lock-free` {} per integer against {} with one writer: {} (LC98 at 7 writers: \
+             0.95x)",
+            ns(x.value),
+            ns(one.value),
+            x.ratio(one).show(2)
+        ),
+    )
+}
+
+/// The point `lock-free-robust` judges (the most writers measured, with
+/// more ranks than cores): the writers, `lock-free`'s whole-run time per
+/// integer and every locking algorithm's; or what the rule finds instead.
+type RobustPoint = (u32, Estimate, Vec<(&'static str, Estimate)>);
+
+/// The [`RobustPoint`] of the run, or what `lock-free-robust` finds.
+fn robust_point(d: &Data<'_>) -> Result<RobustPoint, Finding> {
+    let rows = d.rows();
+    let max_w = measured_writers(rows).last().copied();
+    let over_w = max_w.filter(|&w| point(rows, LOCK_FREE, w).is_some_and(|r| r.oversubscribed));
+    let w = match (max_w, over_w) {
+        (None, _) => return Err(Finding::missing("many-to-one points")),
+        (Some(w), None) => {
+            return Err(Finding::not_measurable(format!(
+                "the most writers measured ({w}) leave every rank a core; a job has at most {} ranks",
+                symmetry_am::MAX_RANKS
+            )));
+        }
+        (_, Some(w)) => w,
+    };
+    let locks: Vec<(&str, Estimate)> = LOCKING
+        .iter()
+        .filter_map(|a| Some((*a, est(d, "ns_per_msg", a, w)?)))
+        .collect();
+    match est(d, "ns_per_msg", LOCK_FREE, w) {
+        Some(lf) if locks.len() == LOCKING.len() => Ok((w, lf, locks)),
+        _ => Err(Finding::missing(&format!(
+            "`lock-free` and the locking algorithms at {w} writers"
+        ))),
     }
 }
 
-/// Robust to multiprogramming: at the most writers, oversubscribed,
-/// `lock-free` against the locking algorithms. The finding, and the notes
-/// it calls for.
-fn robustness(d: &Data<'_>) -> (Finding, Vec<String>) {
-    let rows = d.rows();
-    let algs = crate::harness::series_names(rows, "ns_per_msg");
-    let mut notes = Vec::new();
-    let max_w = measured_writers(rows).last().copied();
-    let over_w = max_w.filter(|&w| point(rows, LOCK_FREE, w).is_some_and(|r| r.oversubscribed));
-    let finding = match (max_w, over_w) {
-        (None, _) => Finding::missing("many-to-one points"),
-        (Some(w), None) => Finding::not_measurable(format!(
-            "the most writers measured ({w}) leave every rank a core; a job has at most {} ranks",
-            symmetry_am::MAX_RANKS
-        )),
-        (_, Some(w)) => {
-            let lf = est(d, "ns_per_msg", LOCK_FREE, w);
-            let locks: Vec<(&str, Estimate)> = LOCKING
-                .iter()
-                .filter_map(|a| Some((*a, est(d, "ns_per_msg", a, w)?)))
-                .collect();
-            match lf {
-                Some(lf) if locks.len() == LOCKING.len() => {
-                    let partial: Vec<String> = algs
-                        .iter()
-                        .filter(|a| {
-                            point(rows, a, w).and_then(|r| r.get_param("completed"))
-                                == Some("false")
-                        })
-                        .cloned()
-                        .collect();
-                    if !partial.is_empty() {
-                        notes.push(format!(
-                            "At {w} writers {} did not finish within the time budget (a convoy: the lock, or the \
-                             next turn of a queue lock, belongs to a descheduled thread, and every other sender \
-                             waits for the scheduler); their rate is over the integers delivered.",
-                            names(&partial)
-                        ));
-                    }
-                    let waits = |a: &str| point(rows, a, w).and_then(|r| r.get_param("full_waits"));
-                    if let Some(lw) = waits(LOCK_FREE) {
-                        notes.push(format!(
-                            "Full-queue waits at {w} writers: `lock-free` {lw}; {} (LC98 Fig. 3: once the tail has \
-                             been advanced past a full ring, several senders wait on the same packet).",
-                            list(
-                                &LOCKING
-                                    .iter()
-                                    .filter_map(|a| Some((a.to_string(), waits(a)?.to_string())))
-                                    .collect::<Vec<_>>()
-                            )
-                        ));
-                    }
-                    Finding::new(
-                        rule::Outcome::all(locks.iter().map(|(_, x)| rule::less(lf, *x))),
-                        format!(
-                            "at {w} writers ({} ranks), whole-run time per integer: `lock-free` {}; {}",
-                            w + 1,
-                            ns_e(lf),
-                            list(
-                                &locks
-                                    .iter()
-                                    .map(|(a, x)| (a.to_string(), ns_e(*x)))
-                                    .collect::<Vec<_>>()
-                            )
-                        ),
-                    )
-                }
-                _ => Finding::missing(&format!(
-                    "`lock-free` and the locking algorithms at {w} writers"
-                )),
-            }
-        }
-    };
-    (finding, notes)
+/// `lock-free-robust`: at the [`RobustPoint`], `lock-free`'s whole-run
+/// time per integer below every locking algorithm's.
+fn lock_free_robust((w, lf, locks): &RobustPoint) -> Finding {
+    Finding::new(
+        Outcome::all(locks.iter().map(|(_, x)| rule::less(*lf, *x))),
+        format!(
+            "at {w} writers ({} ranks), whole-run time per integer: `lock-free` {}; {}",
+            w + 1,
+            lf.show_with(ns),
+            list(locks.iter().map(|(a, x)| (a, x.show_with(ns))))
+        ),
+    )
 }
 
-/// `lock-free-robust`: at the most writers measured, oversubscribed,
-/// `lock-free`'s whole-run time per integer below every locking
-/// algorithm's ([`robustness`]).
-fn lock_free_robust(d: &Data<'_>, _m: &Machine) -> Finding {
-    robustness(d).0
+/// The notes the robustness rule calls for where it is judged: the runs
+/// the budget stopped and the full-queue waits at its point.
+fn robust_notes(d: &Data<'_>) -> Vec<String> {
+    let Ok((w, ..)) = robust_point(d) else {
+        return Vec::new();
+    };
+    let rows = d.rows();
+    let mut notes = Vec::new();
+    let partial: Vec<String> = series_names(rows, "ns_per_msg")
+        .into_iter()
+        .filter(|a| point(rows, a, w).and_then(|r| r.get_param("completed")) == Some("false"))
+        .collect();
+    if !partial.is_empty() {
+        notes.push(format!(
+            "At {w} writers {} did not finish within the time budget (a convoy: the lock, or the next turn of a \
+             queue lock, belongs to a descheduled thread, and every other sender waits for the scheduler); their \
+             rate is over the integers delivered.",
+            names(&partial)
+        ));
+    }
+    let waits = |a: &str| point(rows, a, w).and_then(|r| r.get_param("full_waits"));
+    if let Some(lw) = waits(LOCK_FREE) {
+        notes.push(format!(
+            "Full-queue waits at {w} writers: `lock-free` {lw}; {} (LC98 Fig. 3: once the tail has been advanced \
+             past a full ring, several senders wait on the same packet).",
+            list(LOCKING.iter().filter_map(|a| Some((a, waits(a)?))))
+        ));
+    }
+    notes
 }
 
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let cores = m.cores() as u32;
     let writers = measured_writers(rows);
-    let algs = crate::harness::series_names(rows, "ns_per_msg");
+    let algs = series_names(rows, "ns_per_msg");
     let slowdown = |a: &str, w: u32| Some(per_msg(rows, a, w)? / per_msg(rows, a, 1)?);
     // The notes the rules' outcomes call for, in the rules' order.
-    let mut notes: Vec<String> = one_writer_gap(&d).1.into_iter().collect();
-    notes.extend(robustness(&d).1);
-    let max_w = writers.last().copied();
+    let mut notes: Vec<String> = whole_run_note(&d).into_iter().collect();
+    notes.extend(robust_notes(&d));
+    let max_w = writers.last().copied().filter(|&w| w > 1);
 
     // Table: ns per integer per writer count, slowdown, gap.
-    let mut header: Vec<String> = vec!["algorithm".into()];
-    for &w in &writers {
-        let over = point(rows, LOCK_FREE, w)
-            .or_else(|| algs.first().and_then(|a| point(rows, a, w)))
-            .is_some_and(|r| r.oversubscribed);
-        header.push(format!(
-            "{w} writer{}{}",
-            if w == 1 { "" } else { "s" },
-            if over { " (over)" } else { "" }
-        ));
-    }
-    if let Some(w) = max_w.filter(|&w| w > 1) {
-        header.push(format!("{w} writers / 1"));
-    }
-    header.push("1 writer, median block".into());
-    header.push("LogP g".into());
-    header.push("block / g, paired by round".into());
-    header.push("LC98 1/3/7 writers (s per 10^6)".into());
-    let mut table = Table::new(&header);
-    for a in &algs {
-        let mut cells = vec![format!("`{a}`")];
-        for &w in &writers {
-            cells.push(match point(rows, a, w) {
+    let mut header = table::header(
+        "algorithm",
+        writers.iter().map(|&w| {
+            let over = point(rows, LOCK_FREE, w)
+                .or_else(|| algs.first().and_then(|a| point(rows, a, w)))
+                .is_some_and(|r| r.oversubscribed);
+            let s = if w == 1 { "" } else { "s" };
+            format!("{w} writer{s}{}", if over { " (over)" } else { "" })
+        }),
+    );
+    header.extend(max_w.map(|w| format!("{w} writers / 1")));
+    header.extend(
+        [
+            "1 writer, median block",
+            "LogP g",
+            "block / g, paired by round",
+            "LC98 1/3/7 writers (s per 10^6)",
+        ]
+        .map(String::from),
+    );
+    let table = table::by_series(&header, &algs, |a| {
+        let mut cells: Vec<String> = (writers.iter())
+            .map(|&w| match point(rows, a, w) {
                 Some(r) if r.get_param("completed") == Some("false") => format!(
                     "{} ({} of {} in budget)",
                     ns(r.value),
@@ -734,26 +705,21 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
                 ),
                 Some(r) => ns(r.value),
                 None => "n/a".into(),
-            });
-        }
-        if let Some(w) = max_w.filter(|&w| w > 1) {
-            cells.push(slowdown(a, w).map_or("n/a".into(), ratio));
-        }
-        cells.push(block(rows, a, 1).map_or("n/a".into(), ns));
-        cells.push(value(rows, a, 2, "logp_g_ns", None).map_or("n/a".into(), ns));
-        cells.push(
-            d.row(Sel::metric(VS_GAP).series(a))
-                .map_or("n/a".into(), |r| ratio(r.value)),
-        );
+            })
+            .collect();
+        cells.extend(max_w.map(|w| na(slowdown(a, w), ratio)));
+        cells.push(na(block(rows, a, 1), ns));
+        cells.push(na(value(rows, a, 2, "logp_g_ns", None), ns));
+        cells.push(na(d.value(Sel::metric(VS_GAP).series(a)), ratio));
         cells.push(
             LC98.iter()
-                .find(|(n, _)| n == a)
+                .find(|(n, _)| *n == a)
                 .map_or("(not in LC98)".into(), |(_, p)| {
                     format!("{} / {} / {}", p[0], p[1], p[2])
                 }),
         );
-        table.push(&cells);
-    }
+        cells
+    });
 
     let ints = d
         .row(Sel::metric("ns_per_msg"))
@@ -765,11 +731,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         format!(
             "{ints} integers per run, writers {}; the table gives the whole-run time per integer (elapsed / \
              integers), the median-block rate at 1 writer and the LogP gap.",
-            writers
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
+            fmt::counts(&writers)
         )
     };
     let unverified: Vec<String> = d
@@ -817,40 +779,23 @@ mod tests {
         let mut ws = vec![1, 3, c.saturating_sub(1).max(1), 4 * c - 1];
         ws.sort_unstable();
         ws.dedup();
+        let r = testing::Rows::new(&EXPERIMENT, m).rel(rel);
         let mut v = Vec::new();
         for a in symmetry_am::claim::NAMES {
-            v.push(testing::row(
-                EXPERIMENT.id,
-                a,
-                2,
-                m,
-                "logp_g_ns",
-                100.0,
-                rel,
-                &[("writers", "1")],
-            ));
+            v.push(r.row(a, 2, "logp_g_ns", 100.0).param("writers", "1"));
             for &w in &ws {
                 let x = match (*a, w) {
                     (_, 1) => one,
                     ("lock-free" | "stamp", _) => lf,
                     _ => locks,
                 };
-                let ws = w.to_string();
                 for metric in ["ns_per_msg", "block_ns_per_msg"] {
+                    let row = r.row(a, w + 1, metric, x).param("writers", w);
                     v.push(
-                        testing::row(
-                            EXPERIMENT.id,
-                            a,
-                            w + 1,
-                            m,
-                            metric,
-                            x,
-                            rel,
-                            &[("writers", ws.as_str()), ("ints", "1000")],
-                        )
-                        .param("delivered", 1000)
-                        .param("completed", true)
-                        .param("verified", true),
+                        row.param("ints", "1000")
+                            .param("delivered", 1000)
+                            .param("completed", true)
+                            .param("verified", true),
                     );
                 }
             }
@@ -858,51 +803,43 @@ mod tests {
         v
     }
 
+    fn holds(m: &Machine) -> Vec<Row> {
+        rows(m, 110.0, 300.0, 80.0, 0.01)
+    }
+
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            let s = EXPERIMENT.section(&rows(&m, 110.0, 300.0, 80.0, 0.01), &m);
-            assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
-            let s = EXPERIMENT.section(&rows(&m, 300.0, 100.0, 400.0, 0.01), &m);
-            assert_eq!(s.verdict, Verdict::Differs, "{}", s.measured);
-            let s = EXPERIMENT.section(&rows(&m, 130.0, 130.0, 130.0, 0.1), &m);
-            assert_eq!(s.verdict, Verdict::Indistinct, "{}", s.measured);
-            assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
+            assert_eq!(v(&holds(&m)), Verdict::Holds);
+            assert_eq!(v(&rows(&m, 300.0, 100.0, 400.0, 0.01)), Verdict::Differs);
+            assert_eq!(v(&rows(&m, 130.0, 130.0, 130.0, 0.1)), Verdict::Indistinct);
+            assert_eq!(v(&[]), Verdict::NotMeasurable);
         }
         // A small machine cannot separate contention from time-sharing.
         let m = small_vm();
-        let s = EXPERIMENT.section(&rows(&m, 110.0, 300.0, 80.0, 0.01), &m);
-        assert!(
-            s.measured.contains("needs 4 or more cores"),
-            "{}",
-            s.measured
-        );
-        assert_eq!(
-            draw(&rows(&m, 110.0, 300.0, 80.0, 0.01), &m).panels.len(),
-            4
-        );
+        let s = EXPERIMENT.section(&holds(&m), &m);
+        testing::assert_says(&s.measured, "needs 4 or more cores");
+        assert_eq!(draw(&holds(&m), &m).panels.len(), 4);
     }
 
     /// Every algorithm's `one_writer_vs_g` row over nine rounds.
     fn with_paired(mut v: Vec<Row>, m: &Machine, q: f64, lo: f64, hi: f64) -> Vec<Row> {
         for a in symmetry_am::claim::NAMES {
-            v.push(
-                Row::new(EXPERIMENT.id, a, 2, 2 > m.cores(), VS_GAP, q, "x")
-                    .param("writers", 1)
-                    .with_spread(&Spread {
-                        median: q,
-                        lo,
-                        hi,
-                        n: OWN_MIN,
-                    }),
-            );
+            let s = Spread {
+                median: q,
+                lo,
+                hi,
+                n: OWN_MIN,
+            };
+            let row = Row::new(EXPERIMENT.id, a, 2, 2 > m.cores(), VS_GAP, q, "x");
+            v.push(row.param("writers", 1).with_spread(&s));
         }
         v
     }
 
     #[test]
     fn the_gap_rule_judges_ratios_paired_by_round() {
-        use rule::Outcome;
         let m = small_vm();
         let gap_rule = |rows: &[Row]| testing::findings(&EXPERIMENT, rows, &m).remove(0);
         // The medians alone (one writer 2x g) fail; paired by round they
@@ -941,11 +878,7 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), 110.0, 300.0, 80.0, 0.01),
-            &rows(&big_metal(), 110.0, 300.0, 80.0, 0.01),
-        );
+        testing::assert_neutral(&EXPERIMENT, holds);
     }
 
     #[test]
