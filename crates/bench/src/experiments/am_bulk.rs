@@ -37,14 +37,13 @@
 //! shared machine a longer stream is rarely left alone from start to end.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, Spread,
-    figure, names, rule,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
+    Spread, figure, fmt, names, rule, table,
 };
 use crate::kernels::messages::{BulkOut, bulk, cross_core_run, memcpy_run};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, LinePanel, Panel, Point, Scale, Series};
-use crate::output::report::Table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -78,7 +77,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at 8 KiB, the fastest of LC98's six algorithms is within 1.11x of the slowest ((max - min) / \
                max at most 10%)",
         needs: Needs::cores(2),
-        judge: little_variation,
+        judge: |d, _| at_peak(d, little_variation),
     },
     Claim {
         key: "mutex-lowest-lock-free-highest",
@@ -86,7 +85,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at 8 KiB, `pthread` has a lower peak bulk bandwidth than each other of LC98's six algorithms \
                and `lock-free` a higher one",
         needs: Needs::cores(2),
-        judge: mutex_lowest_lock_free_highest,
+        judge: |d, _| at_peak(d, mutex_lowest_lock_free_highest),
     },
 ];
 
@@ -293,12 +292,7 @@ fn pct(x: Option<f64>) -> String {
 
 /// An estimate in percent, with its interval.
 fn pct_e(e: Estimate) -> String {
-    format!(
-        "{:.0}% [{:.0}%, {:.0}%]",
-        100.0 * e.value,
-        100.0 * e.lo,
-        100.0 * e.hi
-    )
+    e.show_with(|v| format!("{:.0}%", 100.0 * v))
 }
 
 /// An estimate in MB/s, with its interval.
@@ -315,38 +309,20 @@ fn bw(d: &Data<'_>, n: &str) -> Option<Estimate> {
 
 /// The 8 KiB bandwidth of each of LC98's algorithms that has one, in
 /// [`LC98`]'s order.
-fn lc98_bw(d: &Data<'_>) -> Vec<(&'static str, Estimate)> {
+type Bandwidths = Vec<(&'static str, Estimate)>;
+
+/// The [`Bandwidths`] of the run.
+fn lc98_bw(d: &Data<'_>) -> Bandwidths {
     LC98.iter().filter_map(|n| Some((*n, bw(d, n)?))).collect()
 }
 
-/// The lowest of `lc98_bw` ([`lc98_bw`]).
-fn lowest(lc98_bw: &[(&'static str, Estimate)]) -> Option<(&'static str, Estimate)> {
-    lc98_bw
-        .iter()
-        .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
-        .copied()
-}
-
-/// The highest of `lc98_bw` ([`lc98_bw`]).
-fn highest(lc98_bw: &[(&'static str, Estimate)]) -> Option<(&'static str, Estimate)> {
-    lc98_bw
-        .iter()
-        .max_by(|a, b| a.1.value.total_cmp(&b.1.value))
-        .copied()
-}
-
-/// LC98's algorithms without an 8 KiB bandwidth.
-fn absent(d: &Data<'_>) -> Vec<&'static str> {
-    LC98.iter()
-        .copied()
-        .filter(|n| bw(d, n).is_none())
-        .collect()
-}
-
-/// What the bandwidth rules find where LC98's algorithms are not all
-/// there ([`absent`]).
-fn missing(d: &Data<'_>) -> Finding {
-    Finding::missing(&format!("8 KiB bandwidth of {}", names(&absent(d))))
+/// The lowest and the highest of `bws`.
+fn extremes(bws: &Bandwidths) -> [Option<(&'static str, Estimate)>; 2] {
+    let by = |a: &&(&str, Estimate), b: &&(&str, Estimate)| a.1.value.total_cmp(&b.1.value);
+    [
+        bws.iter().min_by(by).copied(),
+        bws.iter().max_by(by).copied(),
+    ]
 }
 
 /// Whether an 8 KiB stream ran with more threads than cores.
@@ -362,112 +338,108 @@ fn over_finding() -> Finding {
     Finding::not_measurable("the 8 KiB streams ran with more threads than cores")
 }
 
+/// The rule `judge` on the 8 KiB bandwidths of LC98's algorithms, where
+/// they were all measured (`judge` finds nothing where one is missing),
+/// each with a core of its own.
+fn at_peak(d: &Data<'_>, judge: fn(&Bandwidths) -> Option<Finding>) -> Finding {
+    let absent: Vec<&str> = LC98
+        .iter()
+        .copied()
+        .filter(|n| bw(d, n).is_none())
+        .collect();
+    if oversubscribed(d) {
+        return over_finding();
+    }
+    match judge(&lc98_bw(d)) {
+        Some(f) if absent.is_empty() => f,
+        _ => Finding::missing(&format!("8 KiB bandwidth of {}", names(&absent))),
+    }
+}
+
 /// `copy-rate-80pct`: at 8 KiB, each of LC98's algorithms reaches between
 /// 65% and 95% of `memcpy` (roughly 80% of the memory copy rate).
 fn copy_rate_80pct(d: &Data<'_>, _m: &Machine) -> Finding {
     let frac = |n: &str| d.estimate(Sel::metric(OF_MEMCPY).series(n));
     let fracs: Vec<(&str, Estimate)> = LC98.iter().filter_map(|n| Some((*n, frac(n)?))).collect();
     if oversubscribed(d) {
-        over_finding()
+        return over_finding();
     } else if fracs.len() < LC98.len() {
-        Finding::missing("the 8 KiB fraction of `memcpy` of every LC98 algorithm")
-    } else {
-        Finding::new(
-            rule::Outcome::all(
-                fracs
-                    .iter()
-                    .flat_map(|(_, f)| [rule::at_least(*f, BAND.0), rule::at_most(*f, BAND.1)]),
-            ),
-            format!(
-                "bulk bandwidth / `memcpy`: {}",
-                fracs
-                    .iter()
-                    .map(|(n, f)| format!("`{n}` {}", pct_e(*f)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )
+        return Finding::missing("the 8 KiB fraction of `memcpy` of every LC98 algorithm");
     }
+    let band = |f: Estimate| [rule::at_least(f, BAND.0), rule::at_most(f, BAND.1)];
+    let shown = fracs.iter().map(|(n, f)| format!("`{n}` {}", pct_e(*f)));
+    Finding::new(
+        Outcome::all(fracs.iter().flat_map(|(_, f)| band(*f))),
+        format!("bulk bandwidth / `memcpy`: {}", fmt::join(shown, ", ")),
+    )
 }
 
 /// `little-variation`: at 8 KiB, the fastest of LC98's algorithms within
 /// 1.11x of the slowest.
-fn little_variation(d: &Data<'_>, _m: &Machine) -> Finding {
-    let lc98_bw = lc98_bw(d);
-    match (lowest(&lc98_bw), highest(&lc98_bw)) {
-        _ if oversubscribed(d) => over_finding(),
-        (Some(lo), Some(hi)) if absent(d).is_empty() => Finding::new(
-            rule::within_factor(hi.1, lo.1, 1.0 / (1.0 - VARIATION)),
-            format!(
-                "highest `{}` {}, lowest `{}` {}: ratio {}",
-                hi.0,
-                mb_e(hi.1),
-                lo.0,
-                mb_e(lo.1),
-                hi.1.ratio(lo.1).show(2)
-            ),
+fn little_variation(bws: &Bandwidths) -> Option<Finding> {
+    let [Some(lo), Some(hi)] = extremes(bws) else {
+        return None;
+    };
+    Some(Finding::new(
+        rule::within_factor(hi.1, lo.1, 1.0 / (1.0 - VARIATION)),
+        format!(
+            "highest `{}` {}, lowest `{}` {}: ratio {}",
+            hi.0,
+            mb_e(hi.1),
+            lo.0,
+            mb_e(lo.1),
+            hi.1.ratio(lo.1).show(2)
         ),
-        _ => missing(d),
-    }
+    ))
 }
 
 /// `mutex-lowest-lock-free-highest`: at 8 KiB, `pthread` below each other
 /// of LC98's algorithms and `lock-free` above.
-fn mutex_lowest_lock_free_highest(d: &Data<'_>, _m: &Machine) -> Finding {
-    let lc98_bw = lc98_bw(d);
-    let find = |n: &str| lc98_bw.iter().find(|(s, _)| *s == n).map(|(_, e)| *e);
-    match (find("pthread"), find("lock-free")) {
-        _ if oversubscribed(d) => over_finding(),
-        (Some(px), Some(lf)) if absent(d).is_empty() => {
-            let mut outcomes = Vec::new();
-            for (n, e) in &lc98_bw {
-                if *n != "pthread" {
-                    outcomes.push(rule::less(px, *e));
-                }
-                if *n != "lock-free" {
-                    outcomes.push(rule::greater(lf, *e));
-                }
-            }
-            Finding::new(
-                rule::Outcome::all(outcomes),
-                format!(
-                    "`pthread` {}, `lock-free` {}; lowest `{}`, highest `{}`",
-                    mb_e(px),
-                    mb_e(lf),
-                    lowest(&lc98_bw).map_or("n/a", |l| l.0),
-                    highest(&lc98_bw).map_or("n/a", |h| h.0)
-                ),
-            )
+fn mutex_lowest_lock_free_highest(bws: &Bandwidths) -> Option<Finding> {
+    let find = |n: &str| bws.iter().find(|(s, _)| *s == n).map(|(_, e)| *e);
+    let (Some(px), Some(lf)) = (find("pthread"), find("lock-free")) else {
+        return None;
+    };
+    let mut outcomes = Vec::new();
+    for (n, e) in bws {
+        if *n != "pthread" {
+            outcomes.push(rule::less(px, *e));
         }
-        _ => missing(d),
+        if *n != "lock-free" {
+            outcomes.push(rule::greater(lf, *e));
+        }
     }
+    let [lo, hi] = extremes(bws).map(|e| e.map_or("n/a", |e| e.0));
+    Some(Finding::new(
+        Outcome::all(outcomes),
+        format!(
+            "`pthread` {}, `lock-free` {}; lowest `{lo}`, highest `{hi}`",
+            mb_e(px),
+            mb_e(lf),
+        ),
+    ))
 }
 
 fn assess(rows: &[Row], _m: &Machine) -> Assessment {
     let d = Data::new(rows);
     let peak = PEAK.to_string();
     let at_peak = [("bytes", peak.as_str())];
-    let lc98_bw = lc98_bw(&d);
-    let lowest = lowest(&lc98_bw);
-    let highest = highest(&lc98_bw);
+    let [lowest, highest] = extremes(&lc98_bw(&d));
 
-    let series = crate::harness::series_names(rows, METRIC);
-    let mut header = vec!["series".to_string()];
-    header.extend(SIZES.iter().map(|s| format!("{s} B")));
-    header.push("8 KiB / memcpy".into());
-    header.push("8 KiB / cross-core".into());
-    let mut table = Table::new(&header);
-    for n in &series {
-        let mut cells = vec![format!("`{n}`")];
-        cells.extend(SIZES.iter().map(|&s| mb(bandwidth(rows, n, s))));
-        if is_baseline(n) {
-            cells.extend([String::new(), String::new()]);
-        } else {
-            cells.push(pct(fraction(rows, n, OF_MEMCPY)));
-            cells.push(pct(fraction(rows, n, OF_CROSS)));
-        }
-        table.push(&cells);
-    }
+    let mut header = table::header("series", SIZES.iter().map(|s| format!("{s} B")));
+    header.extend(["8 KiB / memcpy".into(), "8 KiB / cross-core".into()]);
+    let table = table::by_series(&header, &crate::harness::series_names(rows, METRIC), |n| {
+        let mut cells: Vec<String> = SIZES.iter().map(|&s| mb(bandwidth(rows, n, s))).collect();
+        let baseline = is_baseline(n);
+        cells.extend([OF_MEMCPY, OF_CROSS].map(|f| {
+            if baseline {
+                String::new()
+            } else {
+                pct(fraction(rows, n, f))
+            }
+        }));
+        cells
+    });
 
     let mem = bandwidth(rows, MEMCPY, PEAK);
     let cross = bandwidth(rows, CROSS, PEAK);
@@ -558,18 +530,12 @@ mod tests {
     /// 900, each algorithm at `f` of `memcpy`, every point with a repeat
     /// spread of `rel` either side.
     fn rows(m: &Machine, fracs: &[(&str, f64)], rel: f64) -> Vec<Row> {
-        let peak = PEAK.to_string();
-        let p = [("bytes", peak.as_str())];
-        let mut v = vec![
-            testing::row(EXPERIMENT.id, MEMCPY, 1, m, METRIC, 1000.0, rel, &p),
-            testing::row(EXPERIMENT.id, CROSS, 2, m, METRIC, 900.0, rel, &p),
-        ];
+        let r = testing::Rows::new(&EXPERIMENT, m).rel(rel);
+        let row = |n: &str, t, metric: &str, v: f64| r.row(n, t, metric, v).param("bytes", PEAK);
+        let mut v = vec![row(MEMCPY, 1, METRIC, 1000.0), row(CROSS, 2, METRIC, 900.0)];
         for (n, f) in fracs {
-            v.push(
-                testing::row(EXPERIMENT.id, n, 2, m, METRIC, 1000.0 * f, rel, &p)
-                    .param("verified", true),
-            );
-            v.push(testing::row(EXPERIMENT.id, n, 2, m, OF_MEMCPY, *f, rel, &p));
+            v.push(row(n, 2, METRIC, 1000.0 * f).param("verified", true));
+            v.push(row(n, 2, OF_MEMCPY, *f));
         }
         v
     }
@@ -587,9 +553,10 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            let holds = rows(&m, &PAPER, 0.002);
-            let s = EXPERIMENT.section(&holds, &m);
-            assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
+            let v = |fracs: &[(&str, f64)], rel| {
+                testing::verdict(&EXPERIMENT, &rows(&m, fracs, rel), &m)
+            };
+            assert_eq!(v(&PAPER, 0.002), Verdict::Holds);
             let inverted = [
                 ("tas", 0.3),
                 ("ttas", 0.35),
@@ -598,40 +565,24 @@ mod tests {
                 ("pthread", 0.9),
                 ("lock-free", 0.2),
             ];
-            let s = EXPERIMENT.section(&rows(&m, &inverted, 0.002), &m);
-            assert_eq!(s.verdict, Verdict::Differs, "{}", s.measured);
+            assert_eq!(v(&inverted, 0.002), Verdict::Differs);
             let flat: Vec<(&str, f64)> = LC98.iter().map(|n| (*n, 0.65)).collect();
-            let s = EXPERIMENT.section(&rows(&m, &flat, 0.1), &m);
-            assert_eq!(s.verdict, Verdict::Indistinct, "{}", s.measured);
+            assert_eq!(v(&flat, 0.1), Verdict::Indistinct);
             // A third of the copy rate, same order: partly.
             let low: Vec<(&str, f64)> = PAPER.iter().map(|(n, f)| (*n, f / 3.0)).collect();
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, &low, 0.002), &m).verdict,
-                Verdict::Partial
-            );
+            assert_eq!(v(&low, 0.002), Verdict::Partial);
             // Algorithms left out: nothing to judge.
-            let s = EXPERIMENT.section(&rows(&m, &PAPER[..3], 0.002), &m);
-            assert_eq!(s.verdict, Verdict::NotMeasurable, "{}", s.measured);
+            assert_eq!(v(&PAPER[..3], 0.002), Verdict::NotMeasurable);
         }
         let one = testing::machine(1, true);
-        assert_eq!(
-            EXPERIMENT.section(&rows(&one, &PAPER, 0.002), &one).verdict,
-            Verdict::NotMeasurable
-        );
-        assert_eq!(
-            draw(&rows(&small_vm(), &PAPER, 0.01), &small_vm())
-                .panels
-                .len(),
-            3
-        );
+        let v = testing::verdict(&EXPERIMENT, &rows(&one, &PAPER, 0.002), &one);
+        assert_eq!(v, Verdict::NotMeasurable);
+        let m = small_vm();
+        assert_eq!(draw(&rows(&m, &PAPER, 0.01), &m).panels.len(), 3);
     }
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), &PAPER, 0.01),
-            &rows(&big_metal(), &PAPER, 0.01),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, &PAPER, 0.01));
     }
 }
