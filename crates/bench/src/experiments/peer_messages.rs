@@ -27,15 +27,15 @@
 //! `--threads T,...` selects many-to-one points by thread count (writers =
 //! T - 1, T >= 2).
 
+use crate::harness::fmt::{self, na};
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, Spread,
-    figure, ns, ratio, rule, threads_panel, value,
+    figure, ns, ratio, rule, table, threads_panel, value,
 };
 use crate::kernels::messages::{logp, pingpong_rtt_ns, stress};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
 use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::Table;
 use crate::peers::messages::{
     Mode, arrayqueue_many_to_one, arrayqueue_rtt_ns, unix_many_to_one, unix_rtt_ns,
 };
@@ -69,7 +69,7 @@ const CLAIMS: &[Claim] = &[
                 for LC98's round trip (§4.1).",
         rule: "`am-stamp`'s round trip is at most 2x `crossbeam-arrayqueue`'s",
         needs: Needs::cores(2),
-        judge: rtt_vs_queue,
+        judge: |d, _| rtt(d, (STAMP, CROSSBEAM), rule::at_most, VS_QUEUE),
     },
     Claim {
         key: "rtt-vs-socket",
@@ -77,7 +77,7 @@ const CLAIMS: &[Claim] = &[
                 §4.3: the algorithm that involves the operating system \"is not competitive\".",
         rule: "`unix-socket`'s round trip is at least 5x `am-stamp`'s",
         needs: Needs::cores(2),
-        judge: rtt_vs_socket,
+        judge: |d, _| rtt(d, (UNIX, STAMP), rule::at_least, VS_SOCKET),
     },
     Claim {
         key: "many-to-one-vs-queue",
@@ -85,7 +85,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at the most writers (3 or more) that leave every participant a core, `am-stamp`'s time per \
                message is at most 2x `crossbeam-arrayqueue`'s",
         needs: Needs::cores(CONTENDED as usize + 1),
-        judge: many_to_one_vs_queue,
+        judge: |d, m| contended(d, m, (STAMP, CROSSBEAM), rule::at_most, VS_QUEUE),
     },
     Claim {
         key: "many-to-one-vs-socket",
@@ -94,7 +94,7 @@ const CLAIMS: &[Claim] = &[
         rule: "at the most writers (3 or more) that leave every participant a core, `unix-socket`'s time per \
                message is at least 5x `am-stamp`'s",
         needs: Needs::cores(CONTENDED as usize + 1),
-        judge: many_to_one_vs_socket,
+        judge: |d, m| contended(d, m, (UNIX, STAMP), rule::at_least, VS_SOCKET),
     },
     Claim {
         key: "one-writer-vs-queue",
@@ -102,7 +102,16 @@ const CLAIMS: &[Claim] = &[
                 the in-process queue.",
         rule: "with one writer, `am-stamp`'s time per message is at most 2x `crossbeam-arrayqueue`'s",
         needs: Needs::cores(2),
-        judge: one_writer_vs_queue,
+        judge: |d, _| {
+            let (num, den) = (mto_e(d, STAMP, 1), mto_e(d, CROSSBEAM, 1));
+            compare(
+                num,
+                den,
+                "1 writer: am-stamp / arrayqueue",
+                rule::at_most,
+                VS_QUEUE,
+            )
+        },
     },
 ];
 
@@ -333,16 +342,30 @@ fn compare(
     }
 }
 
-/// The round trip of series `s` (2 threads), unless oversubscribed.
-fn rtt_e(d: &Data<'_>, s: &str) -> Option<Estimate> {
-    d.row(Sel::metric(RTT).series(s).threads(2))
-        .filter(|r| !r.oversubscribed)
-        .map(|r| d.estimate_of(r))
-}
-
 /// The many-to-one time per message of series `s` with `w` writers.
 fn mto_e(d: &Data<'_>, s: &str, w: u32) -> Option<Estimate> {
     d.estimate(Sel::metric(MTO).series(s).threads(w + 1))
+}
+
+/// The name of a series in the rules' evidence.
+fn short(s: &str) -> &str {
+    if s == CROSSBEAM { "arrayqueue" } else { s }
+}
+
+/// `num`'s round trip over `den`'s (2 threads, each unless
+/// oversubscribed) judged against `threshold` by `rule`.
+fn rtt(
+    d: &Data<'_>,
+    (num, den): (&str, &str),
+    rule: fn(Estimate, f64) -> rule::Outcome,
+    threshold: f64,
+) -> Finding {
+    let e = |s| {
+        let r = d.row(Sel::point(RTT, s, 2)).filter(|r| !r.oversubscribed);
+        r.map(|r| d.estimate_of(r))
+    };
+    let what = format!("RTT {} / {}", short(num), short(den));
+    compare(e(num), e(den), &what, rule, threshold)
 }
 
 /// The writer counts of the many-to-one points, ascending.
@@ -371,81 +394,25 @@ fn judged_writers(d: &Data<'_>, m: &Machine) -> Option<u32> {
         .max()
 }
 
-/// Why the many-to-one rules cannot be judged where there is no judged
-/// point ([`judged_writers`]).
-fn no_contended_point(d: &Data<'_>) -> Finding {
-    let writers = writers_of(d);
-    Finding::not_measurable(format!(
-        "no many-to-one point with {CONTENDED} or more writers where every participant has a core \
-         (writers measured: {})",
-        crate::harness::fmt::counts(&writers)
-    ))
-}
-
-/// `rtt-vs-queue`: `am-stamp`'s round trip over `crossbeam-arrayqueue`'s,
-/// at most 2x.
-fn rtt_vs_queue(d: &Data<'_>, _m: &Machine) -> Finding {
-    compare(
-        rtt_e(d, STAMP),
-        rtt_e(d, CROSSBEAM),
-        "RTT am-stamp / arrayqueue",
-        rule::at_most,
-        VS_QUEUE,
-    )
-}
-
-/// `rtt-vs-socket`: `unix-socket`'s round trip over `am-stamp`'s, at
-/// least 5x.
-fn rtt_vs_socket(d: &Data<'_>, _m: &Machine) -> Finding {
-    compare(
-        rtt_e(d, UNIX),
-        rtt_e(d, STAMP),
-        "RTT unix-socket / am-stamp",
-        rule::at_least,
-        VS_SOCKET,
-    )
-}
-
-/// `many-to-one-vs-queue`: at the judged many-to-one point, `am-stamp`'s
-/// time per message over `crossbeam-arrayqueue`'s, at most 2x.
-fn many_to_one_vs_queue(d: &Data<'_>, m: &Machine) -> Finding {
-    match judged_writers(d, m) {
-        Some(w) => compare(
-            mto_e(d, STAMP, w),
-            mto_e(d, CROSSBEAM, w),
-            &format!("{w} writers: am-stamp / arrayqueue"),
-            rule::at_most,
-            VS_QUEUE,
-        ),
-        None => no_contended_point(d),
-    }
-}
-
-/// `many-to-one-vs-socket`: at the judged many-to-one point,
-/// `unix-socket`'s time per message over `am-stamp`'s, at least 5x.
-fn many_to_one_vs_socket(d: &Data<'_>, m: &Machine) -> Finding {
-    match judged_writers(d, m) {
-        Some(w) => compare(
-            mto_e(d, UNIX, w),
-            mto_e(d, STAMP, w),
-            &format!("{w} writers: unix-socket / am-stamp"),
-            rule::at_least,
-            VS_SOCKET,
-        ),
-        None => no_contended_point(d),
-    }
-}
-
-/// `one-writer-vs-queue`: with one writer, `am-stamp`'s time per message
-/// over `crossbeam-arrayqueue`'s, at most 2x.
-fn one_writer_vs_queue(d: &Data<'_>, _m: &Machine) -> Finding {
-    compare(
-        mto_e(d, STAMP, 1),
-        mto_e(d, CROSSBEAM, 1),
-        "1 writer: am-stamp / arrayqueue",
-        rule::at_most,
-        VS_QUEUE,
-    )
+/// At the judged many-to-one point ([`judged_writers`]), `num`'s time per
+/// message over `den`'s judged against `threshold` by `rule`; not
+/// measurable where there is no such point.
+fn contended(
+    d: &Data<'_>,
+    m: &Machine,
+    (num, den): (&str, &str),
+    rule: fn(Estimate, f64) -> rule::Outcome,
+    threshold: f64,
+) -> Finding {
+    let Some(w) = judged_writers(d, m) else {
+        return Finding::not_measurable(format!(
+            "no many-to-one point with {CONTENDED} or more writers where every participant has a core \
+             (writers measured: {})",
+            fmt::counts(&writers_of(d))
+        ));
+    };
+    let what = format!("{w} writers: {} / {}", short(num), short(den));
+    compare(mto_e(d, num, w), mto_e(d, den, w), &what, rule, threshold)
 }
 
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
@@ -455,47 +422,41 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let writers = writers_of(&d);
     let judged = judged_writers(&d, m);
 
-    let mut header = vec!["series".to_string(), "RTT".to_string()];
-    for w in &writers {
+    let mut header = table::header("series", ["RTT".to_string()]);
+    header.extend(writers.iter().map(|w| {
         let over = if w + 1 > cores { " (over)" } else { "" };
-        header.push(format!(
-            "{w} writer{}{over}",
-            if *w == 1 { "" } else { "s" }
-        ));
-    }
-    let mut table = Table::new(&header);
-    for s in std::iter::once(LINE).chain(SERIES) {
-        let mut cells = vec![format!("`{s}`"), rtt(s).map_or("n/a".into(), ns)];
-        for &w in &writers {
-            cells.push(match mto(rows, s, w) {
-                Some(v) => {
-                    let bad = d
-                        .row(Sel::metric(MTO).series(s).threads(w + 1))
-                        .is_some_and(|r| r.get_param("verified") == Some("false"));
-                    format!("{}{}", ns(v), if bad { " (NOT verified)" } else { "" })
-                }
-                None if s == LINE => String::new(),
-                None => "n/a".into(),
-            });
-        }
-        table.push(&cells);
-    }
+        format!("{w} writer{}{over}", if *w == 1 { "" } else { "s" })
+    }));
+    let series: Vec<&str> = std::iter::once(LINE).chain(SERIES).collect();
+    let table = table::by_series(&header, &series, |s| {
+        let cells = writers.iter().map(|&w| match mto(rows, s, w) {
+            Some(v) => {
+                let bad = d
+                    .row(Sel::metric(MTO).series(s).threads(w + 1))
+                    .is_some_and(|r| r.get_param("verified") == Some("false"));
+                format!("{}{}", ns(v), if bad { " (NOT verified)" } else { "" })
+            }
+            None if s == LINE => String::new(),
+            None => "n/a".into(),
+        });
+        std::iter::once(na(rtt(s), ns)).chain(cells).collect()
+    });
 
     let q = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a / b);
-    let r = |x: Option<f64>| x.map_or("n/a".into(), ratio);
+    let r = |x: Option<f64>| na(x, ratio);
     let mut measured = if rows.is_empty() {
         "No rows.".to_string()
     } else {
         format!(
             "Round trip: `cacheline-pingpong` {} (the physical limit), `am-stamp` {} ({} of the limit), \
              `am-lock-free` {}, `crossbeam-arrayqueue` {} ({} of the limit), `unix-socket` {} ({}).",
-            rtt(LINE).map_or("n/a".into(), ns),
-            rtt(STAMP).map_or("n/a".into(), ns),
+            na(rtt(LINE), ns),
+            na(rtt(STAMP), ns),
             r(q(rtt(STAMP), rtt(LINE))),
-            rtt(LOCK_FREE).map_or("n/a".into(), ns),
-            rtt(CROSSBEAM).map_or("n/a".into(), ns),
+            na(rtt(LOCK_FREE), ns),
+            na(rtt(CROSSBEAM), ns),
             r(q(rtt(CROSSBEAM), rtt(LINE))),
-            rtt(UNIX).map_or("n/a".into(), ns),
+            na(rtt(UNIX), ns),
             param(rows, UNIX, RTT, "mode").map_or("n/a".into(), |m| format!("between {m}")),
         )
     };
@@ -571,6 +532,7 @@ mod tests {
         let mut ws = vec![1, CONTENDED, c.saturating_sub(1).max(1), 2 * c - 1];
         ws.sort_unstable();
         ws.dedup();
+        let r = testing::Rows::new(&EXPERIMENT, m).rel(rel);
         let mut v = Vec::new();
         for (s, x) in [
             (LINE, 50.0),
@@ -579,79 +541,41 @@ mod tests {
             (CROSSBEAM, queue),
             (UNIX, unix),
         ] {
-            v.push(testing::row(
-                EXPERIMENT.id,
-                s,
-                2,
-                m,
-                RTT,
-                x,
-                rel,
-                &[("mode", "processes")],
-            ));
-            if s != LINE {
-                for &w in &ws {
-                    let writers = w.to_string();
-                    v.push(testing::row(
-                        EXPERIMENT.id,
-                        s,
-                        w + 1,
-                        m,
-                        MTO,
-                        x / 4.0,
-                        rel,
-                        &[("writers", writers.as_str()), ("verified", "true")],
-                    ));
-                }
+            v.push(r.row(s, 2, RTT, x).param("mode", "processes"));
+            for &w in ws.iter().filter(|_| s != LINE) {
+                let row = r.row(s, w + 1, MTO, x / 4.0).param("writers", w);
+                v.push(row.param("verified", "true"));
             }
         }
         v
     }
 
+    fn holds(m: &Machine) -> Vec<Row> {
+        rows(m, 300.0, 200.0, 5000.0, 0.01)
+    }
+
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            let s = EXPERIMENT.section(&rows(&m, 300.0, 200.0, 5000.0, 0.01), &m);
-            assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
-            let s = EXPERIMENT.section(&rows(&m, 300.0, 100.0, 600.0, 0.01), &m);
-            assert_eq!(s.verdict, Verdict::Differs, "{}", s.measured);
-            let s = EXPERIMENT.section(&rows(&m, 400.0, 200.0, 2000.0, 0.1), &m);
-            assert_eq!(s.verdict, Verdict::Indistinct, "{}", s.measured);
-            assert_eq!(
-                EXPERIMENT
-                    .section(&rows(&m, 300.0, 100.0, 5000.0, 0.01), &m)
-                    .verdict,
-                Verdict::Partial
-            );
-            assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
+            assert_eq!(v(&holds(&m)), Verdict::Holds);
+            assert_eq!(v(&rows(&m, 300.0, 100.0, 600.0, 0.01)), Verdict::Differs);
+            assert_eq!(v(&rows(&m, 400.0, 200.0, 2000.0, 0.1)), Verdict::Indistinct);
+            assert_eq!(v(&rows(&m, 300.0, 100.0, 5000.0, 0.01)), Verdict::Partial);
+            assert_eq!(v(&[]), Verdict::NotMeasurable);
         }
         // Many-to-one with every participant on a core needs 4 cores.
         let m = small_vm();
-        let s = EXPERIMENT.section(&rows(&m, 300.0, 200.0, 5000.0, 0.01), &m);
-        assert!(
-            s.measured.contains("needs 4 or more cores"),
-            "{}",
-            s.measured
-        );
+        let s = EXPERIMENT.section(&holds(&m), &m);
+        testing::assert_says(&s.measured, "needs 4 or more cores");
         let one = testing::machine(1, true);
-        assert_eq!(
-            EXPERIMENT
-                .section(&rows(&one, 300.0, 200.0, 5000.0, 0.01), &one)
-                .verdict,
-            Verdict::NotMeasurable
-        );
-        assert_eq!(
-            draw(&rows(&m, 300.0, 200.0, 5000.0, 0.01), &m).panels.len(),
-            2
-        );
+        let v = testing::verdict(&EXPERIMENT, &holds(&one), &one);
+        assert_eq!(v, Verdict::NotMeasurable);
+        assert_eq!(draw(&holds(&m), &m).panels.len(), 2);
     }
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), 300.0, 200.0, 5000.0, 0.01),
-            &rows(&big_metal(), 300.0, 200.0, 5000.0, 0.01),
-        );
+        testing::assert_neutral(&EXPERIMENT, holds);
     }
 }
