@@ -8,9 +8,9 @@
 //! repeats.
 
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Schedule, Sel, figure, ns,
+    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Outcome, Schedule, Sel, figure, fmt,
+    names, ns, rule,
 };
-use crate::harness::{Outcome, rule};
 use crate::kernels::machine::{self, describe};
 use crate::output::data::Row;
 use crate::output::machine::Machine;
@@ -133,7 +133,7 @@ fn measured_finding(rows: &[Row]) -> Finding {
         );
     }
     if !missing.is_empty() {
-        return Finding::missing(&crate::harness::names(&missing));
+        return Finding::missing(&names(&missing));
     }
     Finding::new(
         Outcome::Holds,
@@ -149,15 +149,13 @@ fn measured_finding(rows: &[Row]) -> Finding {
 /// less than the futex hand-off.
 fn user_block_cheaper(d: &Data<'_>, _m: &Machine) -> Finding {
     let est = |k: &str| d.estimate(Sel::metric(k));
-    let user1 = est("user_block_wake_1p_ns");
-    let futex = est("block_wake_ns");
-    match (user1, futex) {
+    match (est("user_block_wake_1p_ns"), est("block_wake_ns")) {
         (Some(u), Some(b)) => Finding::new(
             rule::less(u, b),
             format!(
-                "user hand-off {} ns, futex hand-off {} ns",
-                u.show(1),
-                b.show(1)
+                "user hand-off {}, futex hand-off {}",
+                fmt::est(u, 1, "ns"),
+                fmt::est(b, 1, "ns")
             ),
         ),
         (None, _) => Finding::missing("`user_block_wake_1p_ns`"),
@@ -236,7 +234,7 @@ mod tests {
     /// one-processor user hand-off of `user` ns; `cas` as given.
     fn rows(m: &Machine, futex: f64, user: f64, cas: f64) -> Vec<Row> {
         let r = |metric: &str, v: f64, t: u32| {
-            testing::row(EXPERIMENT.id, "machine", t, m, metric, v, 0.02, &[])
+            testing::Rows::new(&EXPERIMENT, m).row("machine", t, metric, v)
         };
         let spin = 15.0;
         vec![
@@ -257,26 +255,23 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            let holds = rows(&m, 5000.0, 100.0, 12.0);
-            assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
-            let differs = rows(&m, 100.0, 5000.0, 0.0);
-            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
-            let partial = rows(&m, 100.0, 5000.0, 12.0);
-            assert_eq!(EXPERIMENT.section(&partial, &m).verdict, Verdict::Partial);
+            let v =
+                |futex, user, cas| testing::verdict(&EXPERIMENT, &rows(&m, futex, user, cas), &m);
+            assert_eq!(v(5000.0, 100.0, 12.0), Verdict::Holds);
+            assert_eq!(v(100.0, 5000.0, 0.0), Verdict::Differs);
+            assert_eq!(v(100.0, 5000.0, 12.0), Verdict::Partial);
             // A hand-off inside the noise neither supports nor refutes.
-            let tie = rows(&m, 100.0, 101.0, 12.0);
-            assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Holds);
-            assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+            assert_eq!(v(100.0, 101.0, 12.0), Verdict::Holds);
+            assert_eq!(
+                testing::verdict(&EXPERIMENT, &[], &m),
+                Verdict::NotMeasurable
+            );
         }
         // One core: no pair to hand off between; the constants still count.
         let one = testing::machine(1, true);
         let s = EXPERIMENT.section(&rows(&one, 5000.0, 100.0, 12.0), &one);
         assert_eq!(s.verdict, Verdict::Holds);
-        assert!(
-            s.measured.contains("needs 2 or more cores"),
-            "{}",
-            s.measured
-        );
+        testing::assert_says(&s.measured, "needs 2 or more cores");
     }
 
     #[test]
@@ -300,10 +295,6 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), 5000.0, 100.0, 12.0),
-            &rows(&big_metal(), 5000.0, 100.0, 12.0),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, 5000.0, 100.0, 12.0));
     }
 }
