@@ -210,37 +210,29 @@ fn installed_estimate(d: &Data<'_>, series: &str, metric: &str) -> Option<Estima
 /// `c-os-order`: C for OS threads within [`SAME_ORDER`] of the Firefly's
 /// 200 spins either way.
 fn c_os_order(d: &Data<'_>, _m: &Machine) -> Finding {
-    let os_c = installed_estimate(d, "os", "c_spins");
+    let Some(c) = installed_estimate(d, "os", "c_spins") else {
+        return Finding::missing("C for OS threads");
+    };
     let firefly = Estimate::exact(FIREFLY_C_SPINS);
-    match os_c {
-        Some(c) => Finding::new(
-            rule::within_factor(c, firefly, SAME_ORDER),
-            format!(
-                "C for OS threads {} spins = {}x the Firefly's 200",
-                c.show(0),
-                c.ratio(firefly).show(2)
-            ),
-        ),
-        None => Finding::missing("C for OS threads"),
-    }
+    let (shown, r) = (c.show(0), c.ratio(firefly).show(2));
+    Finding::new(
+        rule::within_factor(c, firefly, SAME_ORDER),
+        format!("C for OS threads {shown} spins = {r}x the Firefly's 200"),
+    )
 }
 
 /// `c-user-smaller`: the installed C for user threads below the C for OS
 /// threads.
 fn c_user_smaller(d: &Data<'_>, _m: &Machine) -> Finding {
-    let os_c = installed_estimate(d, "os", "c_spins");
-    let user_c = installed_estimate(d, "user", "c_spins");
-    match (user_c, os_c) {
-        (Some(u), Some(o)) => Finding::new(
-            rule::less(u, o),
-            format!(
-                "C for user threads {} spins, for OS threads {} spins",
-                u.show(0),
-                o.show(0)
-            ),
-        ),
-        _ => Finding::missing("C for user threads and for OS threads"),
-    }
+    let c = |series| installed_estimate(d, series, "c_spins");
+    let (Some(u), Some(o)) = (c("user"), c("os")) else {
+        return Finding::missing("C for user threads and for OS threads");
+    };
+    let (us, os) = (u.show(0), o.show(0));
+    Finding::new(
+        rule::less(u, o),
+        format!("C for user threads {us} spins, for OS threads {os} spins"),
+    )
 }
 
 fn assess(rows: &[Row], m: &Machine) -> Assessment {
@@ -371,16 +363,8 @@ mod tests {
                 ("block_wake_ns", c * 20.0),
                 ("ns_per_spin", 20.0),
             ] {
-                out.push(testing::row(
-                    EXPERIMENT.id,
-                    series,
-                    p,
-                    m,
-                    metric,
-                    v,
-                    0.02,
-                    &[("installed", installed), ("processors", &p.to_string())],
-                ));
+                let row = testing::Rows::new(&EXPERIMENT, m).row(series, p, metric, v);
+                out.push(row.param("installed", installed).param("processors", p));
             }
         }
         out
@@ -405,21 +389,16 @@ mod tests {
 
     #[test]
     fn verdicts_reach_every_case() {
+        let v = |rows: &[Row], m: &Machine| testing::verdict(&EXPERIMENT, rows, m);
         for m in [small_vm(), big_metal()] {
-            let holds = rows(&m, 342.0, 31.0);
-            assert_eq!(EXPERIMENT.section(&holds, &m).verdict, Verdict::Holds);
-            let differs = rows(&m, 5000.0, 6000.0);
-            assert_eq!(EXPERIMENT.section(&differs, &m).verdict, Verdict::Differs);
-            let tie = rows(&m, 1000.0, 1000.0);
-            assert_eq!(EXPERIMENT.section(&tie, &m).verdict, Verdict::Indistinct);
-            assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+            assert_eq!(v(&rows(&m, 342.0, 31.0), &m), Verdict::Holds);
+            assert_eq!(v(&rows(&m, 5000.0, 6000.0), &m), Verdict::Differs);
+            assert_eq!(v(&rows(&m, 1000.0, 1000.0), &m), Verdict::Indistinct);
+            assert_eq!(v(&[], &m), Verdict::NotMeasurable);
         }
         // One core: no pair of cores for the futex hand-off.
         let one = testing::machine(1, true);
-        assert_eq!(
-            EXPERIMENT.section(&rows(&one, 342.0, 31.0), &one).verdict,
-            Verdict::NotMeasurable
-        );
+        assert_eq!(v(&rows(&one, 342.0, 31.0), &one), Verdict::NotMeasurable);
     }
 
     #[test]
@@ -432,10 +411,6 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_machine_neutral(
-            &EXPERIMENT,
-            &rows(&small_vm(), 342.0, 31.0),
-            &rows(&big_metal(), 342.0, 31.0),
-        );
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, 342.0, 31.0));
     }
 }
