@@ -656,26 +656,19 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            let s = EXPERIMENT.section(&rows(&m, PAPER_LIKE), &m);
-            assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
-            let s = EXPERIMENT.section(&rows(&m, CONTRARY), &m);
-            assert_eq!(s.verdict, Verdict::Differs, "{}", s.measured);
+            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
+            assert_eq!(v(&rows(&m, PAPER_LIKE)), Verdict::Holds);
+            assert_eq!(v(&rows(&m, CONTRARY)), Verdict::Differs);
             // Equal costs decide nothing (ties do not move a verdict);
             // within 2x still holds.
             let tie = [1.5, 5.0, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5];
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, tie), &m).verdict,
-                Verdict::Holds
-            );
+            assert_eq!(v(&rows(&m, tie)), Verdict::Holds);
             // Only contended_waits rows with no waits: nothing to price.
             let empty: Vec<Row> = rows(&m, PAPER_LIKE)
                 .into_iter()
                 .filter(|r| r.metric == "contended_waits")
                 .collect();
-            assert_eq!(
-                EXPERIMENT.section(&empty, &m).verdict,
-                Verdict::NotMeasurable
-            );
+            assert_eq!(v(&empty), Verdict::NotMeasurable);
         }
     }
 

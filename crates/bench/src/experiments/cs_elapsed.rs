@@ -756,22 +756,16 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            let s = EXPERIMENT.section(&rows(&m, paper_like), &m);
-            assert_eq!(s.verdict, Verdict::Holds, "{}", s.measured);
-            let s = EXPERIMENT.section(&rows(&m, contrary), &m);
-            assert_eq!(s.verdict, Verdict::Differs, "{}", s.measured);
-            let flat = rows(&m, |_, _, _, _| 100.0);
-            assert_eq!(EXPERIMENT.section(&flat, &m).verdict, Verdict::Indistinct);
+            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
+            assert_eq!(v(&rows(&m, paper_like)), Verdict::Holds);
+            assert_eq!(v(&rows(&m, contrary)), Verdict::Differs);
+            assert_eq!(v(&rows(&m, |_, _, _, _| 100.0)), Verdict::Indistinct);
         }
         // Data from a small machine judged for a big one: no point at
         // threads >= cores.
         let m = big_metal();
-        assert_eq!(
-            EXPERIMENT
-                .section(&rows(&small_vm(), paper_like), &m)
-                .verdict,
-            Verdict::NotMeasurable
-        );
+        let v = testing::verdict(&EXPERIMENT, &rows(&small_vm(), paper_like), &m);
+        assert_eq!(v, Verdict::NotMeasurable);
     }
 
     #[test]

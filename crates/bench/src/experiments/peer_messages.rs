@@ -29,8 +29,8 @@
 
 use crate::harness::fmt::{self, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, Spread,
-    figure, ns, ratio, rule, table, threads_panel, value,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Schedule, Sel,
+    Spread, figure, ns, ratio, rule, table, value,
 };
 use crate::kernels::messages::{logp, pingpong_rtt_ns, stress};
 use crate::output::data::Row;
@@ -297,15 +297,8 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
         bars,
         reference_lines: Vec::new(),
     });
-    let mto = threads_panel(
-        rows,
-        MTO,
-        None,
-        "many-to-one: writers + 1 receiver",
-        "ns per message (log)",
-        Scale::Log,
-        m.cores(),
-    );
+    let title = "many-to-one: writers + 1 receiver";
+    let mto = Lines::new(rows, m).of(MTO, title, "ns per message (log)", Scale::Log);
     figure(
         "peer-messages: symmetry-am vs crossbeam ArrayQueue and Unix sockets (LC98 §4 workloads)",
         m,

@@ -365,15 +365,10 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, paper), &m).verdict,
-                Verdict::Holds
-            );
+            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
+            assert_eq!(v(&rows(&m, paper)), Verdict::Holds);
             let opposite = |lock: &str| if lock == "smart-q" { 1000.0 } else { 100.0 };
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, opposite), &m).verdict,
-                Verdict::Differs
-            );
+            assert_eq!(v(&rows(&m, opposite)), Verdict::Differs);
         }
     }
 

@@ -371,16 +371,9 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            assert_eq!(
-                EXPERIMENT
-                    .section(&rows(&m, [80.0, 30.0], 50.0), &m)
-                    .verdict,
-                Verdict::Holds
-            );
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, [3.0, 9.0], 10.0), &m).verdict,
-                Verdict::Differs
-            );
+            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
+            assert_eq!(v(&rows(&m, [80.0, 30.0], 50.0)), Verdict::Holds);
+            assert_eq!(v(&rows(&m, [3.0, 9.0], 10.0)), Verdict::Differs);
         }
     }
 

@@ -335,10 +335,8 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, paper), &m).verdict,
-                Verdict::Holds
-            );
+            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
+            assert_eq!(v(&rows(&m, paper)), Verdict::Holds);
             // Queues unharmed, the preemption-safe locks slow, the
             // non-preemption request a burden.
             let opposite = |lock: &str, l: f64| match lock {
@@ -346,16 +344,11 @@ mod tests {
                 "native-np" => 100.0 * l,
                 _ => 50.0 * l,
             };
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, opposite), &m).verdict,
-                Verdict::Differs
-            );
+            assert_eq!(v(&rows(&m, opposite)), Verdict::Differs);
         }
         let one = testing::machine(1, true);
-        assert_eq!(
-            EXPERIMENT.section(&rows(&one, paper), &one).verdict,
-            Verdict::NotMeasurable
-        );
+        let v = testing::verdict(&EXPERIMENT, &rows(&one, paper), &one);
+        assert_eq!(v, Verdict::NotMeasurable);
         let m = small_vm();
         let f = testing::findings(&EXPERIMENT, &[], &m);
         assert!(

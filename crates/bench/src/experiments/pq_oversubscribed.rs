@@ -5,8 +5,8 @@
 
 use crate::harness::fmt::{self, est, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Outcome, Schedule,
-    Sel, figure, ratio, rule, table, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, OWN_MIN, Outcome,
+    Schedule, Sel, figure, ratio, rule, table,
 };
 use crate::kernels::preempt::{self as kernel, PAPER_CS_NS};
 use crate::output::data::Row;
@@ -145,19 +145,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
-    figure(
-        "pq-oversubscribed (SMARTQ on stock Linux)",
-        m,
-        vec![threads_panel(
-            rows,
-            METRIC,
-            None,
-            "time per iteration vs OS threads",
-            "us per iteration (log)",
-            Scale::Log,
-            m.cores(),
-        )],
-    )
+    let title = "time per iteration vs OS threads";
+    let panel = Lines::new(rows, m).of(METRIC, title, "us per iteration (log)", Scale::Log);
+    figure("pq-oversubscribed (SMARTQ on stock Linux)", m, vec![panel])
 }
 
 /// `lock` at `t` threads: with the point's own interval (the range of
@@ -294,27 +284,16 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, paper, None), &m).verdict,
-                Verdict::Holds
-            );
+            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
+            assert_eq!(v(&rows(&m, paper, None)), Verdict::Holds);
             let opposite = |lock: &str| if lock == "mcs-tp" { 400.0 } else { 40.0 };
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, opposite, None), &m).verdict,
-                Verdict::Differs
-            );
+            assert_eq!(v(&rows(&m, opposite, None)), Verdict::Differs);
         }
         let m = small_vm();
-        let s = EXPERIMENT.section(
-            &rows(&m, paper, Some("not available on this kernel (6.18)")),
-            &m,
-        );
+        let absent = rows(&m, paper, Some("not available on this kernel (6.18)"));
+        let s = EXPERIMENT.section(&absent, &m);
         assert_eq!(s.verdict, Verdict::Holds);
-        assert!(
-            s.measured.contains("not available on this kernel"),
-            "{}",
-            s.measured
-        );
+        testing::assert_says(&s.measured, "not available on this kernel");
     }
 
     #[test]

@@ -4,8 +4,8 @@
 
 use crate::harness::fmt::{counts, est, na};
 use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, figure,
-    rule, table, threads_panel,
+    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Schedule, Sel,
+    figure, rule, table,
 };
 use crate::kernels::preempt as kernel;
 use crate::output::data::Row;
@@ -95,19 +95,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
-    figure(
-        "pq-processors (SMARTQ Figs. 6-7)",
-        m,
-        vec![threads_panel(
-            rows,
-            METRIC,
-            None,
-            "level 2.0: time per processor iteration vs processors",
-            "us (log)",
-            Scale::Log,
-            m.cores(),
-        )],
-    )
+    let title = "level 2.0: time per processor iteration vs processors";
+    let panel = Lines::new(rows, m).of(METRIC, title, "us (log)", Scale::Log);
+    figure("pq-processors (SMARTQ Figs. 6-7)", m, vec![panel])
 }
 
 fn at(d: &Data<'_>, lock: &str, p: u32) -> Option<Estimate> {
@@ -223,10 +213,8 @@ mod tests {
     #[test]
     fn verdicts_reach_every_case() {
         for m in [small_vm(), big_metal()] {
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, paper), &m).verdict,
-                Verdict::Holds
-            );
+            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
+            assert_eq!(v(&rows(&m, paper)), Verdict::Holds);
             let opposite = |lock: &str, p: u32| {
                 if lock == "smart-q" {
                     500.0 * f64::from(p)
@@ -234,10 +222,7 @@ mod tests {
                     40.0
                 }
             };
-            assert_eq!(
-                EXPERIMENT.section(&rows(&m, opposite), &m).verdict,
-                Verdict::Differs
-            );
+            assert_eq!(v(&rows(&m, opposite)), Verdict::Differs);
         }
     }
 
