@@ -209,6 +209,17 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             .collect());
     }
     let exe = crate::kernels::am_job::symmetry_exe().ok_or("no symmetry binary")?;
+    let row = |series: &str, t: u32, metric: &str, v: f64, unit: &str| {
+        Row::new(
+            EXPERIMENT.id,
+            series,
+            t,
+            ctx.over(t as usize),
+            metric,
+            v,
+            unit,
+        )
+    };
     // The two ratios are judged on their own median intervals, which need
     // `OWN_MIN` repeats: with fewer, the interval is the full range, and
     // one disturbed repeat sets an end of it. Full runs take 15, whose
@@ -219,16 +230,16 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let mut got: Vec<Vec<Pair>> = vec![Vec::new(); SERIES.len()];
     let mut same_vs_shm = Vec::new();
     let mut mpi_vs_peer = Vec::new();
+    let measure = |n: u32, transport: &str, hosts: u32| {
+        bar.set_message(transport.to_string());
+        let pairs = job(&exe, n, transport, hosts, ctx.quick);
+        bar.inc(1);
+        pairs
+    };
     for _ in 0..repeats {
-        bar.set_message("shm");
-        let shm = job(&exe, 4, "shm", 1, ctx.quick)?;
-        bar.inc(1);
-        bar.set_message("mpi");
-        let mpi = job(&exe, 2, "mpi", 1, ctx.quick)?;
-        bar.inc(1);
-        bar.set_message("hierarchical");
-        let hier = job(&exe, 4, "hierarchical", 2, ctx.quick)?;
-        bar.inc(1);
+        let shm = measure(4, "shm", 1)?;
+        let mpi = measure(2, "mpi", 1)?;
+        let hier = measure(4, "hierarchical", 2)?;
         let (Some(&s), Some(&m), [h_same, h_cross, ..]) =
             (shm.first(), mpi.first(), hier.as_slice())
         else {
@@ -260,19 +271,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         for (metric, f, unit) in metrics {
             let xs: Vec<f64> = pairs.iter().map(f).collect();
             let s = Spread::of(&xs).ok_or("am-clumps: no repeat")?;
-            rows.push(
-                Row::new(
-                    EXPERIMENT.id,
-                    series,
-                    t,
-                    ctx.over(t as usize),
-                    metric,
-                    s.median,
-                    unit,
-                )
-                .param("transport", series.split('-').next().unwrap_or(series))
-                .with_spread(&s),
-            );
+            let transport = series.split('-').next().unwrap_or(series);
+            let r = row(series, t, metric, s.median, unit).param("transport", transport);
+            rows.push(r.with_spread(&s));
         }
     }
     for (series, t, metric, xs) in [
@@ -280,18 +281,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         (HIER_SAME, 4, "rtt_vs_shm", &same_vs_shm),
     ] {
         let s = Spread::median_interval(xs).ok_or("am-clumps: no repeat")?;
-        rows.push(
-            Row::new(
-                EXPERIMENT.id,
-                series,
-                t,
-                ctx.over(t as usize),
-                metric,
-                s.median,
-                "x",
-            )
-            .with_spread(&s),
-        );
+        rows.push(row(series, t, metric, s.median, "x").with_spread(&s));
     }
     // The applications, once per transport.
     use symmetry_workloads::am_apps::{App, Size};
@@ -309,19 +299,12 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 Duration::from_secs(600),
             )?;
             let s = crate::kernels::am_job::summarize(&outs);
+            let ms = s.elapsed.as_secs_f64() * 1e3;
             rows.push(
-                Row::new(
-                    EXPERIMENT.id,
-                    transport,
-                    APP_RANKS,
-                    ctx.over(APP_RANKS as usize),
-                    "app_ms",
-                    s.elapsed.as_secs_f64() * 1e3,
-                    "ms",
-                )
-                .param("app", app.name())
-                .param("verified", s.verified)
-                .param("checksum", format!("{:#018x}", s.checksum)),
+                row(transport, APP_RANKS, "app_ms", ms, "ms")
+                    .param("app", app.name())
+                    .param("verified", s.verified)
+                    .param("checksum", format!("{:#018x}", s.checksum)),
             );
             bar.inc(1);
         }

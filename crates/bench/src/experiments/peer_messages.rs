@@ -30,7 +30,7 @@
 use crate::harness::fmt::{self, na};
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Schedule, Sel,
-    Spread, figure, ns, ratio, rule, table, value,
+    Spread, figure, ns, ratio, rule, table, try_in_rounds, value,
 };
 use crate::kernels::messages::{logp, pingpong_rtt_ns, stress};
 use crate::output::data::Row;
@@ -225,19 +225,30 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             .map(|&w| ctx.repeats(w as usize + 1) * SERIES.len())
             .sum::<usize>();
     let bar = ctx.bar(EXPERIMENT.id, len);
+    let row = |s: &str, t: usize, metric: &str, spread: &Spread| {
+        Row::new(
+            EXPERIMENT.id,
+            s,
+            t as u32,
+            ctx.over(t),
+            metric,
+            spread.median,
+            "ns",
+        )
+    };
     let mut rows = Vec::new();
-    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); rtt_series.len()];
-    for _ in 0..rtt_repeats {
-        for (i, s) in rtt_series.iter().enumerate() {
-            bar.set_message(format!("{s} rtt"));
-            samples[i].push(rtt_sample(s, rounds_of(s, rounds))?);
-            bar.inc(1);
-        }
-    }
+    // Each repeat runs every series once, so that drift hits all alike.
+    let samples = try_in_rounds(rtt_repeats, rtt_series.len(), |_, i| {
+        let s = rtt_series[i];
+        bar.set_message(format!("{s} rtt"));
+        let sample = rtt_sample(s, rounds_of(s, rounds));
+        bar.inc(1);
+        sample
+    })?;
     for (s, v) in rtt_series.iter().zip(samples) {
         let (spread, _, mode) = summarize(s, &v)?;
         rows.push(
-            Row::new(EXPERIMENT.id, s, 2, ctx.over(2), RTT, spread.median, "ns")
+            row(s, 2, RTT, &spread)
                 .param("rounds", rounds_of(s, rounds))
                 .param("mode", mode)
                 .with_spread(&spread),
@@ -245,31 +256,21 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     }
     for &w in &writers {
         let threads = w as usize + 1;
-        let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); SERIES.len()];
-        for _ in 0..ctx.repeats(threads) {
-            for (i, s) in SERIES.iter().enumerate() {
-                bar.set_message(format!("{s} x{w} writers"));
-                samples[i].push(mto_sample(s, w, ints)?);
-                bar.inc(1);
-            }
-        }
+        let samples = try_in_rounds(ctx.repeats(threads), SERIES.len(), |_, i| {
+            bar.set_message(format!("{} x{w} writers", SERIES[i]));
+            let sample = mto_sample(SERIES[i], w, ints);
+            bar.inc(1);
+            sample
+        })?;
         for (s, v) in SERIES.iter().zip(samples) {
             let (spread, verified, mode) = summarize(s, &v)?;
             rows.push(
-                Row::new(
-                    EXPERIMENT.id,
-                    s,
-                    threads as u32,
-                    ctx.over(threads),
-                    MTO,
-                    spread.median,
-                    "ns",
-                )
-                .param("writers", w)
-                .param("ints", ints)
-                .param("verified", verified)
-                .param("mode", mode)
-                .with_spread(&spread),
+                row(s, threads, MTO, &spread)
+                    .param("writers", w)
+                    .param("ints", ints)
+                    .param("verified", verified)
+                    .param("mode", mode)
+                    .with_spread(&spread),
             );
         }
     }
