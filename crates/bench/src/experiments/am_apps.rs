@@ -274,12 +274,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     .with_spread(&spread);
                 // The check shares the point's parameters but not its
                 // spread, which is one of times.
-                let mut check = Row {
-                    metric: "verified".into(),
-                    value: if verified { 1.0 } else { 0.0 },
-                    unit: "bool".into(),
-                    ..base.clone()
-                };
+                let mut check = base.clone();
+                let value = if verified { 1.0 } else { 0.0 };
+                (check.metric, check.value, check.unit) = ("verified".into(), value, "bool".into());
                 check.params.retain(|(k, _)| k != "lo" && k != "hi");
                 rows.push(base);
                 rows.push(check);
@@ -796,13 +793,8 @@ mod tests {
                 let base = r.row(algo, p, "elapsed_ms", *ms).param("app", app);
                 let base = base.param("mode", "threads").param("size", "quick");
                 let base = base.param("checksum", "0x1");
-                let (metric, value, unit) = ("verified".into(), 1.0, "bool".into());
-                let check = Row {
-                    metric,
-                    value,
-                    unit,
-                    ..base.clone()
-                };
+                let mut check = base.clone();
+                (check.metric, check.value, check.unit) = ("verified".into(), 1.0, "bool".into());
                 rows.extend([base, check]);
             }
         }

@@ -209,16 +209,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             ExecKind::User => cal.c_spins_user,
         };
         for (r, fraction) in results {
-            let (t, over) = (pt.threads as u32, ctx.over(pt.threads));
-            let base = Row::new(
-                EXPERIMENT.id,
-                r.name,
-                t,
-                over,
-                "elapsed_ms",
-                r.ms.median,
-                "ms",
-            );
+            let (t, over, ms) = (pt.threads as u32, ctx.over(pt.threads), r.ms.median);
+            let base = Row::new(EXPERIMENT.id, r.name, t, over, "elapsed_ms", ms, "ms");
             let base = size_params(base, pt)
                 .param("workload", pt.workload.name())
                 .param("exec", pt.exec.name())
@@ -230,14 +222,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 .param("c_spins", c_spins)
                 .param("opt_known_locks", locks);
             let derived = |metric: &str, unit: &str, s: &Spread| {
-                let (metric, value, unit) = (metric.into(), s.median, unit.into());
-                Row {
-                    metric,
-                    value,
-                    unit,
-                    ..base.clone()
-                }
-                .with_spread(s)
+                let mut r = base.clone();
+                (r.metric, r.value, r.unit) = (metric.into(), s.median, unit.into());
+                r.with_spread(s)
             };
             if let Some((b, b_rounds)) = &block {
                 // The policy's time over `always-block`'s: the per-round
@@ -296,14 +283,9 @@ fn always_spin(pt: &Point, slowest: f64, repeats: usize) -> Result<Vec<(Timed, f
         // Its own rounds, after the others': not paired.
         Ok(full
             .into_iter()
-            .map(|t| {
-                (
-                    Timed {
-                        samples: Vec::new(),
-                        ..t
-                    },
-                    1.0,
-                )
+            .map(|mut t| {
+                t.samples.clear();
+                (t, 1.0)
             })
             .collect())
     } else {

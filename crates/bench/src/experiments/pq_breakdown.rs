@@ -120,23 +120,13 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 .param("ncs_ns", ncs.round())
                 .param("cs_ns", PAPER_CS_NS);
             let k = p as f64;
-            rows.push(
-                Row {
-                    value: out.us_per_iteration() * k,
-                    ..base.clone()
-                }
-                .with_spread(&spread.map(|v| v * k)),
-            );
+            let mut time = base.clone();
+            time.value = out.us_per_iteration() * k;
+            rows.push(time.with_spread(&spread.map(|v| v * k)));
             for ((name, pct), range) in SHARES.iter().zip(shares(&out)).zip(&ranges) {
-                rows.push(
-                    Row {
-                        metric: share_metric(name),
-                        value: pct,
-                        unit: "%".into(),
-                        ..base.clone()
-                    }
-                    .with_spread(range),
-                );
+                let mut share = base.clone();
+                (share.metric, share.value, share.unit) = (share_metric(name), pct, "%".into());
+                rows.push(share.with_spread(range));
             }
             bar.inc(1);
         }
