@@ -243,15 +243,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 };
                 let verified = samples.iter().all(|s| s.verified);
                 let over = ctx.over(p as usize);
-                let mut base = Row::new(
-                    EXPERIMENT.id,
-                    algo,
-                    p,
-                    over,
-                    "elapsed_ms",
-                    spread.median,
-                    "ms",
-                );
+                let median = spread.median;
+                let mut base = Row::new(EXPERIMENT.id, algo, p, over, "elapsed_ms", median, "ms");
                 // The application's parameters first, so the experiment's
                 // own keys win a clash; a clash with a base column is renamed.
                 for (k, v) in &last.params {

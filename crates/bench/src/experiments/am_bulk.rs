@@ -150,7 +150,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     // The spread of each series at the peak size, for the fractions.
     let mut at_peak: Vec<(&str, f64, Spread)> = Vec::new();
     for (name, per_size) in series.iter().zip(samples) {
-        let threads = threads_of(name);
+        let t = threads_of(name);
+        let over = ctx.over(t as usize);
         for (&size, mut s) in SIZES.iter().zip(per_size) {
             s.sort_by(|a, b| a.mb_s().total_cmp(&b.mb_s()));
             let mbs: Vec<f64> = s.iter().map(BulkOut::mb_s).collect();
@@ -162,22 +163,14 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             // stalls its partner), so the best run is the estimate of what
             // the two cores can do; the range of the repeats is its spread.
             rows.push(
-                Row::new(
-                    EXPERIMENT.id,
-                    name,
-                    threads,
-                    ctx.over(threads as usize),
-                    METRIC,
-                    spread.hi,
-                    "MB/s",
-                )
-                .param(crate::output::data::STAT, "max")
-                .param("bytes", size)
-                .param("total_bytes", peak.bytes)
-                .param("median_mb_s", format!("{:.1}", spread.median))
-                .param("min_mb_s", format!("{:.1}", spread.lo))
-                .param("verified", s.iter().all(|o| o.verified))
-                .with_spread(&spread),
+                Row::new(EXPERIMENT.id, name, t, over, METRIC, spread.hi, "MB/s")
+                    .param(crate::output::data::STAT, "max")
+                    .param("bytes", size)
+                    .param("total_bytes", peak.bytes)
+                    .param("median_mb_s", format!("{:.1}", spread.median))
+                    .param("min_mb_s", format!("{:.1}", spread.lo))
+                    .param("verified", s.iter().all(|o| o.verified))
+                    .with_spread(&spread),
             );
             if size == PEAK {
                 at_peak.push((name, spread.hi, spread));

@@ -210,15 +210,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     }
     let exe = crate::kernels::am_job::symmetry_exe().ok_or("no symmetry binary")?;
     let row = |series: &str, t: u32, metric: &str, v: f64, unit: &str| {
-        Row::new(
-            EXPERIMENT.id,
-            series,
-            t,
-            ctx.over(t as usize),
-            metric,
-            v,
-            unit,
-        )
+        let over = ctx.over(t as usize);
+        Row::new(EXPERIMENT.id, series, t, over, metric, v, unit)
     };
     // The two ratios are judged on their own median intervals, which need
     // `OWN_MIN` repeats: with fewer, the interval is the full range, and

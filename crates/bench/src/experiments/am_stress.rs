@@ -198,15 +198,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for (alg, pairs) in names.iter().zip(paired) {
         let gs: Vec<f64> = pairs.iter().map(|p| p.0).collect();
         let g = Spread::of(&gs).ok_or_else(|| format!("am-stress {alg}: no valid gap"))?;
-        let g_row = Row::new(
-            EXPERIMENT.id,
-            alg,
-            2,
-            ctx.over(2),
-            "logp_g_ns",
-            g.median,
-            "ns",
-        );
+        let over = ctx.over(2);
+        let g_row = Row::new(EXPERIMENT.id, alg, 2, over, "logp_g_ns", g.median, "ns");
         rows.push(
             g_row
                 .param("writers", 1)

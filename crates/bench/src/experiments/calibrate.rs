@@ -65,16 +65,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let rows = machine::measure(ctx.quick)
         .into_iter()
         .map(|c| {
-            Row::new(
-                EXPERIMENT.id,
-                "machine",
-                c.threads,
-                false,
-                c.metric,
-                c.value(),
-                c.unit,
-            )
-            .with_spread(&c.spread)
+            let (t, v) = (c.threads, c.value());
+            Row::new(EXPERIMENT.id, "machine", t, false, c.metric, v, c.unit).with_spread(&c.spread)
         })
         .collect();
     bar.finish_and_clear();
@@ -281,15 +273,8 @@ mod tests {
         r.retain(|r| r.metric != "spin_iter_ns");
         let f = measured_finding(&r);
         assert!(matches!(f.outcome, Outcome::NotMeasurable(_)), "{f:?}");
-        r.push(Row::new(
-            "calibrate",
-            "machine",
-            1,
-            false,
-            "x",
-            f64::NAN,
-            "ns",
-        ));
+        let nan = Row::new("calibrate", "machine", 1, false, "x", f64::NAN, "ns");
+        r.push(nan);
         assert_eq!(measured_finding(&r).outcome, Outcome::Fails);
     }
 

@@ -226,15 +226,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             .sum::<usize>();
     let bar = ctx.bar(EXPERIMENT.id, len);
     let row = |s: &str, t: usize, metric: &str, spread: &Spread| {
-        Row::new(
-            EXPERIMENT.id,
-            s,
-            t as u32,
-            ctx.over(t),
-            metric,
-            spread.median,
-            "ns",
-        )
+        let (over, median) = (ctx.over(t), spread.median);
+        Row::new(EXPERIMENT.id, s, t as u32, over, metric, median, "ns")
     };
     let mut rows = Vec::new();
     // Each repeat runs every series once, so that drift hits all alike.

@@ -109,19 +109,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     .with_spread(&spread),
             );
             if let Some(r) = vs {
-                rows.push(
-                    Row::new(
-                        EXPERIMENT.id,
-                        lock.name,
-                        p as u32,
-                        false,
-                        VS_TAS_NP,
-                        r.median,
-                        "x",
-                    )
-                    .param("mpl", mpl(level))
-                    .with_spread(&r),
-                );
+                let t = p as u32;
+                let row = Row::new(EXPERIMENT.id, lock.name, t, false, VS_TAS_NP, r.median, "x");
+                rows.push(row.param("mpl", mpl(level)).with_spread(&r));
             }
         }
     }

@@ -119,22 +119,14 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             };
             let (out, spread) =
                 median_point(repeats(ctx, lock.name, t), |_| Ok((lock.synthetic)(&cfg)))?;
-            let v = out.us_per_iteration();
+            let (v, over) = (out.us_per_iteration(), ctx.over(t));
             rows.push(
-                Row::new(
-                    EXPERIMENT.id,
-                    lock.name,
-                    t as u32,
-                    ctx.over(t),
-                    METRIC,
-                    v,
-                    "us",
-                )
-                .param("cs_ns", PAPER_CS_NS)
-                .param("ncs_ns", ncs.round())
-                .param("scheduler", "stock")
-                .param("iterations", out.iterations)
-                .with_spread(&spread),
+                Row::new(EXPERIMENT.id, lock.name, t as u32, over, METRIC, v, "us")
+                    .param("cs_ns", PAPER_CS_NS)
+                    .param("ncs_ns", ncs.round())
+                    .param("scheduler", "stock")
+                    .param("iterations", out.iterations)
+                    .with_spread(&spread),
             );
             bar.inc(1);
         }
