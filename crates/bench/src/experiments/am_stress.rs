@@ -242,6 +242,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// A metric of a stress run: its name, how to read it, its unit.
+type Metric = (&'static str, fn(&StressRun) -> f64, &'static str);
+
 /// The rows of `alg`'s `runs` with `w` writers: the median run by
 /// `ns_per_msg` (the upper middle one for an even count), with the spread
 /// of every run of each metric.
@@ -280,7 +283,7 @@ fn stress_rows(
             None => row,
         }
     };
-    let metrics: [(&str, fn(&StressRun) -> f64, &str); 3] = [
+    let metrics: [Metric; 3] = [
         ("elapsed_ms", |r| r.out.elapsed.as_secs_f64() * 1e3, "ms"),
         ("ns_per_msg", |r| r.out.ns_per_msg, "ns"),
         ("block_ns_per_msg", |r| r.block_ns_per_msg, "ns"),
