@@ -295,15 +295,10 @@ fn configs(rows: &[Row]) -> Vec<(String, u32, bool)> {
     out
 }
 
+/// The value of `metric` of `algo` in `app` at `p` ranks.
 fn at(rows: &[Row], algo: &str, metric: &str, app: &str, p: u32) -> Option<f64> {
-    rows.iter()
-        .find(|r| {
-            r.series == algo
-                && r.metric == metric
-                && r.threads == p
-                && r.get_param("app") == Some(app)
-        })
-        .map(|r| r.value)
+    let sel = Sel::metric(metric).series(algo).threads(p);
+    Data::new(rows).value(sel.params(&[("app", app)]))
 }
 
 /// The family of an algorithm (bar colour).
