@@ -2,7 +2,10 @@
 //! `mcs-tp` and `parking_lot` over the emulated multiprogramming
 //! scheduler ([`EMULATED`], from
 //! [`symmetry_locks::for_each_preempt_lock!`]), and the locks that meet
-//! the kernel's own scheduler on oversubscribed OS threads ([`STOCK`]).
+//! the kernel's own scheduler on oversubscribed OS threads ([`STOCK`]);
+//! and what their sweeps share: a level's spelling ([`mpl`]), a point's
+//! row ([`emulated_row`]), seeded runs and their medians, each paired by
+//! round with a reference lock's ([`medians_vs`]).
 
 use std::time::Duration;
 
@@ -210,5 +213,24 @@ pub fn select_emulated(wanted: Option<&[String]>) -> Result<Vec<&'static Emulate
                 })
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_are_paired_with_the_reference_by_round() {
+        // Lock 0 is the reference; lock 1 runs twice as long in every
+        // round, though the rounds drift by 10x.
+        let runs = vec![vec![1.0, 10.0, 100.0], vec![2.0, 20.0, 200.0]];
+        let m = medians_vs(runs, |x| *x, Some(0));
+        assert_eq!((m[0].0, m[1].0), (10.0, 20.0));
+        assert!(m[0].2.is_none());
+        let vs = m[1].2.expect("lock 1 is paired with the reference");
+        assert_eq!((vs.median, vs.lo, vs.hi), (2.0, 2.0, 2.0));
+        assert!(medians_vs(vec![vec![1.0]], |x| *x, None)[0].2.is_none());
+        assert_eq!(mpl(2.0), "2.00");
     }
 }
