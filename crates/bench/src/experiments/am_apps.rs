@@ -518,7 +518,8 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     );
     header.push("LC98 FFT / CON/comm / CON/comp / SAMPLE (s)".into());
     let table = table::by_series(&header, &algos, |a| {
-        let mut cells: Vec<String> = (cfgs.iter())
+        let mut cells: Vec<String> = cfgs
+            .iter()
             .map(|(app, p, _)| {
                 let best = best_of(rows, claim::NAMES, app, *p).map(|b| b.1);
                 let bad = at(rows, a, "verified", app, *p) == Some(0.0);

@@ -438,7 +438,8 @@ fn gap_ratios(d: &Data<'_>) -> Result<GapRatios, Finding> {
         Some(q) => Some((q, true)),
         None => Some((est(d, "block_ns_per_msg", a, 1)?.ratio(gap(d, a)?), false)),
     };
-    let pairs: GapRatios = (series_names(rows, "ns_per_msg").into_iter())
+    let pairs: GapRatios = series_names(rows, "ns_per_msg")
+        .into_iter()
         .map(|a| {
             let q = q(&a);
             (a, q)
@@ -491,8 +492,9 @@ fn whole_run_note(d: &Data<'_>) -> Option<String> {
     gap_ratios(d).ok()?;
     let rows = d.rows();
     let algs = series_names(rows, "ns_per_msg");
-    let whole =
-        (algs.iter()).filter_map(|a| Some((a, ratio(per_msg(rows, a, 1)? / gap(d, a)?.value))));
+    let whole = algs
+        .iter()
+        .filter_map(|a| Some((a, ratio(per_msg(rows, a, 1)? / gap(d, a)?.value))));
     Some(format!(
         "Over the whole one-writer run (elapsed / integers, LC98's measure) the time per integer over g is {} \
          (ratios of medians): a whole run also counts the time either rank spent descheduled by other load.",
@@ -691,7 +693,8 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         .map(String::from),
     );
     let table = table::by_series(&header, &algs, |a| {
-        let mut cells: Vec<String> = (writers.iter())
+        let mut cells: Vec<String> = writers
+            .iter()
             .map(|&w| match point(rows, a, w) {
                 Some(r) if r.get_param("completed") == Some("false") => format!(
                     "{} ({} of {} in budget)",
