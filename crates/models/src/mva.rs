@@ -57,8 +57,13 @@
 //! fixed point, and it is bounded (a finite population can queue only so
 //! long at the bus), so the iteration converges; [`MvaError::NotConverged`]
 //! reports a case that did not within [`Hierarchical::max_iterations`].
+//!
+//! [`systems`] builds the two systems the paper models (a thread
+//! package's ready queue, a spin lock) from measured costs.
 
 use std::fmt;
+
+pub mod systems;
 
 /// Most population vectors [`Network::solve`] visits (the product of each
 /// class's population plus one): 4 Mi states, about 64 MiB of queue

@@ -25,34 +25,14 @@
 //!   lock's time per acquisition in the counter. The model's P = 1 point
 //!   is therefore the measurement; P >= 2 is what it predicts.
 //!
-//! **The thread package** (ALL89 Diagram 5.2). A cycle is one thread's
-//! life. It visits the ready queue's lock twice (a push when it is
-//! created, a pop when a processor takes it): `local-freelist` has one
-//! central queue, `local-readyq` one per processor, a thread placed on a
-//! random one (the runtime's policy). Each visit holds the lock for one
-//! `queue_op_ns` of cache-local time and `TRANSFERS_PER_QUEUE_OP`
-//! cache-line transfer (the queue's line, with its lock word, ends and
-//! length) whenever the previous visitor was another processor, with
-//! probability `(P - 1) / P`. The rest of the
-//! null-thread latency and the user work hold no lock. Waiters spin on the
-//! runtime's `Tas` lock, one bus transaction per spin iteration.
-//!
-//! The bus of the model is one queueing centre whose service time is a
-//! transfer's latency, as on the Symmetry's bus. A modern interconnect
-//! serves transfers between different pairs of cores at once, so beyond
-//! the cores the projections are those of a machine whose transfers
-//! serialise: pessimistic where the bus is the bottleneck.
-//!
-//! **The spin locks** (ALL89 Fig. 6's counter): a cycle is one
-//! acquisition with an empty critical section and no work outside it
-//! (the `spin-counter` kernel), held for its one-processor time. At
-//! P > 1 the line holding the lock word and the counter moves to the next
-//! holder: for the unfair `tas` and `ttas` another processor with
-//! probability `(P - 1) / P`; `mcs` hands over in FIFO order to a waiter,
-//! always on another processor, and that hand-off writes the waiter's
-//! flag (two transfers). `tas` spinners attempt once per spin iteration,
-//! `ttas` spinners make two transactions per release (re-read and
-//! attempt), `mcs` spinners spin on their own flag.
+//! **The models** ([`symmetry_models::mva::systems`], where they are
+//! described): the thread package's ready queue, one central queue for
+//! `local-freelist` and one per processor for `local-readyq` (a thread
+//! placed on a random one: the runtime's policy), its waiters spinning on
+//! the runtime's `Tas` lock; and the spin locks of ALL89 Fig. 6's counter
+//! (the `spin-counter` kernel), each held for its one-processor time. The
+//! model's bus serialises every transfer, so beyond the cores the
+//! projections are pessimistic where the bus is the bottleneck.
 //!
 //! **Measurements** (`kind = measured`): the Table III chain with uniform
 //! random work (`tm-user-work`'s kernel) at the paper's Fig. 3 grain (300
@@ -69,8 +49,10 @@
 //! application": user work completed per unit time, over one processor
 //! doing that work with no thread management at all.
 
-use symmetry_models::mva::{Hierarchical, Lock, Prediction, Spinning};
+use symmetry_models::mva::Prediction;
+use symmetry_models::mva::systems::{self, Costs, QUEUE_OPS_PER_THREAD, ReadyQueue, SpinLock};
 
+use crate::harness::predicted::{KIND, curve, kind_of, kinds_panel, pairs, param_x, threads_x};
 use crate::harness::{
     Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
     Spread, figure, ns, rule,
@@ -80,7 +62,7 @@ use crate::kernels::machine;
 use crate::kernels::threads::ChainCfg;
 use crate::output::data::Row;
 use crate::output::machine::Machine;
-use crate::output::plot::{Figure, LinePanel, Panel, Point, Scale, Series};
+use crate::output::plot::{Figure, LinePanel, Scale};
 use crate::output::report::Table;
 use crate::registry::locks as locks_table;
 use crate::registry::threads::{chain_point, pin};
@@ -178,14 +160,6 @@ const FIG11_LOADS: [f64; 7] = [0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3];
 const FIG12_WORK_US: f64 = 2000.0;
 /// Processors of the projections.
 const PROJECTED_P: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
-/// Cache-line transfers in one ready-queue operation by a processor that
-/// did not make the previous one: the queue's lock word, ends and length
-/// mirror are one `LockedPool`, smaller than a line, so one line moves. (A migrated
-/// thread's control block and stack move too, but outside the lock, and
-/// the model leaves them out as ALL89's does.)
-const TRANSFERS_PER_QUEUE_OP: f64 = 1.0;
-/// Ready-queue operations per thread (push, pop).
-const QUEUE_OPS_PER_THREAD: f64 = 2.0;
 /// The agreement the paper claims, as a factor.
 const AGREEMENT: f64 = 1.10;
 
@@ -196,91 +170,44 @@ const SPEEDUP_WORK: &str = "speedup_vs_work";
 const SPEEDUP_BUS: &str = "speedup_vs_bus_load";
 const SPEEDUP_P: &str = "speedup";
 
-/// The calibration the model is built from.
-#[derive(Debug, Clone, Copy)]
-struct Calib {
-    /// One locked queue operation, ns.
-    queue_op: f64,
-    /// One cache-line transfer (half a round trip), ns; 0 without a pair.
-    transfer: f64,
-    /// One spin iteration, ns.
-    spin: f64,
+/// The costs the models are built from, as this run measured them.
+fn costs(d: &Data<'_>) -> Option<Costs> {
+    let c = |m: &str| d.value(Sel::metric(m).series("machine"));
+    Some(Costs {
+        queue_op: c("queue_op_ns")?,
+        transfer: c("cacheline_rtt_ns").map_or(0.0, |r| r / 2.0),
+        spin: c("spin_iter_ns")?,
+    })
 }
 
-impl Calib {
-    fn from_rows(d: &Data<'_>) -> Option<Calib> {
-        let c = |m: &str| d.value(Sel::metric(m).series("machine"));
-        Some(Calib {
-            queue_op: c("queue_op_ns")?,
-            transfer: c("cacheline_rtt_ns").map_or(0.0, |r| r / 2.0),
-            spin: c("spin_iter_ns")?,
-        })
-    }
-}
-
-/// Probability that a visit finds its line in another processor's cache.
-fn moved(p: u32) -> f64 {
-    f64::from(p.saturating_sub(1)) / f64::from(p.max(1))
-}
-
-/// The thread package at `p` processors: `overhead` ns of thread
-/// management per thread (as one processor pays it), `work` ns of user
-/// work, `bus_load` of which is bus time.
+/// The thread package of `strategy` at `p` processors
+/// ([`systems::thread_package`]).
 fn tm_model(
     strategy: &str,
     p: u32,
-    c: &Calib,
+    c: &Costs,
     overhead: f64,
     work: f64,
     bus_load: f64,
 ) -> Result<Prediction, String> {
-    let held_local = QUEUE_OPS_PER_THREAD * c.queue_op;
-    let h = Hierarchical {
-        processors: p,
-        locks: vec![Lock {
-            name: "ready queue".into(),
-            copies: if strategy == LOCAL { p } else { 1 },
-            held_local,
-            held_bus: QUEUE_OPS_PER_THREAD * TRANSFERS_PER_QUEUE_OP * c.transfer * moved(p),
-        }],
-        free_local: (overhead - held_local).max(0.0) + work * (1.0 - bus_load),
-        free_bus: work * bus_load,
-        bus_service: c.transfer,
-        spinning: Spinning::Continuous { gap: c.spin },
-        tolerance: Hierarchical::TOLERANCE,
-        max_iterations: Hierarchical::MAX_ITERATIONS,
+    let queue = if strategy == LOCAL {
+        ReadyQueue::PerProcessor
+    } else {
+        ReadyQueue::Central
     };
-    h.solve()
+    systems::thread_package(queue, p, c, overhead, work, bus_load)
         .map_err(|e| format!("model of `{strategy}` at {p} processors: {e}"))
 }
 
-/// A spin lock at `p` processors, one acquisition costing `held` ns on
-/// one processor. `tas` and `ttas` are unfair: the next holder is any
-/// processor, another with probability `(P - 1) / P`. `mcs` hands over in
-/// FIFO order, and in the counter (no work outside the lock) a waiter on
-/// another processor is always there at P > 1.
-fn lock_model(lock: &str, p: u32, c: &Calib, held: f64) -> Result<Prediction, String> {
-    let (transfers, spinning) = match lock {
-        "tas" => (moved(p), Spinning::Continuous { gap: c.spin }),
-        "ttas" => (moved(p), Spinning::PerRelease { per_release: 2.0 }),
-        _ => (if p > 1 { 2.0 } else { 0.0 }, Spinning::Local),
+/// Spin lock `lock` at `p` processors, one acquisition costing `held` ns
+/// on one processor ([`systems::spin_lock`]).
+fn lock_model(lock: &str, p: u32, c: &Costs, held: f64) -> Result<Prediction, String> {
+    let kind = match lock {
+        "tas" => SpinLock::TestAndSet,
+        "ttas" => SpinLock::TestAndTestAndSet,
+        _ => SpinLock::Queue,
     };
-    let h = Hierarchical {
-        processors: p,
-        locks: vec![Lock {
-            name: lock.into(),
-            copies: 1,
-            held_local: held,
-            held_bus: transfers * c.transfer,
-        }],
-        free_local: 0.0,
-        free_bus: 0.0,
-        bus_service: c.transfer,
-        spinning,
-        tolerance: Hierarchical::TOLERANCE,
-        max_iterations: Hierarchical::MAX_ITERATIONS,
-    };
-    h.solve()
+    systems::spin_lock(kind, p, c, held)
         .map_err(|e| format!("model of `{lock}` at {p} processors: {e}"))
 }
 
@@ -367,7 +294,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     bar.inc(1);
 
     let d = Data::new(&rows);
-    let calib = Calib::from_rows(&d).ok_or("a calibration constant is missing")?;
+    let calib = costs(&d).ok_or("a calibration constant is missing")?;
     let unit = scale(null[0]);
     // The demands are measured on one processor (ALL89: "service demands
     // were directly measured"): P = 1 is always run.
@@ -459,54 +386,65 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         let held = held.ok_or("no one-processor point")?;
         for p in model_points(&sweep) {
             let m = lock_model(l, p, &calib, held)?;
-            let kind = if p <= cores { "model" } else { "projected" };
             let r =
                 Row::new(id, l, p, false, ACQ, 1.0 / m.throughput, "ns").param("figure", "fig6");
-            rows.push(model_row(r, &m, kind));
+            rows.push(model_row(r, &m, kind_of(p, cores)));
         }
     }
 
     // Projections: Figs. 10-12.
     bar.set_message("projections");
     for (i, s) in TM.iter().enumerate() {
-        let n = overhead[i];
-        let speedup = |m: &Prediction, work: f64| m.throughput * work;
-        for w in FIG10_WORK_US {
-            let work = w * unit;
-            let m = tm_model(s, FIG10_P, &calib, n, work, FIG10_BUS_LOAD)?;
-            let r = Row::new(id, s, FIG10_P, false, SPEEDUP_WORK, speedup(&m, work), "x")
-                .param("figure", "fig10")
-                .param("paper_work_us", w)
-                .param("bus_load", FIG10_BUS_LOAD);
-            rows.push(model_row(r, &m, kind_of(FIG10_P, cores)));
-        }
-        for load in FIG11_LOADS {
-            let work = FIG11_WORK_US * unit;
-            let m = tm_model(s, FIG10_P, &calib, n, work, load)?;
-            let r = Row::new(id, s, FIG10_P, false, SPEEDUP_BUS, speedup(&m, work), "x")
-                .param("figure", "fig11")
-                .param("paper_work_us", FIG11_WORK_US)
-                .param("bus_load", load);
-            rows.push(model_row(r, &m, kind_of(FIG10_P, cores)));
-        }
-        for p in model_points(&sweep) {
-            let work = FIG12_WORK_US * unit;
-            let m = tm_model(s, p, &calib, n, work, FIG10_BUS_LOAD)?;
-            let r = Row::new(id, s, p, false, SPEEDUP_P, speedup(&m, work), "x")
-                .param("figure", "fig12")
-                .param("paper_work_us", FIG12_WORK_US)
-                .param("bus_load", FIG10_BUS_LOAD);
-            rows.push(model_row(r, &m, kind_of(p, cores)));
-        }
+        let points = model_points(&sweep);
+        rows.extend(projections(s, &calib, overhead[i], unit, &points, cores)?);
     }
     bar.inc(1);
     bar.finish_and_clear();
     Ok(rows)
 }
 
-/// `model` within the cores, `projected` beyond them.
-fn kind_of(p: u32, cores: u32) -> &'static str {
-    if p <= cores { "model" } else { "projected" }
+/// The projections of strategy `s` (Figs. 10-12) with `overhead` ns of
+/// thread management per thread and the paper's work scaled by `unit` (ns
+/// per paper us), Fig. 12 at processors `points`.
+fn projections(
+    s: &str,
+    calib: &Costs,
+    overhead: f64,
+    unit: f64,
+    points: &[u32],
+    cores: u32,
+) -> Result<Vec<Row>, String> {
+    let id = EXPERIMENT.id;
+    let mut rows = Vec::new();
+    let speedup = |m: &Prediction, work: f64| m.throughput * work;
+    for w in FIG10_WORK_US {
+        let work = w * unit;
+        let m = tm_model(s, FIG10_P, calib, overhead, work, FIG10_BUS_LOAD)?;
+        let r = Row::new(id, s, FIG10_P, false, SPEEDUP_WORK, speedup(&m, work), "x")
+            .param("figure", "fig10")
+            .param("paper_work_us", w)
+            .param("bus_load", FIG10_BUS_LOAD);
+        rows.push(model_row(r, &m, kind_of(FIG10_P, cores)));
+    }
+    for load in FIG11_LOADS {
+        let work = FIG11_WORK_US * unit;
+        let m = tm_model(s, FIG10_P, calib, overhead, work, load)?;
+        let r = Row::new(id, s, FIG10_P, false, SPEEDUP_BUS, speedup(&m, work), "x")
+            .param("figure", "fig11")
+            .param("paper_work_us", FIG11_WORK_US)
+            .param("bus_load", load);
+        rows.push(model_row(r, &m, kind_of(FIG10_P, cores)));
+    }
+    for &p in points {
+        let work = FIG12_WORK_US * unit;
+        let m = tm_model(s, p, calib, overhead, work, FIG10_BUS_LOAD)?;
+        let r = Row::new(id, s, p, false, SPEEDUP_P, speedup(&m, work), "x")
+            .param("figure", "fig12")
+            .param("paper_work_us", FIG12_WORK_US)
+            .param("bus_load", FIG10_BUS_LOAD);
+        rows.push(model_row(r, &m, kind_of(p, cores)));
+    }
+    Ok(rows)
 }
 
 /// The measured sweep and the projection points, sorted, once each.
@@ -519,60 +457,11 @@ fn model_points(sweep: &[u32]) -> Vec<u32> {
 
 /// A model row with the model's internals as parameters.
 fn model_row(r: Row, m: &Prediction, kind: &str) -> Row {
-    r.param("kind", kind)
+    r.param(KIND, kind)
         .param("spinning", format!("{:.3}", m.spinning))
         .param("bus_inflation", format!("{:.4}", m.bus_inflation))
         .param("bus_utilization", format!("{:.4}", m.bus_utilization))
         .param("iterations", m.iterations)
-}
-
-/// Rows of `metric` for `series` of `kind`, as points (x from `x`).
-fn points(
-    rows: &[Row],
-    metric: &str,
-    series: &str,
-    kind: &str,
-    x: impl Fn(&Row) -> Option<f64>,
-) -> Vec<Point> {
-    let mut v: Vec<Point> = rows
-        .iter()
-        .filter(|r| r.metric == metric && r.series == series && r.get_param("kind") == Some(kind))
-        .filter_map(|r| Some(Point::new(x(r)?, r.value, false)))
-        .collect();
-    v.sort_by(|a, b| a.x.total_cmp(&b.x));
-    v
-}
-
-fn param_x(key: &'static str, factor: f64) -> impl Fn(&Row) -> Option<f64> {
-    move |r: &Row| Some(r.get_param(key)?.parse::<f64>().ok()? * factor)
-}
-
-fn threads_x(r: &Row) -> Option<f64> {
-    Some(f64::from(r.threads))
-}
-
-/// A line panel of `metric`: for each series, one line per kind.
-fn panel(
-    rows: &[Row],
-    metric: &str,
-    names: &[&str],
-    kinds: &[&str],
-    x: &dyn Fn(&Row) -> Option<f64>,
-    look: LinePanel,
-) -> Panel {
-    let mut series = Vec::new();
-    for n in names {
-        for k in kinds {
-            let pts = points(rows, metric, n, k, x);
-            if !pts.is_empty() {
-                series.push(Series {
-                    name: format!("{n} ({k})"),
-                    points: pts,
-                });
-            }
-        }
-    }
-    Panel::Line(LinePanel { series, ..look })
 }
 
 /// An empty line panel with its titles, scales and marker.
@@ -596,7 +485,7 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     let marker = || Some((cores as f64, format!("cores = {cores}")));
     let all = ["measured", "model", "projected"];
     let panels = vec![
-        panel(
+        kinds_panel(
             rows,
             NS,
             &TM,
@@ -610,7 +499,7 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
                 marker(),
             ),
         ),
-        panel(
+        kinds_panel(
             rows,
             ACQ,
             &LOCKS,
@@ -624,7 +513,7 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
                 marker(),
             ),
         ),
-        panel(
+        kinds_panel(
             rows,
             SPEEDUP_WORK,
             &TM,
@@ -638,7 +527,7 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
                 None,
             ),
         ),
-        panel(
+        kinds_panel(
             rows,
             SPEEDUP_BUS,
             &TM,
@@ -652,7 +541,7 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
                 None,
             ),
         ),
-        panel(
+        kinds_panel(
             rows,
             SPEEDUP_P,
             &TM,
@@ -674,76 +563,18 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     )
 }
 
-/// The value of `metric` for `series` of `kind` at `p` (and `param`).
-fn model_value(
-    d: &Data<'_>,
-    metric: &str,
-    series: &str,
-    p: u32,
-    param: Option<(&str, &str)>,
-) -> Option<f64> {
-    d.rows()
-        .iter()
-        .filter(|r| r.metric == metric && r.series == series && r.threads == p)
-        .filter(|r| matches!(r.get_param("kind"), Some("model" | "projected")))
-        .find(|r| param.is_none_or(|(k, v)| r.get_param(k) == Some(v)))
-        .map(|r| r.value)
-}
-
-/// The measured estimate of `metric` for `series` at `p`.
-fn measured(d: &Data<'_>, metric: &str, series: &str, p: u32) -> Option<Estimate> {
-    d.rows()
-        .iter()
-        .find(|r| {
-            r.metric == metric
-                && r.series == series
-                && r.threads == p
-                && r.get_param("kind") == Some("measured")
-        })
-        .map(|r| d.estimate_of(r))
-}
-
-/// `(p, model, measured)` of `metric` for `series`, at every measured P.
-fn pairs(d: &Data<'_>, metric: &str, series: &str) -> Vec<(u32, f64, Estimate)> {
-    let mut ps: Vec<u32> = d
-        .rows()
-        .iter()
-        .filter(|r| {
-            r.metric == metric && r.series == series && r.get_param("kind") == Some("measured")
-        })
-        .map(|r| r.threads)
-        .collect();
-    ps.sort_unstable();
-    ps.dedup();
-    ps.into_iter()
-        .filter_map(|p| {
-            Some((
-                p,
-                model_value(d, metric, series, p, None)?,
-                measured(d, metric, series, p)?,
-            ))
+/// The model and the measurement of every series at each P measured from
+/// 2 (P = 1 is the calibration): `(series, P, model, measured)`, the
+/// thread package's ns per thread first, then the locks' per acquisition.
+fn compared(d: &Data<'_>) -> Vec<(&'static str, u32, f64, Estimate)> {
+    [(NS, &TM[..]), (ACQ, &LOCKS[..])]
+        .into_iter()
+        .flat_map(|(metric, names)| names.iter().map(move |s| (metric, *s)))
+        .flat_map(|(metric, s)| {
+            let from_2 = pairs(d, metric, s).into_iter().filter(|x| x.0 >= 2);
+            from_2.map(move |(p, model, meas)| (s, p, model, meas))
         })
         .collect()
-}
-
-/// A model curve of `metric` for `series`, by the numeric parameter `key`
-/// (or by processors if `None`), sorted by it.
-fn curve(d: &Data<'_>, metric: &str, series: &str, key: Option<&str>) -> Vec<(f64, f64)> {
-    let mut v: Vec<(f64, f64)> = d
-        .rows()
-        .iter()
-        .filter(|r| r.metric == metric && r.series == series)
-        .filter(|r| matches!(r.get_param("kind"), Some("model" | "projected")))
-        .filter_map(|r| {
-            let x = match key {
-                Some(k) => r.get_param(k)?.parse().ok()?,
-                None => f64::from(r.threads),
-            };
-            Some((x, r.value))
-        })
-        .collect();
-    v.sort_by(|a, b| a.0.total_cmp(&b.0));
-    v
 }
 
 /// `model-agrees`: the model's ns per thread within [`AGREEMENT`] of the
@@ -751,16 +582,14 @@ fn curve(d: &Data<'_>, metric: &str, series: &str, key: Option<&str>) -> Vec<(f6
 fn model_agrees(d: &Data<'_>, _m: &Machine) -> Finding {
     let mut outcomes = Vec::new();
     let mut shown = Vec::new();
-    for s in TM {
-        for (p, model, meas) in pairs(d, NS, s).into_iter().filter(|x| x.0 >= 2) {
-            outcomes.push(rule::within_factor(Estimate::exact(model), meas, AGREEMENT));
-            shown.push(format!(
-                "`{s}` P = {p}: model {} / measured {} = {:.3}",
-                ns(model),
-                ns(meas.value),
-                model / meas.value
-            ));
-        }
+    for (s, p, model, meas) in compared(d).into_iter().filter(|c| TM.contains(&c.0)) {
+        outcomes.push(rule::within_factor(Estimate::exact(model), meas, AGREEMENT));
+        shown.push(format!(
+            "`{s}` P = {p}: model {} / measured {} = {:.3}",
+            ns(model),
+            ns(meas.value),
+            model / meas.value
+        ));
     }
     if outcomes.is_empty() {
         Finding::missing("measured and modelled ns per thread")
@@ -881,12 +710,8 @@ fn table(d: &Data<'_>) -> Table {
     for (metric, names, unit) in [(NS, &TM[..], "ns/thread"), (ACQ, &LOCKS[..], "ns/acquire")] {
         for s in names {
             for (p, model, meas) in pairs(d, metric, s) {
-                let row = d.rows().iter().find(|r| {
-                    r.metric == metric
-                        && r.series == *s
-                        && r.threads == p
-                        && r.get_param("kind") == Some("model")
-                });
+                let model_kind = [(KIND, "model")];
+                let row = d.row(Sel::metric(metric).series(s).threads(p).params(&model_kind));
                 let param = |k: &str| {
                     row.and_then(|r| r.get_param(k))
                         .unwrap_or("n/a")
@@ -923,25 +748,21 @@ fn measured_text(d: &Data<'_>) -> String {
         ),
         None => "no cache-line transfer (one CPU: the model has no bus)".to_string(),
     };
-    let errors: Vec<String> = [(NS, &TM[..]), (ACQ, &LOCKS[..])]
+    let all = compared(d);
+    let error = |c: &(&str, u32, f64, Estimate)| c.2 / c.3.value - 1.0;
+    let errors: Vec<String> = TM
         .iter()
-        .flat_map(|(metric, names)| {
-            names.iter().filter_map(move |s| {
-                let v: Vec<_> = pairs(d, metric, s)
-                    .into_iter()
-                    .filter(|x| x.0 >= 2)
-                    .collect();
-                let worst = v.iter().max_by(|a, b| {
-                    (a.1 / a.2.value - 1.0)
-                        .abs()
-                        .total_cmp(&(b.1 / b.2.value - 1.0).abs())
-                })?;
-                Some(format!(
-                    "`{s}` {:+.1}% (P = {})",
-                    100.0 * (worst.1 / worst.2.value - 1.0),
-                    worst.0
-                ))
-            })
+        .chain(&LOCKS)
+        .filter_map(|s| {
+            let worst = all
+                .iter()
+                .filter(|c| c.0 == *s)
+                .max_by(|a, b| error(a).abs().total_cmp(&error(b).abs()))?;
+            Some(format!(
+                "`{s}` {:+.1}% (P = {})",
+                100.0 * error(worst),
+                worst.1
+            ))
         })
         .collect();
     format!(
@@ -987,26 +808,18 @@ fn notes(d: &Data<'_>, m: &Machine) -> String {
         ));
     }
     // Where the model is worse, and why.
-    let worse: Vec<String> = [(NS, &TM[..]), (ACQ, &LOCKS[..])]
-        .iter()
-        .flat_map(|(metric, names)| {
-            names.iter().flat_map(move |s| {
-                pairs(d, metric, s)
-                    .into_iter()
-                    .filter(|(p, _, _)| *p >= 2)
-                    .filter(|(_, model, meas)| {
-                        rule::within_factor(Estimate::exact(*model), *meas, AGREEMENT)
-                            == Outcome::Fails
-                    })
-                    .map(move |(p, model, meas)| {
-                        let dir = if model < meas.value {
-                            "optimistic"
-                        } else {
-                            "pessimistic"
-                        };
-                        format!("`{s}` at P = {p} ({dir}, {:.2}x)", model / meas.value)
-                    })
-            })
+    let worse: Vec<String> = compared(d)
+        .into_iter()
+        .filter(|(_, _, model, meas)| {
+            rule::within_factor(Estimate::exact(*model), *meas, AGREEMENT) == Outcome::Fails
+        })
+        .map(|(s, p, model, meas)| {
+            let dir = if model < meas.value {
+                "optimistic"
+            } else {
+                "pessimistic"
+            };
+            format!("`{s}` at P = {p} ({dir}, {:.2}x)", model / meas.value)
         })
         .collect();
     if !worse.is_empty() {
@@ -1029,55 +842,27 @@ mod tests {
     use crate::harness::testing::{self, big_metal, small_vm};
     use crate::output::report::Verdict;
 
-    fn calib() -> Calib {
-        Calib {
-            queue_op: 10.0,
-            transfer: 10.0,
-            spin: 30.0,
-        }
-    }
-
     /// Rows as `run` writes them, from the model itself: measured points
     /// at `meas_factor` x the model (2% spread), projections as computed.
     fn rows(m: &Machine, meas_factor: f64) -> Vec<Row> {
-        rows_with(m, meas_factor, calib())
-    }
-
-    fn rows_with(m: &Machine, meas_factor: f64, c: Calib) -> Vec<Row> {
+        let c = Costs {
+            queue_op: 10.0,
+            transfer: 10.0,
+            spin: 30.0,
+        };
         let cores = m.cores() as u32;
         let id = EXPERIMENT.id;
-        let mut out = vec![
-            testing::row(
-                id,
-                "machine",
-                1,
-                m,
-                "queue_op_ns",
-                c.queue_op,
-                0.02,
-                &[("kind", "constant")],
-            ),
-            testing::row(
-                id,
-                "machine",
-                1,
-                m,
-                "spin_iter_ns",
-                c.spin,
-                0.02,
-                &[("kind", "constant")],
-            ),
-            testing::row(
-                id,
-                "machine",
-                2,
-                m,
-                "cacheline_rtt_ns",
-                2.0 * c.transfer,
-                0.02,
-                &[("kind", "constant")],
-            ),
-        ];
+        let mut out = Vec::new();
+        for (metric, v, threads) in [
+            ("queue_op_ns", c.queue_op, 1),
+            ("spin_iter_ns", c.spin, 1),
+            ("cacheline_rtt_ns", 2.0 * c.transfer, 2),
+        ] {
+            let kind = [(KIND, "constant")];
+            out.push(testing::row(
+                id, "machine", threads, m, metric, v, 0.02, &kind,
+            ));
+        }
         let null = 300.0;
         let unit = scale(null);
         for s in TM {
@@ -1110,41 +895,7 @@ mod tests {
                     "model",
                 ));
             }
-            for w in FIG10_WORK_US {
-                let pred = tm_model(s, FIG10_P, &c, null, w * unit, FIG10_BUS_LOAD).unwrap();
-                let r = Row::new(
-                    id,
-                    s,
-                    FIG10_P,
-                    false,
-                    SPEEDUP_WORK,
-                    pred.throughput * w * unit,
-                    "x",
-                )
-                .param("paper_work_us", w);
-                out.push(model_row(r, &pred, "projected"));
-            }
-            for load in FIG11_LOADS {
-                let work = FIG11_WORK_US * unit;
-                let pred = tm_model(s, FIG10_P, &c, null, work, load).unwrap();
-                let r = Row::new(
-                    id,
-                    s,
-                    FIG10_P,
-                    false,
-                    SPEEDUP_BUS,
-                    pred.throughput * work,
-                    "x",
-                )
-                .param("bus_load", load);
-                out.push(model_row(r, &pred, "projected"));
-            }
-            for p in PROJECTED_P {
-                let work = FIG12_WORK_US * unit;
-                let pred = tm_model(s, p, &c, null, work, FIG10_BUS_LOAD).unwrap();
-                let r = Row::new(id, s, p, false, SPEEDUP_P, pred.throughput * work, "x");
-                out.push(model_row(r, &pred, kind_of(p, cores)));
-            }
+            out.extend(projections(s, &c, null, unit, &PROJECTED_P, cores).unwrap());
         }
         for l in LOCKS {
             for p in 1..=cores.min(8) {
@@ -1221,18 +972,6 @@ mod tests {
         assert_eq!(model_points(&[1, 2, 3]), vec![1, 2, 3, 4, 8, 16, 32, 64]);
         assert_eq!(kind_of(2, 2), "model");
         assert_eq!(kind_of(4, 2), "projected");
-    }
-
-    #[test]
-    fn one_processor_model_is_the_sum_of_its_parts() {
-        let c = calib();
-        let p = tm_model(CENTRAL, 1, &c, 300.0, 1000.0, 0.0).unwrap();
-        assert!((1.0 / p.throughput - 1300.0).abs() < 1e-6);
-        let l = lock_model("tas", 1, &c, 20.0).unwrap();
-        assert!((1.0 / l.throughput - 20.0).abs() < 1e-9);
-        // Without a bus (one CPU) the model still solves.
-        let no_bus = Calib { transfer: 0.0, ..c };
-        assert!(tm_model(LOCAL, 4, &no_bus, 300.0, 1000.0, 0.05).is_ok());
     }
 
     #[test]
