@@ -196,17 +196,7 @@ pub fn pin_to_core(core: usize) {
     } else {
         allowed[core % allowed.len()]
     };
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return;
-    }
-    // SAFETY: `cpu_set_t` is plain bytes, for which all-zero is a valid
-    // (empty) set; `cpu` is below CPU_SETSIZE, so CPU_SET stays in bounds;
-    // sched_setaffinity(0, ...) reads `set` (of the size we pass) and only
-    // changes the calling thread's affinity. A failure (EPERM, EINVAL) is
-    // ignored: the measurement remains valid, only less repeatable.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    // A failure is ignored: the measurement remains valid, only less
+    // repeatable.
+    let _ = symmetry_platform::affinity::pin_current(cpu);
 }

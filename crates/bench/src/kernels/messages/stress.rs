@@ -51,10 +51,7 @@ pub struct StressOut {
 /// The stress test's integer number `i` (splitmix64: distinct, well mixed
 /// values, so a lost and a duplicated message do not cancel in the sum).
 fn value_of(i: u64) -> u64 {
-    let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    symmetry_platform::rng::SplitMix64::new(i).next_u64()
 }
 
 /// State of a stress rank.
