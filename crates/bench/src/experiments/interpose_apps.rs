@@ -249,10 +249,10 @@ fn case_list<'a>(d: &'a Data<'a>) -> Vec<Case<'a>> {
         .collect()
 }
 
-/// What each claim finds when the data hold no program run: the words
-/// the harness gave a claim its assessment found nothing for.
+/// What each claim finds when the data hold no program run (not even a
+/// "not installed" row).
 fn no_run() -> Finding {
-    Finding::not_measurable("the assessment gave no finding")
+    Finding::missing("a program run")
 }
 
 /// `identical`: every completed run's output the same as under glibc.
@@ -679,6 +679,9 @@ mod tests {
             let s = EXPERIMENT.section(&rows(&m, 101.0, 79.9, true), &m);
             assert_ne!(s.verdict, Verdict::Differs, "{}", s.measured);
             assert_eq!(EXPERIMENT.section(&[], &m).verdict, Verdict::NotMeasurable);
+        }
+        for f in testing::findings(&EXPERIMENT, &[], &small_vm()) {
+            assert_eq!(f.evidence, "a program run not in this run's data");
         }
     }
 
