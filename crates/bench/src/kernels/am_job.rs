@@ -29,12 +29,16 @@ pub fn parse_algo(s: &str) -> Result<&'static str, String> {
         .iter()
         .copied()
         .find(|n| *n == s)
-        .ok_or_else(|| {
-            format!(
-                "unknown claim algorithm `{s}`; accepted: {}",
-                claim::NAMES.join(", ")
-            )
-        })
+        .ok_or_else(|| unknown_algo(s))
+}
+
+/// The error for a claim algorithm name that is not in
+/// `symmetry_am::claim::NAMES`, listing the accepted ones.
+pub fn unknown_algo(s: &str) -> String {
+    format!(
+        "unknown claim algorithm `{s}`; accepted: {}",
+        claim::NAMES.join(", ")
+    )
 }
 
 /// The name of `size` on the command line (`--size quick|full`).
@@ -53,7 +57,7 @@ macro_rules! claim_dispatch {
         pub fn run_named(algo: &str, app: App, size: Size, job: &Job) -> Result<AppOut, String> {
             let out = match algo {
                 $($name => am_apps::run_rank::<$ty>(app, size, job),)*
-                _ => return Err(parse_algo(algo).err().unwrap_or_default()),
+                _ => return Err(unknown_algo(algo)),
             };
             out.map_err(|e| e.to_string())
         }

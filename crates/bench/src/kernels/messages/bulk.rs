@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use symmetry_am::{AmError, Claim, Config, Endpoint, Msg, Token, job};
 
-use super::{cpus, idle, pin_to_core, root_cause, run_rank, unknown};
+use super::{cpus, idle, pin_to_core, root_cause, run_rank};
+use crate::kernels::am_job::unknown_algo;
 
 /// Untimed bytes streamed (or copied) before each timed size.
 pub const BULK_WARMUP_BYTES: u64 = 1 << 20;
@@ -129,7 +130,7 @@ pub fn bulk(alg: &str, sizes: &[usize], total: u64) -> Result<Vec<BulkOut>, Stri
         ($($name:literal => $ty:ty;)*) => {
             match alg {
                 $($name => bulk_with::<$ty>(sizes, total),)*
-                _ => Err(unknown(alg)),
+                _ => Err(unknown_algo(alg)),
             }
         };
     }

@@ -37,8 +37,9 @@ use std::time::{Duration, Instant};
 use symmetry_am::{AmError, Claim, Endpoint, Msg, Token, job};
 
 use super::{
-    Blocks, cpus, idle, median_block, per_msg, pin_to_core, poll_one, root_cause, run_rank, unknown,
+    Blocks, cpus, idle, median_block, per_msg, pin_to_core, poll_one, root_cause, run_rank,
 };
+use crate::kernels::am_job::unknown_algo;
 
 /// LC98 Table 1's parameters of one algorithm, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -118,7 +119,7 @@ pub fn logp(alg: &str, rounds: u64) -> Result<LogP, String> {
         ($($name:literal => $ty:ty;)*) => {
             match alg {
                 $($name => logp_with::<$ty>(rounds),)*
-                _ => Err(unknown(alg)),
+                _ => Err(unknown_algo(alg)),
             }
         };
     }

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use symmetry_am::{AmError, Claim, Config, Endpoint, Job};
 
-use crate::kernels::locks::allowed_cpus;
+use crate::kernels::locks::{allowed_cpus, pin_to};
 use crate::stats::median;
 
 mod bulk;
@@ -48,14 +48,6 @@ const YIELD_AFTER: u64 = 64;
 /// Number of CPUs this process may run on.
 fn cpus() -> usize {
     allowed_cpus().len().max(1)
-}
-
-/// Unknown-algorithm error, listing the accepted names.
-fn unknown(alg: &str) -> String {
-    format!(
-        "unknown claim algorithm `{alg}` (accepted: {})",
-        symmetry_am::claim::NAMES.join(", ")
-    )
 }
 
 /// One wait step after an empty poll: spin, or yield once `polite` and the
@@ -196,7 +188,5 @@ pub fn pin_to_core(core: usize) {
     } else {
         allowed[core % allowed.len()]
     };
-    // A failure is ignored: the measurement remains valid, only less
-    // repeatable.
-    let _ = symmetry_platform::affinity::pin_current(cpu);
+    pin_to(cpu);
 }

@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 
 use symmetry_am::{AmError, Claim, Endpoint, MAX_RANKS, Msg, Token, job};
 
-use super::{BLOCK, cpus, idle, median_block, per_msg, pin_to_core, root_cause, run_rank, unknown};
+use super::{BLOCK, cpus, idle, median_block, per_msg, pin_to_core, root_cause, run_rank};
+use crate::kernels::am_job::unknown_algo;
 
 /// Handler ids of the stress test: an integer, a writer's end (with its
 /// totals), the receiver's request to stop writing.
@@ -146,7 +147,7 @@ pub fn stress_within(
         ($($name:literal => $ty:ty;)*) => {
             match alg {
                 $($name => stress_with::<$ty>(writers, ints, budget),)*
-                _ => Err(unknown(alg)),
+                _ => Err(unknown_algo(alg)),
             }
         };
     }
