@@ -40,7 +40,7 @@ pub struct Provenance {
     pub core_rtt_ns: Vec<f64>,
     /// How many times the experiment was run for this record: 2 when the
     /// probe moved during the first run and the harness ran it again (see
-    /// `run_one` in the binary); the record is the second run's. `None` in
+    /// `harness::run`); the record is the second run's. `None` in
     /// records written before runs were counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs: Option<usize>,
@@ -218,7 +218,7 @@ impl Provenance {
             ),
             _ => String::new(),
         };
-        // `run_one` runs an experiment at most twice.
+        // `harness::run` runs an experiment at most twice.
         let retaken = match self.runs {
             Some(n) if n > 1 => {
                 "; ran twice: the placement changed during the first run, and these \
