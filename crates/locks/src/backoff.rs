@@ -222,7 +222,37 @@ impl Waiting {
     pub fn yielding(&self) -> bool {
         self.yielding
     }
+
+    /// One spinning poll of a wait bounded by `budget_ns`: a spin-wait
+    /// hint and `true` while the wait has spun less than `budget_ns`,
+    /// `false` (and no hint) once the budget is spent. The clock is read
+    /// once per 16 polls, the first read starting the budget. Under loom,
+    /// where there is no time, the budget is one poll, so a model sees the
+    /// wait both succeed and run out.
+    #[inline]
+    pub fn spin_within(&mut self, budget_ns: u64) -> bool {
+        self.polls = self.polls.wrapping_add(1);
+        #[cfg(not(loom))]
+        if self.polls.is_multiple_of(CLOCK_EVERY) {
+            let now = crate::clock::now_ns();
+            if self.since == 0 {
+                self.since = now;
+            } else if now.saturating_sub(self.since) >= budget_ns {
+                return false;
+            }
+        }
+        #[cfg(loom)]
+        if self.polls >= 2 {
+            let _ = budget_ns;
+            return false;
+        }
+        spin_hint();
+        true
+    }
 }
+
+/// Polls between two clock reads of a bounded spin.
+const CLOCK_EVERY: u32 = 16;
 
 /// Spin-wait hints for as long as the wait lasts: the behaviour the
 /// papers measure (ALL89, MCS, SMARTQ's "Queued" lock).
@@ -251,8 +281,6 @@ impl SpinThenYield {
     /// thread spins at most this long per turn on the core. KLMO91's
     /// fixed-spin(C) with the yield as the block.
     pub const SPIN_NS: u64 = 1_000;
-    /// Polls between two clock reads while spinning.
-    const CLOCK_EVERY: u32 = 16;
 }
 
 impl Wait for SpinThenYield {
@@ -260,27 +288,13 @@ impl Wait for SpinThenYield {
 
     #[inline]
     fn pause(w: &mut Waiting) {
-        w.polls = w.polls.wrapping_add(1);
         if w.yielding {
+            w.polls = w.polls.wrapping_add(1);
             yield_now();
-            return;
-        }
-        #[cfg(not(loom))]
-        if w.polls.is_multiple_of(Self::CLOCK_EVERY) {
-            let now = crate::clock::now_ns();
-            if w.since == 0 {
-                w.since = now;
-            } else if now.saturating_sub(w.since) >= Self::SPIN_NS {
-                w.yielding = true;
-            }
-        }
-        // Under loom there is no time: the budget is a few polls, so the
-        // models see both the spinning and the yielding waiter.
-        #[cfg(loom)]
-        if w.polls >= 2 {
+        } else if !w.spin_within(Self::SPIN_NS) {
             w.yielding = true;
+            yield_now();
         }
-        spin_hint();
     }
 }
 

@@ -74,7 +74,7 @@
 //! |---|---|---|---|
 //! | `tas-np` | TTAS; waiters spin ~1 us, then yield at every poll | same, holder not preempted | same, holder protected by the emulation (Symunix request) |
 //! | `mcs-np` | MCS skipping waiters with a stale heartbeat (time publishing) | same, holder not preempted | hands over to waiters the emulation descheduled: SMARTQ's collapse (not held to the ratio); skips those the kernel descheduled |
-//! | `handshake` | Figs. 1-2: a silent successor is rescinded after [`handshake::TIMEOUT`] spins; waiters spin, then yield | same | same, plus the warning flag |
+//! | `handshake` | Figs. 1-2: a silent successor is rescinded after [`handshake::TIMEOUT_NS`] (2 µs); waiters spin, then yield | same | same, plus the warning flag |
 //! | `smart-q` | Fig. 3 claim plus heartbeats: waiters with a stale stamp are skipped | same, holder not preempted | Fig. 3: skips `Preempted` waiters and stale heartbeats |
 //! | `native-np` | the pthread mutex (futex) | same, holder not preempted | same, holder protected |
 //! | `mcs-tp` | time publishing, no scheduler | same | same |

@@ -401,7 +401,7 @@ mod smart_q {
     full_models!(SmartQ::<sched::Stock>::new, three_lockers = true);
 }
 
-/// Queued-Handshaking; under loom `TIMEOUT` is one spin, so releasers
+/// Queued-Handshaking; under loom `TIMEOUT_NS` is one poll, so releasers
 /// rescind and remove running successors all the time and every branch of
 /// Fig. 2 (grant, late `GotIt`, removal, removal of the last waiter) is
 /// explored.
