@@ -194,7 +194,8 @@ pub trait Wait: 'static {
 pub struct Waiting {
     polls: u32,
     /// When the wait started (ns, [`crate::clock::now_ns`]); 0 until the
-    /// first clock read.
+    /// first clock read. Unread under loom, which has no time.
+    #[cfg_attr(loom, allow(dead_code))]
     since: u64,
     /// The spin budget is spent: yield at every poll.
     yielding: bool,
@@ -252,6 +253,7 @@ impl Waiting {
 }
 
 /// Polls between two clock reads of a bounded spin.
+#[cfg(not(loom))]
 const CLOCK_EVERY: u32 = 16;
 
 /// Spin-wait hints for as long as the wait lasts: the behaviour the

@@ -36,14 +36,9 @@ use std::time::{Duration, Instant};
 use symmetry_am::{claim, job};
 use symmetry_workloads::am_apps::{App, AppOut, Size};
 
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, fmt, rule, table,
-};
+use crate::harness::prelude::*;
 use crate::kernels::am_job as am_cli;
-use crate::output::data::{BASE_COLUMNS, Row};
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::output::data::BASE_COLUMNS;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

@@ -36,14 +36,8 @@
 //! of the bulk ring, so steady state) and repeats many, because on a
 //! shared machine a longer stream is rarely left alone from start to end.
 
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, fmt, names, rule, table,
-};
+use crate::harness::prelude::*;
 use crate::kernels::messages::{BulkOut, bulk, cross_core_run, memcpy_run};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, LinePanel, Panel, Point, Scale, Series};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

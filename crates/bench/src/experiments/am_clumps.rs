@@ -29,14 +29,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::harness::fmt::na;
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, OWN_MIN, Schedule, Sel, Spread,
-    figure, ns, rule, table, value,
-};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
+use crate::harness::prelude::*;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

@@ -29,14 +29,8 @@
 //! measured metrics; for `rtt_vs_pingpong`, the spread of the paired
 //! ratios), which the verdict rules judge differences against.
 
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, fmt, median, names, ns, ratio, rule, table, value,
-};
+use crate::harness::prelude::*;
 use crate::kernels::messages::{self as am_kernels, LogP};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

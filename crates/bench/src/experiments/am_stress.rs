@@ -41,15 +41,8 @@
 
 use std::fmt::Display;
 
-use crate::harness::fmt::{self, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Outcome, Schedule,
-    Sel, Spread, figure, names, ns, ratio, rule, series_names, table, try_in_rounds, value,
-};
+use crate::harness::prelude::*;
 use crate::kernels::messages::{self as am_kernels, StressRun};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, LinePanel, Panel, Point, Scale, Series};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

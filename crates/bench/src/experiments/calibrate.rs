@@ -7,15 +7,8 @@
 //! `symmetry calibrate`; every constant is recorded with the spread of its
 //! repeats.
 
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Outcome, Schedule, Sel, figure, fmt,
-    names, ns, rule,
-};
+use crate::harness::prelude::*;
 use crate::kernels::machine::{self, describe};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::Table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

@@ -28,18 +28,11 @@
 use symmetry_locks::spin_then_block::profiler::Profile;
 use symmetry_models::competitive::{self, Analysis, Strategy};
 
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    figure, fmt, names, rule,
-};
+use crate::harness::prelude::*;
 use crate::kernels::klmo91::{
     self, COMPETITIVE, ExecKind, FIXED, Point, SEED, Workload, c_label, family, record_profile,
     waits,
 };
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::Table;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

@@ -16,16 +16,10 @@
 //! runtime with more than one processor, as the workloads build, when the
 //! run had one).
 
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Env, Estimate, Experiment, Finding, Needs, Schedule, Sel, Spread,
-    figure, ns, rule,
-};
+use crate::harness::Env;
+use crate::harness::prelude::*;
 use crate::kernels::klmo91;
 use crate::kernels::machine::Constant;
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::Table;
 use symmetry_locks::spin_then_block::calibration::Calibration;
 
 /// Catalogue entry.

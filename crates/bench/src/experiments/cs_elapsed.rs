@@ -33,17 +33,11 @@
 //!
 //! The workload runners live in [`crate::kernels::klmo91`].
 
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, rule, table,
-};
+use crate::harness::prelude::*;
 use crate::kernels::klmo91::{
     self, ADAPTIVE, COMPETITIVE, ExecKind, FIXED, POLICIES, Point, Runner, Timed, Workload, family,
     hanoi_cfg, install_opt_known, median_runs, policy, regsim_cfg,
 };
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

@@ -15,15 +15,9 @@
 //! [`QUICK_LOCKS`], in a full run every algorithm replace mode accepts;
 //! `--locks` narrows them. The recommended policy's lock is always run.
 
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, OWN_MIN, Outcome, Schedule,
-    ScratchDir, Sel, figure, rule,
-};
+use crate::harness::ScratchDir;
+use crate::harness::prelude::*;
 use crate::kernels::{interpose, klmo91};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::Table;
 use crate::registry::programs::{
     GLIBC, PRICE, PROFILE, PROGRAMS, ProgramRun, RECOMMENDED_OVER, STB, VS_GLIBC, least_steps,
     write_input,

@@ -53,17 +53,10 @@ use symmetry_models::mva::Prediction;
 use symmetry_models::mva::systems::{self, Costs, QUEUE_OPS_PER_THREAD, ReadyQueue, SpinLock};
 
 use crate::harness::predicted::{KIND, curve, kind_of, kinds_panel, pairs, param_x, threads_x};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, ns, rule,
-};
+use crate::harness::prelude::*;
 use crate::kernels::locks::{CounterCfg, on_pinned_thread, work_iters_for_ns, work_ns_per_iter};
 use crate::kernels::machine;
 use crate::kernels::threads::ChainCfg;
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, LinePanel, Scale};
-use crate::output::report::Table;
 use crate::registry::locks as locks_table;
 use crate::registry::threads::{chain_point, pin};
 

@@ -19,20 +19,12 @@
 
 use symmetry_locks::registry::LockKind;
 
-use crate::harness::fmt::{join, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Experiment, Finding, Lines, Needs, Schedule, Sel, Spread, figure,
-    in_rounds, ns, ratio, rule, value,
-};
+use crate::harness::prelude::*;
 use crate::kernels::klmo91::{
     self, ADAPTIVE, ExecKind, Point, RunOut, Runner, Workload, install_opt_known, median_runs,
     policy, run_point,
 };
 use crate::kernels::locks::{on_pinned_thread, uncontended_bare_atomic};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::Table;
 use crate::registry::locks::{self as locks_table, acquire_row, counter_cfg, counter_sweep};
 
 /// Catalogue entry.

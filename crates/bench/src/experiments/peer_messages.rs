@@ -27,15 +27,8 @@
 //! `--threads T,...` selects many-to-one points by thread count (writers =
 //! T - 1, T >= 2).
 
-use crate::harness::fmt::{self, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Schedule, Sel,
-    Spread, figure, ns, ratio, rule, table, try_in_rounds, value,
-};
+use crate::harness::prelude::*;
 use crate::kernels::messages::{logp, pingpong_rtt_ns, stress};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
 use crate::peers::messages::{
     Mode, arrayqueue_many_to_one, arrayqueue_rtt_ns, unix_many_to_one, unix_rtt_ns,
 };

@@ -18,16 +18,8 @@
 //! (1 if the sum was right), `peak_rss_mb` (peak resident memory above the
 //! start of the run, the median run's). P = 1 and P = all cores.
 
-use crate::harness::fmt::{join, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    bar_panels, figure, median_of, median_run, rule,
-};
+use crate::harness::prelude::*;
 use crate::kernels::fanout::{ScaleOut, skynet};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, Figure};
-use crate::output::report::Table;
 use crate::peers::fanout::{GoError, GoSkynet, tokio_skynet};
 use crate::registry::threads::NAMES;
 

@@ -39,15 +39,8 @@
 //! per-round quotients over the best strategy, so a drift of the machine
 //! between rounds cancels; the rules judge it where it is recorded.
 
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, bar_panels, figure, median_of, median_run, ns, ratio, rule, spread_of,
-};
+use crate::harness::prelude::*;
 use crate::kernels::threads::null_chain;
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, Figure};
-use crate::output::report::Table;
 use crate::peers::threads::{self as peers_threads, may_chain, std_thread_chain, tokio_chain};
 use crate::registry::threads::{NAMES, chain_cfg};
 

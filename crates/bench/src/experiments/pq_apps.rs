@@ -4,15 +4,8 @@
 
 use std::time::Duration;
 
-use crate::harness::fmt::est;
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    bar_panels, figure, names, rule, table, try_in_rounds,
-};
+use crate::harness::prelude::*;
 use crate::kernels::preempt::{self as kernel, AppOut};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, Figure};
 use crate::registry::preempt::{medians_vs, mpl, select_emulated};
 
 /// Catalogue entry.

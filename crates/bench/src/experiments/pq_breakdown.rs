@@ -6,17 +6,9 @@
 use symmetry_locks::TasNp;
 use symmetry_locks::sched::emulated::Emulated;
 
-use crate::harness::fmt::na;
+use crate::harness::prelude::*;
 use crate::harness::rows::NOISE_FLOOR;
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, median_of, param_panel, rule,
-};
 use crate::kernels::preempt::{self as kernel, LoopOut, PAPER_CS_NS};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Scale};
-use crate::output::report::Table;
 use crate::registry::preempt::{mpl, seeded_runs};
 use symmetry_locks::sched::emulated::Config;
 

@@ -3,15 +3,8 @@
 //! locks plus `mcs-tp` and `parking_lot`, on the emulated multiprogramming
 //! scheduler with one worker per core.
 
-use crate::harness::fmt::{self, est, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    figure, param_panel, ratio, rule, table, try_in_rounds,
-};
+use crate::harness::prelude::*;
 use crate::kernels::preempt::{self as kernel, LoopOut};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Scale};
 use crate::registry::preempt::{emulated_row, medians_vs, mpl, select_emulated};
 use symmetry_locks::sched::emulated::Config;
 

@@ -3,15 +3,8 @@
 //! locks, time publishing (`mcs-tp`), spin-then-block and the modern peers
 //! meet the kernel's own scheduler.
 
-use crate::harness::fmt::{self, est, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, OWN_MIN, Outcome,
-    Schedule, Sel, figure, ratio, rule, table,
-};
+use crate::harness::prelude::*;
 use crate::kernels::preempt::{self as kernel, PAPER_CS_NS};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Scale};
 use crate::registry::preempt::{STOCK, median_point};
 use symmetry_locks::sched::rseq::{self, Availability};
 

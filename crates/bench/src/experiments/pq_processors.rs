@@ -2,15 +2,9 @@
 //! number of processors at multiprogramming level 2.0, for SMARTQ's locks
 //! plus `mcs-tp` and `parking_lot`, on the emulated scheduler.
 
-use crate::harness::fmt::{counts, est, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Schedule, Sel,
-    figure, rule, table,
-};
+use crate::harness::fmt::counts;
+use crate::harness::prelude::*;
 use crate::kernels::preempt as kernel;
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Scale};
 use crate::registry::preempt::{emulated_row, median_point, select_emulated};
 
 /// Catalogue entry.

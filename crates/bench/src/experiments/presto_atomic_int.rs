@@ -6,16 +6,8 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use crate::harness::fmt::{est, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Outcome, Schedule,
-    Sel, Spread, figure, in_rounds, median_of, ns, ratio, rule,
-};
+use crate::harness::prelude::*;
 use crate::kernels::locks::{Object, increments, work_iters_for_ns};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Scale};
-use crate::output::report::Table;
 use crate::registry::locks as locks_table;
 
 /// Catalogue entry.

@@ -32,15 +32,7 @@ use std::time::{Duration, Instant};
 
 use symmetry_threads::{Builder, DEFAULT_STACK_SIZE, Handle, Stack, Strategy};
 
-use crate::harness::fmt::{join, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Schedule, Sel,
-    Spread, figure, median_of, ns, rule,
-};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Bar, BarPanel, Figure, Panel, Scale};
-use crate::output::report::Table;
+use crate::harness::prelude::*;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

@@ -30,16 +30,8 @@
 use symmetry_locks::Tas;
 use symmetry_threads::{Fifo, LocalFreelist, LocalReadyq, SingleLock};
 
-use crate::harness::fmt::{join, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Outcome, Schedule,
-    Sel, Spread, figure, ns, rule, try_in_rounds,
-};
+use crate::harness::prelude::*;
 use crate::kernels::threads::{ChainCfg, ChainOut, null_chain};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Scale};
-use crate::output::report::Table;
 use crate::registry::threads::chain_cfg;
 use crate::registry::user_scheduler::{LocalReadyqLifo, LocalReadyqPriority};
 

@@ -21,16 +21,8 @@
 //! `tas` there, paired, in four quick runs, so a run could only decide it
 //! by chance.
 
-use crate::harness::fmt::{est, join, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, OWN_MIN, Outcome,
-    Schedule, Sel, Spread, figure, in_rounds, median_of, ns, ratio, rule,
-};
+use crate::harness::prelude::*;
 use crate::kernels::locks::{CounterCfg, CounterOut, work_iters_for_ns};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Scale};
-use crate::output::report::Table;
 use crate::registry::locks::{self as locks_table, acquire_row, counter_cfg};
 
 /// Catalogue entry.

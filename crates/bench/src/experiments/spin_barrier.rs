@@ -2,15 +2,8 @@
 //! episode every thread takes the lock once to bump a counter, then waits
 //! until all have; time per episode divided by the number of threads.
 
-use crate::harness::fmt::{ascending, est, join, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Outcome, Schedule,
-    Sel, Spread, figure, in_rounds, median_of, ns, rule,
-};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Scale};
-use crate::output::report::Table;
+use crate::harness::fmt::ascending;
+use crate::harness::prelude::*;
 use crate::registry::locks as locks_table;
 
 /// Catalogue entry.

@@ -3,16 +3,8 @@
 
 use std::time::Duration;
 
-use crate::harness::fmt::{est, join, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Outcome, Schedule,
-    Sel, Spread, figure, names, ns, ratio, rule,
-};
+use crate::harness::prelude::*;
 use crate::kernels::locks::CounterOut;
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Scale};
-use crate::output::report::Table;
 use crate::registry::locks::{self as locks_table, acquire_row, counter_cfg, counter_sweep};
 
 /// Catalogue entry.

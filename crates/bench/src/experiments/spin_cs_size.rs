@@ -3,16 +3,8 @@
 //! critical-section size. With no parallelism to gain, 1.0 means waiters do
 //! not slow the holder at all.
 
-use crate::harness::fmt::{join, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Schedule, Sel, figure,
-    names, param_panel, rule,
-};
+use crate::harness::prelude::*;
 use crate::kernels::locks::{CounterCfg, work_iters_for_ns};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Panel, Scale};
-use crate::output::report::Table;
 use crate::registry::locks::{self as locks_table, acquire_row, counter_cfg};
 
 /// Catalogue entry.

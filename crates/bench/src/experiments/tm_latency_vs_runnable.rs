@@ -54,15 +54,9 @@ use std::time::{Duration, Instant};
 use symmetry_models::expected_queues_examined;
 use symmetry_threads::{Builder, DefaultProcessor, Stats, Strategy, spawn_detached_here};
 
-use crate::harness::fmt::na;
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Experiment, Finding, Needs, Outcome, Schedule, Sel, Spread,
-    figure, median_of, ns, rule, try_in_rounds,
-};
-use crate::output::data::{Row, filter};
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, LinePanel, Panel, Point, Series, series_from_rows};
-use crate::output::report::Table;
+use crate::harness::prelude::*;
+use crate::output::data::filter;
+use crate::output::plot::series_from_rows;
 use crate::registry::threads::NAMES;
 
 /// Catalogue entry.

@@ -12,16 +12,8 @@
 
 use std::time::Duration;
 
-use crate::harness::fmt::{join, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Experiment, Finding, Lines, Needs, Outcome, Schedule, Sel,
-    figure, rule,
-};
+use crate::harness::prelude::*;
 use crate::kernels::fanout::blocked;
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Scale};
-use crate::output::report::Table;
 use crate::registry::threads::NAMES;
 
 /// Catalogue entry.

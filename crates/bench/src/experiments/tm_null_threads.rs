@@ -37,16 +37,9 @@
 use symmetry_locks::Tas;
 use symmetry_threads::{Fifo, SingleLock};
 
-use crate::harness::fmt::{ascending, join};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Outcome, Schedule,
-    Sel, Spread, figure, ns, rule,
-};
+use crate::harness::fmt::ascending;
+use crate::harness::prelude::*;
 use crate::kernels::threads::null_chain;
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Scale};
-use crate::output::report::Table;
 use crate::registry::threads::{
     GridPoint, NAMES, SPEEDUP_BASE, chain_cfg, chain_grid, elapsed_row, processors, speedup_rows,
     thousands,

@@ -37,15 +37,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use symmetry_models::{expected_queues_examined, expected_queues_examined_monte_carlo};
 use symmetry_threads::{Handle, LocalReadyq, Runtime, Thread};
 
-use crate::harness::fmt::na;
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Needs, Outcome, Schedule, Sel,
-    Spread, figure, rule,
-};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, LinePanel, Panel, Point, Series};
-use crate::output::report::Table;
+use crate::harness::prelude::*;
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {

@@ -37,16 +37,9 @@
 //! same scaled to the threads that ran; `speedup` the quotient of its two
 //! points' spreads).
 
-use crate::harness::fmt::{ascending, join, na};
-use crate::harness::{
-    Assessment, Claim, Ctx, Data, Estimate, Experiment, Finding, Lines, Needs, Outcome, Schedule,
-    Sel, figure, ns, rule,
-};
+use crate::harness::fmt::ascending;
+use crate::harness::prelude::*;
 use crate::kernels::locks::{work_iters_for_ns, work_ns_per_iter};
-use crate::output::data::Row;
-use crate::output::machine::Machine;
-use crate::output::plot::{Figure, Scale};
-use crate::output::report::Table;
 use crate::registry::threads::{
     NAMES, SPEEDUP_BASE as BASE, chain_cfg, chain_grid, chain_point, elapsed_row, processors,
     speedup_rows,

@@ -32,6 +32,7 @@ use crate::output::report::{Section, Table, Verdict};
 pub mod draw;
 pub mod fmt;
 pub mod predicted;
+pub mod prelude;
 pub mod reproduce;
 pub mod results;
 pub mod rows;
