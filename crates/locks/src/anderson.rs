@@ -151,12 +151,5 @@ unsafe impl<const P: usize> lock_api::RawMutex for Anderson<P> {
     }
 }
 
-// SAFETY: `unlock` already hands the lock to the next sequence number (FIFO), so
-// a fair unlock is the ordinary one.
-unsafe impl<const P: usize> lock_api::RawMutexFair for Anderson<P> {
-    #[inline]
-    unsafe fn unlock_fair(&self, guard: Self::Guard) {
-        // SAFETY: forwarded caller's contract.
-        unsafe { lock_api::RawMutex::unlock(self, guard) }
-    }
-}
+// FIFO: `unlock` hands the lock to the next sequence number.
+crate::fifo_fair!([const P: usize] Anderson<P>);

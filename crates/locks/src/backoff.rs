@@ -21,7 +21,7 @@
 //! per-process state, so the lock stays `#[repr(C)]` and pointer-free (valid
 //! in shared memory). The algorithms are unfair, as ALL89 says.
 
-use crate::sync::{AtomicU8, Ordering, delay, maybe_const_fn, release_store, spin_hint};
+use crate::sync::{AtomicU8, Ordering, delay, spin_hint};
 use symmetry_platform::rng::{GOLDEN, SplitMix64};
 
 /// Exponential, randomized, bounded backoff: the waiting side of the ALL89
@@ -81,13 +81,8 @@ pub type Backoff = BackoffLock<false>;
 pub type BackoffPersistent = BackoffLock<true>;
 
 impl<const P: bool, const MIN: u32, const MAX: u32> BackoffLock<P, MIN, MAX> {
-    maybe_const_fn! {
-        /// A free lock.
-        pub fn new() -> Self {
-            Self { state: AtomicU8::new(0) }
-        }
-    }
-
+    /// Waits with [`ExpBackoff`] between exchanges (module docs): returns
+    /// only after an exchange found the lock free.
     #[cold]
     #[inline(never)]
     fn lock_slow(&self) {
@@ -120,49 +115,8 @@ impl<const P: bool, const MIN: u32, const MAX: u32> BackoffLock<P, MIN, MAX> {
     }
 }
 
-impl<const P: bool, const MIN: u32, const MAX: u32> Default for BackoffLock<P, MIN, MAX> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-// SAFETY: taken only by a 0 -> 1 exchange with Acquire, released by a
-// Release store of 0: mutual exclusion and happens-before as for `Tas`.
-unsafe impl<const P: bool, const MIN: u32, const MAX: u32> lock_api::RawMutex
-    for BackoffLock<P, MIN, MAX>
-{
-    crate::raw_init!();
-    type Guard = lock_api::GuardSend;
-
-    #[inline]
-    fn lock(&self) -> Self::Guard {
-        // Acquire: pairs with the Release store in `unlock`.
-        if self.state.swap(1, Ordering::Acquire) != 0 {
-            self.lock_slow();
-        }
-        lock_api::GuardSend::new()
-    }
-
-    #[inline]
-    fn try_lock(&self) -> Option<Self::Guard> {
-        if self.state.load(Ordering::Relaxed) != 0 {
-            return None;
-        }
-        // Acquire: pairs with the Release store in `unlock`.
-        (self.state.swap(1, Ordering::Acquire) == 0).then(lock_api::GuardSend::new)
-    }
-
-    #[inline]
-    unsafe fn unlock(&self, _guard: Self::Guard) {
-        // Release: pairs with the Acquire swap of the next holder.
-        release_store(&self.state, 0);
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        self.state.load(Ordering::Relaxed) != 0
-    }
-}
+// `try_lock` reads first, as both waits do before they exchange.
+crate::byte_lock!([const P: bool, const MIN: u32, const MAX: u32] BackoffLock<P, MIN, MAX>, test_first: true);
 
 /// What a waiter does between two polls of the word it waits on: the
 /// waiting side of a lock, separate from its protocol (which word it

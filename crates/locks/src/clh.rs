@@ -55,7 +55,7 @@ use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
-use crate::registry::GuardWord;
+use crate::list_queue::NodeToken;
 use crate::sync::{AtomicBool, AtomicU64, Ordering, maybe_const_fn, spin_hint};
 
 /// A queue node, alone on its cache line.
@@ -153,30 +153,7 @@ pub struct Clh {
 }
 
 /// Guard state of a CLH acquisition: the holder's node.
-#[derive(Debug)]
-pub struct ClhToken(NonNull<Node>);
-
-// SAFETY: the word is the node pointer, which is never null.
-unsafe impl GuardWord for ClhToken {
-    #[inline(always)]
-    fn into_word(self) -> usize {
-        self.0.as_ptr() as usize
-    }
-    #[inline(always)]
-    unsafe fn from_word(w: usize) -> Self {
-        // SAFETY: `w` came from `into_word`, a non-null pointer.
-        ClhToken(unsafe { NonNull::new_unchecked(w as *mut Node) })
-    }
-}
-
-// SAFETY: a shared `&ClhToken` (inside a `&MutexGuard` shared between
-// threads) gives access to the pointer value only: nothing reads or writes
-// the node through `&self` (`Debug` prints the address). The node is used
-// only by `unlock`, which takes the token by value, i.e. needs the guard
-// itself, not a reference to it. So sharing the guard lets other threads
-// read `T` (hence lock_api's `T: Sync` bound) and nothing else. The token
-// stays `!Send`, as before.
-unsafe impl Sync for ClhToken {}
+pub type ClhToken = NodeToken<ClhNode>;
 
 impl Clh {
     maybe_const_fn! {
@@ -246,7 +223,7 @@ unsafe impl lock_api::RawMutex for Clh {
                 Self::wait_on(p);
             }
         }
-        ClhToken(node)
+        NodeToken(node)
     }
 
     #[inline]
@@ -289,7 +266,7 @@ unsafe impl lock_api::RawMutex for Clh {
                         Self::wait_on(p);
                     }
                 }
-                Some(ClhToken(node))
+                Some(NodeToken(node))
             }
             Err(_) => {
                 give_node(node);
@@ -332,12 +309,5 @@ impl Drop for Clh {
     }
 }
 
-// SAFETY: `unlock` already hands the lock to the successor spinning on our node (FIFO), so
-// a fair unlock is the ordinary one.
-unsafe impl lock_api::RawMutexFair for Clh {
-    #[inline]
-    unsafe fn unlock_fair(&self, guard: Self::Guard) {
-        // SAFETY: forwarded caller's contract.
-        unsafe { lock_api::RawMutex::unlock(self, guard) }
-    }
-}
+// FIFO: `unlock` hands the lock to the successor spinning on our node.
+crate::fifo_fair!([] Clh);

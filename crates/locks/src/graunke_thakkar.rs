@@ -27,11 +27,9 @@
 //! predecessor's flag at any time. Under loom, nodes are individually boxed
 //! and named by pointer.
 
-use core::ptr::NonNull;
-
 use crossbeam_utils::CachePadded;
 
-use crate::registry::GuardWord;
+use crate::list_queue::NodeToken;
 use crate::sync::{AtomicU64, Ordering, maybe_const_fn, spin_hint};
 
 #[cfg(not(loom))]
@@ -118,30 +116,7 @@ pub struct GraunkeThakkar {
 }
 
 /// Guard state of a Graunke-Thakkar acquisition: the holder's flag node.
-#[derive(Debug)]
-pub struct GtToken(NonNull<Node>);
-
-// SAFETY: the word is the node pointer, which is never null.
-unsafe impl GuardWord for GtToken {
-    #[inline(always)]
-    fn into_word(self) -> usize {
-        self.0.as_ptr() as usize
-    }
-    #[inline(always)]
-    unsafe fn from_word(w: usize) -> Self {
-        // SAFETY: `w` came from `into_word`, a non-null pointer.
-        GtToken(unsafe { NonNull::new_unchecked(w as *mut Node) })
-    }
-}
-
-// SAFETY: a shared `&GtToken` (inside a `&MutexGuard` shared between
-// threads) gives access to the pointer value only: nothing reads or writes
-// the flag node through `&self` (`Debug` prints the address). The node is used
-// only by `unlock`, which takes the token by value, i.e. needs the guard
-// itself, not a reference to it. So sharing the guard lets other threads
-// read `T` (hence lock_api's `T: Sync` bound) and nothing else. The token
-// stays `!Send`, as before.
-unsafe impl Sync for GtToken {}
+pub type GtToken = NodeToken<GtNode>;
 
 impl GraunkeThakkar {
     maybe_const_fn! {
@@ -193,7 +168,7 @@ unsafe impl lock_api::RawMutex for GraunkeThakkar {
                 Self::wait_for(pred, recorded);
             }
         }
-        GtToken(node)
+        NodeToken(node)
     }
 
     #[inline]
@@ -219,7 +194,7 @@ unsafe impl lock_api::RawMutex for GraunkeThakkar {
             Ordering::AcqRel,
             Ordering::Relaxed,
         ) {
-            Ok(_) => Some(GtToken(node)),
+            Ok(_) => Some(NodeToken(node)),
             Err(_) => {
                 give_node(node);
                 None
@@ -251,12 +226,5 @@ unsafe impl lock_api::RawMutex for GraunkeThakkar {
     }
 }
 
-// SAFETY: `unlock` already hands the lock to the successor spinning on our flag (FIFO), so
-// a fair unlock is the ordinary one.
-unsafe impl lock_api::RawMutexFair for GraunkeThakkar {
-    #[inline]
-    unsafe fn unlock_fair(&self, guard: Self::Guard) {
-        // SAFETY: forwarded caller's contract.
-        unsafe { lock_api::RawMutex::unlock(self, guard) }
-    }
-}
+// FIFO: `unlock` hands the lock to the successor spinning on our flag.
+crate::fifo_fair!([] GraunkeThakkar);

@@ -224,3 +224,93 @@ macro_rules! raw_init {
     };
 }
 pub(crate) use raw_init;
+
+/// Implements `Default` and `lock_api::RawMutex`, and defines `new()`, for
+/// a one-byte spin lock (`tas`, `ttas`, `backoff`): a `state: AtomicU8`
+/// field, `0` free and `1` held, taken only by a `0 -> 1` exchange with
+/// Acquire and released by a Release store of `0`. `lock` tries the
+/// exchange once and otherwise runs the type's `lock_slow`, its own
+/// protocol, which must return only after an Acquire exchange of its own
+/// found `0`. `test_first` says whether `try_lock` reads the byte before
+/// it exchanges.
+macro_rules! byte_lock {
+    ([$($generics:tt)*] $ty:ty, test_first: $test_first:expr) => {
+        impl<$($generics)*> $ty {
+            crate::sync::maybe_const_fn! {
+                /// A free lock.
+                pub fn new() -> Self {
+                    Self { state: crate::sync::AtomicU8::new(0) }
+                }
+            }
+        }
+
+        impl<$($generics)*> Default for $ty {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        // SAFETY: the byte moves 0 -> 1 only by an Acquire exchange that
+        // found 0 (here, or in `lock_slow`, whose contract that is) and back
+        // only by `unlock`'s Release store of 0, so at most one context
+        // holds the lock and each critical section happens-before the next.
+        unsafe impl<$($generics)*> lock_api::RawMutex for $ty {
+            crate::raw_init!();
+            type Guard = lock_api::GuardSend;
+
+            #[inline]
+            fn lock(&self) -> Self::Guard {
+                // Acquire: pairs with the Release store in `unlock`.
+                if self.state.swap(1, crate::sync::Ordering::Acquire) != 0 {
+                    self.lock_slow();
+                }
+                lock_api::GuardSend::new()
+            }
+
+            #[inline]
+            fn try_lock(&self) -> Option<Self::Guard> {
+                // Relaxed read first (`test_first`): a held lock costs no
+                // ownership request.
+                if $test_first && self.state.load(crate::sync::Ordering::Relaxed) != 0 {
+                    return None;
+                }
+                // Acquire: pairs with the Release store in `unlock`.
+                (self.state.swap(1, crate::sync::Ordering::Acquire) == 0)
+                    .then(lock_api::GuardSend::new)
+            }
+
+            #[inline]
+            unsafe fn unlock(&self, _guard: Self::Guard) {
+                // Release: publishes the critical section to the next
+                // holder's Acquire exchange.
+                crate::sync::release_store(&self.state, 0);
+            }
+
+            #[inline]
+            fn is_locked(&self) -> bool {
+                self.state.load(crate::sync::Ordering::Relaxed) != 0
+            }
+        }
+    };
+}
+pub(crate) use byte_lock;
+
+/// Implements `lock_api::RawMutexFair` for a FIFO lock (the `impl`
+/// generics in brackets, then the type) whose ordinary `unlock` already
+/// hands the lock to the next waiter in order, so that a fair unlock is
+/// the ordinary one.
+macro_rules! fifo_fair {
+    ([$($generics:tt)*] $ty:ty) => {
+        // SAFETY: `unlock` already hands the lock to the next waiter in
+        // FIFO order (the macro's contract), so a fair unlock is the
+        // ordinary one.
+        unsafe impl<$($generics)*> lock_api::RawMutexFair for $ty {
+            #[inline]
+            unsafe fn unlock_fair(&self, guard: Self::Guard) {
+                // SAFETY: forwarded caller's contract.
+                unsafe { lock_api::RawMutex::unlock(self, guard) }
+            }
+        }
+    };
+}
+pub(crate) use fifo_fair;

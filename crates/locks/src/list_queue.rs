@@ -28,12 +28,19 @@ pub(crate) trait Linked: Sized {
     fn next(&self) -> &AtomicPtr<CachePadded<Self>>;
 }
 
-/// Guard state of a list-queue acquisition: the holder's node.
+/// Guard state of a queue-lock acquisition (the list locks here, and
+/// `clh` and `graunke-thakkar`, whose nodes come from the same pools): the
+/// holder's node.
 #[derive(Debug)]
 pub struct NodeToken<N>(pub(crate) NonNull<CachePadded<N>>);
 
-// SAFETY: a shared token is never dereferenced; only `unlock`, which
-// consumes it, reads the node.
+// SAFETY: a shared `&NodeToken` (inside a `&MutexGuard` shared between
+// threads) gives access to the pointer value only: nothing reads or writes
+// the node through `&self` (`Debug` prints the address). The node is used
+// only by `unlock`, which takes the token by value, i.e. needs the guard
+// itself, not a reference to it. So sharing the guard lets other threads
+// read `T` (hence lock_api's `T: Sync` bound) and nothing else. The token
+// stays `!Send`.
 unsafe impl<N> Sync for NodeToken<N> {}
 
 // SAFETY: the word is the node pointer, which is never null.

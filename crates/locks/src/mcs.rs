@@ -202,12 +202,5 @@ unsafe impl<W: Wait> lock_api::RawMutex for Mcs<W> {
     }
 }
 
-// SAFETY: `unlock` already hands the lock to the successor linked behind our node (FIFO), so
-// a fair unlock is the ordinary one.
-unsafe impl<W: Wait> lock_api::RawMutexFair for Mcs<W> {
-    #[inline]
-    unsafe fn unlock_fair(&self, guard: Self::Guard) {
-        // SAFETY: forwarded caller's contract.
-        unsafe { lock_api::RawMutex::unlock(self, guard) }
-    }
-}
+// FIFO: `unlock` hands the lock to the successor linked behind our node.
+crate::fifo_fair!([W: Wait] Mcs<W>);

@@ -13,7 +13,7 @@
 //! all other caches, including the holder's: this is the bus degradation that
 //! ALL89 Fig. 6 measures. `#[repr(C)]`, pointer-free: valid in shared memory.
 
-use crate::sync::{AtomicU8, Ordering, maybe_const_fn, release_store, spin_hint};
+use crate::sync::{AtomicU8, Ordering, spin_hint};
 
 /// Test-and-set spin lock.
 #[repr(C)]
@@ -24,50 +24,20 @@ pub struct Tas {
 }
 
 impl Tas {
-    maybe_const_fn! {
-        /// A free lock.
-        pub fn new() -> Self {
-            Self { state: AtomicU8::new(0) }
-        }
-    }
-}
-
-impl Default for Tas {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-// SAFETY: `lock`/`try_lock` return only after moving the state word 0 -> 1
-// with Acquire, and `unlock` stores 0 with Release, so at most one context
-// holds the lock and each critical section happens-before the next.
-unsafe impl lock_api::RawMutex for Tas {
-    crate::raw_init!();
-    type Guard = lock_api::GuardSend;
-
-    #[inline]
-    fn lock(&self) -> Self::Guard {
-        // Acquire: pairs with the Release store in `unlock`.
-        while self.state.swap(1, Ordering::Acquire) != 0 {
+    /// Exchanges again after each failure until an exchange finds the lock
+    /// free: the paper's spin on `xchgb`.
+    #[cold]
+    #[inline(never)]
+    fn lock_slow(&self) {
+        loop {
             spin_hint();
+            // Acquire: pairs with the Release store in `unlock`.
+            if self.state.swap(1, Ordering::Acquire) == 0 {
+                return;
+            }
         }
-        lock_api::GuardSend::new()
-    }
-
-    #[inline]
-    fn try_lock(&self) -> Option<Self::Guard> {
-        // Acquire: pairs with the Release store in `unlock`.
-        (self.state.swap(1, Ordering::Acquire) == 0).then(lock_api::GuardSend::new)
-    }
-
-    #[inline]
-    unsafe fn unlock(&self, _guard: Self::Guard) {
-        // Release: publishes the critical section to the next Acquire swap.
-        release_store(&self.state, 0);
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        self.state.load(Ordering::Relaxed) != 0
     }
 }
+
+// A `try_lock` is one exchange, as every attempt of this lock is.
+crate::byte_lock!([] Tas, test_first: false);

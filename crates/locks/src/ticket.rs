@@ -155,12 +155,5 @@ unsafe impl<W: TicketWait> lock_api::RawMutex for TicketLock<W> {
     }
 }
 
-// SAFETY: `unlock` already hands the lock to the next ticket holder (FIFO), so
-// a fair unlock is the ordinary one.
-unsafe impl<W: TicketWait> lock_api::RawMutexFair for TicketLock<W> {
-    #[inline]
-    unsafe fn unlock_fair(&self, guard: Self::Guard) {
-        // SAFETY: forwarded caller's contract.
-        unsafe { lock_api::RawMutex::unlock(self, guard) }
-    }
-}
+// FIFO: `unlock` hands the lock to the next ticket holder.
+crate::fifo_fair!([W: TicketWait] TicketLock<W>);
