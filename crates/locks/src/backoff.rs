@@ -206,6 +206,26 @@ impl Waiting {
     }
 }
 
+/// Waits by `W` until `done()`, which reads the awaited word with the
+/// ordering its caller documents: the first test inline, for the fast
+/// path that finds the word as wanted, the polls out of line.
+#[inline(always)]
+pub(crate) fn wait_until<W: Wait>(done: impl Fn() -> bool) {
+    if !done() {
+        poll_until::<W>(done);
+    }
+}
+
+/// The polls of [`wait_until`].
+#[cold]
+#[inline(never)]
+fn poll_until<W: Wait>(done: impl Fn() -> bool) {
+    let mut w = Waiting::new();
+    while !done() {
+        W::pause(&mut w);
+    }
+}
+
 /// Polls between two clock reads of a bounded spin.
 #[cfg(not(loom))]
 const CLOCK_EVERY: u32 = 16;

@@ -55,8 +55,9 @@ use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
+use crate::backoff::{Spin, wait_until};
 use crate::list_queue::NodeToken;
-use crate::sync::{AtomicBool, AtomicU64, Ordering, maybe_const_fn, spin_hint};
+use crate::sync::{AtomicBool, AtomicU64, Ordering, maybe_const_fn};
 
 /// A queue node, alone on its cache line.
 #[derive(Debug, Default)]
@@ -163,15 +164,6 @@ impl Clh {
         }
     }
 
-    #[cold]
-    #[inline(never)]
-    fn wait_on(pred: &ClhNode) {
-        // Acquire: pairs with the Release store in the predecessor's `unlock`.
-        while pred.locked.load(Ordering::Acquire) {
-            spin_hint();
-        }
-    }
-
     /// Takes one of our nodes, marks it locked and counts an enqueue
     /// attempt; returns it and the `tail` word of that attempt.
     #[inline(always)]
@@ -219,9 +211,7 @@ unsafe impl lock_api::RawMutex for Clh {
             let p = unsafe { p.as_ref() };
             // Acquire: pairs with the Release store in the predecessor's
             // `unlock`.
-            if p.locked.load(Ordering::Acquire) {
-                Self::wait_on(p);
-            }
+            wait_until::<Spin>(|| !p.locked.load(Ordering::Acquire));
         }
         NodeToken(node)
     }
@@ -262,9 +252,7 @@ unsafe impl lock_api::RawMutex for Clh {
                     // Acquire: as in `lock`. Still the `false` read above,
                     // unless the counter wrapped (module docs): then wait,
                     // for mutual exclusion.
-                    if p.locked.load(Ordering::Acquire) {
-                        Self::wait_on(p);
-                    }
+                    wait_until::<Spin>(|| !p.locked.load(Ordering::Acquire));
                 }
                 Some(NodeToken(node))
             }

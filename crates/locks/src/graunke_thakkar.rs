@@ -29,8 +29,9 @@
 
 use crossbeam_utils::CachePadded;
 
+use crate::backoff::{Spin, wait_until};
 use crate::list_queue::NodeToken;
-use crate::sync::{AtomicU64, Ordering, maybe_const_fn, spin_hint};
+use crate::sync::{AtomicU64, Ordering, maybe_const_fn};
 
 #[cfg(not(loom))]
 const GEN_BITS: u32 = 40;
@@ -125,16 +126,6 @@ impl GraunkeThakkar {
             Self { tail: AtomicU64::new(0) }
         }
     }
-
-    #[cold]
-    #[inline(never)]
-    fn wait_for(pred: &GtNode, recorded: u64) {
-        // Acquire: pairs with the Release store in the predecessor's
-        // `unlock` (or a later one of the same node, which follows it).
-        while generation_eq(pred.generation.load(Ordering::Acquire), recorded) {
-            spin_hint();
-        }
-    }
 }
 
 impl Default for GraunkeThakkar {
@@ -163,10 +154,11 @@ unsafe impl lock_api::RawMutex for GraunkeThakkar {
         let pred = self.tail.swap(encode(me, generation), Ordering::AcqRel);
         if pred != 0 {
             let (pred, recorded) = decode(pred);
-            // Acquire: pairs with the predecessor's Release in `unlock`.
-            if generation_eq(pred.generation.load(Ordering::Acquire), recorded) {
-                Self::wait_for(pred, recorded);
-            }
+            // Acquire: pairs with the Release store in the predecessor's
+            // `unlock` (or a later one of the same node, which follows it).
+            wait_until::<Spin>(|| {
+                !generation_eq(pred.generation.load(Ordering::Acquire), recorded)
+            });
         }
         NodeToken(node)
     }

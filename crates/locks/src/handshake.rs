@@ -130,10 +130,7 @@ impl<S: Scheduler> Handshake<S> {
         me.next.store(ptr::null_mut(), Ordering::Relaxed);
         me.status.store(NOT_YET, Ordering::Relaxed);
         let asked = cb.request::<S>();
-        // AcqRel: Acquire pairs with the releaser's Release CAS of `tail`;
-        // Release publishes our node to the successor that swaps us out.
-        let pred = self.tail.swap(node.as_ptr(), Ordering::AcqRel);
-        match NonNull::new(pred) {
+        match list_queue::enqueue(&self.tail, node) {
             None => true,
             Some(pred) => Self::wait_behind(cb, asked, pred, me),
         }
@@ -141,14 +138,9 @@ impl<S: Scheduler> Handshake<S> {
 
     #[cold]
     #[inline(never)]
-    fn wait_behind(cb: &ContextBlock, asked: bool, pred: NonNull<Node>, me: &HsNode) -> bool {
+    fn wait_behind(cb: &ContextBlock, asked: bool, pred: NonNull<Node>, me: &Node) -> bool {
         me.pred.store(pred.as_ptr(), Ordering::Relaxed);
-        // SAFETY: nodes are type-stable; the predecessor's owner reads our
-        // link before it gives its node up.
-        let p = unsafe { pred.as_ref() };
-        // Release: the releaser's Acquire load of `next` sees our node.
-        p.next
-            .store(ptr::from_ref(me).cast_mut().cast(), Ordering::Release);
+        list_queue::link(pred, me);
         let mut w = Waiting::new();
         loop {
             if asked {
@@ -270,26 +262,10 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for Handshake<S> {
 
     #[inline]
     fn try_lock(&self) -> Option<Self::Guard> {
-        if !self.tail.load(Ordering::Relaxed).is_null() {
-            return None;
-        }
-        let cb = current();
-        let node = take_node();
-        // SAFETY: the node is ours and in no queue.
-        unsafe { node.as_ref() }
-            .next
-            .store(ptr::null_mut(), Ordering::Relaxed);
-        let asked = cb.request::<S>();
-        if list_queue::enqueue_if_free(&self.tail, node) {
-            cb.enter();
-            Some(NpGuard::new(NodeToken(node)))
-        } else {
-            if asked {
-                cb.withdraw::<S>();
-            }
-            give_node(node);
-            None
-        }
+        list_queue::try_enqueue(&self.tail, take_node, give_node, |_, node| {
+            current().try_enter::<S>(|| list_queue::enqueue_if_free(&self.tail, node))
+        })
+        .map(NpGuard::new)
     }
 
     #[inline]

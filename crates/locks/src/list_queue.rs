@@ -101,6 +101,60 @@ pub(crate) fn successor_or_free<W: Wait, N: Linked>(
     }
 }
 
+/// `lock`'s enqueue: swaps `node` into `tail`; returns the predecessor,
+/// or `None` when the lock was free and is now ours. AcqRel: Acquire
+/// pairs with the Release CAS of a releaser that freed the lock and with
+/// the predecessor's swap; Release publishes the node's initialisation to
+/// the successor that swaps it out.
+#[inline(always)]
+pub(crate) fn enqueue<N>(
+    tail: &AtomicPtr<CachePadded<N>>,
+    node: NonNull<CachePadded<N>>,
+) -> Option<NonNull<CachePadded<N>>> {
+    NonNull::new(tail.swap(node.as_ptr(), Ordering::AcqRel))
+}
+
+/// Links `me` behind `pred`, the predecessor that [`enqueue`] returned.
+#[inline(always)]
+pub(crate) fn link<N: Linked>(pred: NonNull<CachePadded<N>>, me: &CachePadded<N>) {
+    // SAFETY: nodes are type-stable, and the predecessor's owner reads
+    // this link before it gives its node up (it waits for the link in
+    // `successor_or_free`).
+    let pred = unsafe { pred.as_ref() };
+    // Release: the releaser's Acquire load of `next` sees our node's
+    // fields (and the owner's state written before).
+    pred.next()
+        .store(ptr::from_ref(me).cast_mut(), Ordering::Release);
+}
+
+/// `try_lock` of a list queue: `None` at once if `tail` shows a holder;
+/// otherwise a node from `take` with its `next` cleared, which `install`
+/// finishes and puts in `tail` only if the lock is free (by
+/// [`enqueue_if_free`], perhaps inside a non-preemption request). A node
+/// not installed goes back by `give`.
+#[inline(always)]
+pub(crate) fn try_enqueue<N: Linked>(
+    tail: &AtomicPtr<CachePadded<N>>,
+    take: impl FnOnce() -> NonNull<CachePadded<N>>,
+    give: impl FnOnce(NonNull<CachePadded<N>>),
+    install: impl FnOnce(&N, NonNull<CachePadded<N>>) -> bool,
+) -> Option<NodeToken<N>> {
+    // Relaxed: a held lock costs no ownership request; the CAS orders.
+    if !tail.load(Ordering::Relaxed).is_null() {
+        return None;
+    }
+    let node = take();
+    // SAFETY: the node is ours and in no queue.
+    let me = unsafe { node.as_ref() };
+    me.next().store(ptr::null_mut(), Ordering::Relaxed);
+    if install(me, node) {
+        Some(NodeToken(node))
+    } else {
+        give(node);
+        None
+    }
+}
+
 /// `try_lock`'s enqueue: installs `node` only if the lock is free.
 /// AcqRel: Acquire pairs with the releaser's Release of `tail`; Release
 /// publishes the node's initialisation.

@@ -119,13 +119,10 @@ impl<W: Wait> Mcs<W> {
     #[cold]
     #[inline(never)]
     fn wait_behind(pred: NonNull<Node>, node: NonNull<Node>) {
-        // SAFETY: `pred` stays allocated until its owner has handed the lock
-        // to us (it waits for our link before clearing `locked`), and `node`
-        // is ours.
-        let (pred, me) = unsafe { (pred.as_ref(), node.as_ref()) };
-        // Release: the predecessor's Acquire load of `next` then sees our
-        // `locked = true` before it clears it.
-        pred.next.store(node.as_ptr(), Ordering::Release);
+        // SAFETY: `node` is ours.
+        let me = unsafe { node.as_ref() };
+        // The predecessor then sees our `locked = true` before it clears it.
+        list_queue::link(pred, me);
         let mut w = Waiting::new();
         // Acquire: pairs with the Release store in `unlock`.
         while me.locked.load(Ordering::Acquire) {
@@ -154,11 +151,7 @@ unsafe impl<W: Wait> lock_api::RawMutex for Mcs<W> {
         let me = unsafe { node.as_ref() };
         me.next.store(ptr::null_mut(), Ordering::Relaxed);
         me.locked.store(true, Ordering::Relaxed);
-        // AcqRel: Acquire pairs with the Release CAS in `unlock` (free lock)
-        // and with the predecessor's swap; Release publishes our node's
-        // initialisation to the successor that swaps us out.
-        let pred = self.tail.swap(node.as_ptr(), Ordering::AcqRel);
-        if let Some(pred) = NonNull::new(pred) {
+        if let Some(pred) = list_queue::enqueue(&self.tail, node) {
             Self::wait_behind(pred, node);
         }
         NodeToken(node)
@@ -166,19 +159,9 @@ unsafe impl<W: Wait> lock_api::RawMutex for Mcs<W> {
 
     #[inline]
     fn try_lock(&self) -> Option<Self::Guard> {
-        if !self.tail.load(Ordering::Relaxed).is_null() {
-            return None;
-        }
-        let node = take_node();
-        // SAFETY: the node is ours and in no queue.
-        let me = unsafe { node.as_ref() };
-        me.next.store(ptr::null_mut(), Ordering::Relaxed);
-        if list_queue::enqueue_if_free(&self.tail, node) {
-            Some(NodeToken(node))
-        } else {
-            give_node(node);
-            None
-        }
+        list_queue::try_enqueue(&self.tail, take_node, give_node, |_, node| {
+            list_queue::enqueue_if_free(&self.tail, node)
+        })
     }
 
     #[inline]

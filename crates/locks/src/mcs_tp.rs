@@ -169,10 +169,7 @@ impl<S: Scheduler> McsTp<S> {
             let cb = ptr::from_ref(crate::sched::current()).cast_mut();
             me.cb.store(cb, Ordering::Relaxed);
         }
-        // AcqRel: Acquire pairs with the releaser's Release CAS of `tail`;
-        // Release publishes our node to the successor that swaps us out.
-        let pred = self.tail.swap(node.as_ptr(), Ordering::AcqRel);
-        match NonNull::new(pred) {
+        match list_queue::enqueue(&self.tail, node) {
             None => true,
             Some(pred) => Self::wait_behind(pred, me),
         }
@@ -180,13 +177,8 @@ impl<S: Scheduler> McsTp<S> {
 
     #[cold]
     #[inline(never)]
-    fn wait_behind(pred: NonNull<Node>, me: &TpNode) -> bool {
-        // SAFETY: nodes are type-stable; the predecessor's owner reads our
-        // link before it gives its node up.
-        let p = unsafe { pred.as_ref() };
-        // Release: the releaser's Acquire load of `next` sees our node.
-        p.next
-            .store(ptr::from_ref(me).cast_mut().cast(), Ordering::Release);
+    fn wait_behind(pred: NonNull<Node>, me: &Node) -> bool {
+        list_queue::link(pred, me);
         wait_publishing(&me.status, WAITING, &me.stamp) == GRANTED
     }
 }
@@ -266,20 +258,9 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for McsTp<S> {
 
     #[inline]
     fn try_lock(&self) -> Option<Self::Guard> {
-        if !self.tail.load(Ordering::Relaxed).is_null() {
-            return None;
-        }
-        let node = take_node();
-        // SAFETY: the node is ours and in no queue.
-        unsafe { node.as_ref() }
-            .next
-            .store(ptr::null_mut(), Ordering::Relaxed);
-        if list_queue::enqueue_if_free(&self.tail, node) {
-            Some(NodeToken(node))
-        } else {
-            give_node(node);
-            None
-        }
+        list_queue::try_enqueue(&self.tail, take_node, give_node, |_, node| {
+            list_queue::enqueue_if_free(&self.tail, node)
+        })
     }
 
     #[inline]

@@ -130,10 +130,7 @@ impl<S: Scheduler> SmartQ<S> {
         #[cfg(loom)]
         me.stamp.store(1, Ordering::Relaxed);
         let asked = cb.request::<S>();
-        // AcqRel: Acquire pairs with the releaser's Release CAS of `tail`
-        // (free lock); Release publishes our node to the successor.
-        let pred = self.tail.swap(node.as_ptr(), Ordering::AcqRel);
-        match NonNull::new(pred) {
+        match list_queue::enqueue(&self.tail, node) {
             None => true,
             Some(pred) => Self::wait_behind(cb, asked, pred, me),
         }
@@ -141,14 +138,9 @@ impl<S: Scheduler> SmartQ<S> {
 
     #[cold]
     #[inline(never)]
-    fn wait_behind(cb: &ContextBlock, asked: bool, pred: NonNull<Node>, me: &SqNode) -> bool {
-        // SAFETY: the predecessor's node stays allocated (type-stable) and
-        // its owner does not reuse it before reading our link.
-        let pred = unsafe { pred.as_ref() };
-        // Release: the releaser's Acquire load of `next` sees our node's
-        // fields and our state.
-        pred.next
-            .store(ptr::from_ref(me).cast_mut().cast(), Ordering::Release);
+    fn wait_behind(cb: &ContextBlock, asked: bool, pred: NonNull<Node>, me: &Node) -> bool {
+        // The releaser sees our node's fields and our state.
+        list_queue::link(pred, me);
         if asked {
             cb.withdraw_unless_claimed::<S>();
         }
@@ -182,26 +174,12 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for SmartQ<S> {
 
     #[inline]
     fn try_lock(&self) -> Option<Self::Guard> {
-        if !self.tail.load(Ordering::Relaxed).is_null() {
-            return None;
-        }
-        let cb = current();
-        let node = take_node();
-        // SAFETY: the node is ours and in no queue.
-        let me = unsafe { node.as_ref() };
-        me.next.store(ptr::null_mut(), Ordering::Relaxed);
-        me.cb.store(ptr::from_ref(cb).cast_mut(), Ordering::Relaxed);
-        let asked = cb.request::<S>();
-        if list_queue::enqueue_if_free(&self.tail, node) {
-            cb.enter();
-            Some(NpGuard::new(NodeToken(node)))
-        } else {
-            if asked {
-                cb.withdraw::<S>();
-            }
-            give_node(node);
-            None
-        }
+        list_queue::try_enqueue(&self.tail, take_node, give_node, |me, node| {
+            let cb = current();
+            me.cb.store(ptr::from_ref(cb).cast_mut(), Ordering::Relaxed);
+            cb.try_enter::<S>(|| list_queue::enqueue_if_free(&self.tail, node))
+        })
+        .map(NpGuard::new)
     }
 
     #[inline]

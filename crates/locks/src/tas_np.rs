@@ -48,14 +48,9 @@ impl<S: Scheduler> TasNp<S> {
             while self.state.load(Ordering::Relaxed) != 0 {
                 SpinThenYield::pause(&mut w);
             }
-            let asked = cb.request::<S>();
             // Acquire: pairs with the Release store in `unlock`.
-            if self.state.swap(1, Ordering::Acquire) == 0 {
-                cb.enter();
+            if cb.try_enter::<S>(|| self.state.swap(1, Ordering::Acquire) == 0) {
                 return;
-            }
-            if asked {
-                cb.withdraw::<S>();
             }
         }
     }
@@ -77,15 +72,8 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for TasNp<S> {
 
     #[inline]
     fn lock(&self) -> Self::Guard {
-        let cb = current();
-        let asked = cb.request::<S>();
         // Acquire: pairs with the Release store in `unlock`.
-        if self.state.swap(1, Ordering::Acquire) == 0 {
-            cb.enter();
-        } else {
-            if asked {
-                cb.withdraw::<S>();
-            }
+        if !current().try_enter::<S>(|| self.state.swap(1, Ordering::Acquire) == 0) {
             self.lock_slow();
         }
         NpGuard::new(())
@@ -93,18 +81,10 @@ unsafe impl<S: Scheduler> lock_api::RawMutex for TasNp<S> {
 
     #[inline]
     fn try_lock(&self) -> Option<Self::Guard> {
-        let cb = current();
-        let asked = cb.request::<S>();
         // Acquire: pairs with the Release store in `unlock`.
-        if self.state.swap(1, Ordering::Acquire) == 0 {
-            cb.enter();
-            Some(NpGuard::new(()))
-        } else {
-            if asked {
-                cb.withdraw::<S>();
-            }
-            None
-        }
+        current()
+            .try_enter::<S>(|| self.state.swap(1, Ordering::Acquire) == 0)
+            .then(|| NpGuard::new(()))
     }
 
     #[inline]

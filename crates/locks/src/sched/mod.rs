@@ -265,6 +265,24 @@ impl ContextBlock {
         }
     }
 
+    /// Worker side: one attempt at a lock that does not wait (`attempt`
+    /// says whether it took the lock), under a non-preemption request: on
+    /// success the critical section begins ([`enter`](Self::enter)),
+    /// otherwise the request made here is withdrawn.
+    #[inline]
+    pub(crate) fn try_enter<S: Scheduler>(&self, attempt: impl FnOnce() -> bool) -> bool {
+        let asked = self.request::<S>();
+        if attempt() {
+            self.enter();
+            true
+        } else {
+            if asked {
+                self.withdraw::<S>();
+            }
+            false
+        }
+    }
+
     /// Worker side: the critical section of one more lock begins.
     #[inline]
     pub(crate) fn enter(&self) {
