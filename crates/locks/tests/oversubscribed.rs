@@ -32,8 +32,6 @@
 //! a yielding next owner waits out the hogs' time slices.
 #![cfg(all(target_os = "linux", not(loom)))]
 
-use std::cell::UnsafeCell;
-use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -44,6 +42,10 @@ use symmetry_locks::sched::emulated::{self, Competitors, Config, Emulated};
 use symmetry_locks::sched::rseq::{self, RseqSlice};
 use symmetry_locks::{Handshake, McsNp, McsTp, McsYield, NativeNp, SmartQ, Tas, TasNp};
 use symmetry_platform::affinity;
+
+mod common;
+
+use common::Guarded;
 
 /// OS threads.
 const THREADS: usize = 8;
@@ -61,10 +63,7 @@ const OUTSIDE: u32 = 100;
 
 /// A lock, the counter it guards, and what the monitor watches.
 struct Shared<R> {
-    lock: R,
-    value: UnsafeCell<u64>,
-    inside: AtomicBool,
-    overlaps: AtomicU64,
+    guarded: Guarded<R>,
     /// Acquisitions so far (written inside the critical section).
     done: AtomicU64,
     /// Workers ready to start, and finished.
@@ -74,16 +73,10 @@ struct Shared<R> {
     stop: AtomicBool,
 }
 
-// SAFETY: `value` is touched only with `lock` held (what the test checks).
-unsafe impl<R: Sync> Sync for Shared<R> {}
-
 impl<R: RawMutex> Shared<R> {
     fn new() -> Self {
         Self {
-            lock: R::INIT,
-            value: UnsafeCell::new(0),
-            inside: AtomicBool::new(false),
-            overlaps: AtomicU64::new(0),
+            guarded: Guarded::new(),
             done: AtomicU64::new(0),
             ready: AtomicUsize::new(0),
             finished: AtomicUsize::new(0),
@@ -104,19 +97,9 @@ impl<R: RawMutex> Shared<R> {
             if self.stop.load(Ordering::Relaxed) {
                 break;
             }
-            let g = self.lock.lock();
-            if self.inside.swap(true, Ordering::Relaxed) {
-                self.overlaps.fetch_add(1, Ordering::Relaxed);
-            }
-            // SAFETY: we hold the lock.
-            let v = unsafe { *self.value.get() };
-            spin(INSIDE);
-            // SAFETY: as above.
-            unsafe { *self.value.get() = black_box(v) + 1 };
-            self.done.fetch_add(1, Ordering::Relaxed);
-            self.inside.store(false, Ordering::Relaxed);
-            // SAFETY: held with `g`, on this thread.
-            unsafe { self.lock.unlock(g) };
+            self.guarded.bump(INSIDE, || {
+                self.done.fetch_add(1, Ordering::Relaxed);
+            });
             spin(OUTSIDE);
         }
         self.finished.fetch_add(1, Ordering::AcqRel);
@@ -215,10 +198,15 @@ fn measure<R: RawMutex + Sync + Send + 'static>(
             let took = now - start;
             runner.join().expect("runner panicked");
             let total = THREADS as u64 * ROUNDS;
-            assert_eq!(shared.overlaps.load(Ordering::Relaxed), 0, "two holders");
+            assert_eq!(
+                shared.guarded.overlaps.load(Ordering::Relaxed),
+                0,
+                "two holders"
+            );
             // SAFETY: every worker is joined.
-            assert_eq!(unsafe { *shared.value.get() }, total, "lost updates");
-            assert!(!shared.lock.is_locked(), "left locked");
+            let value = unsafe { *shared.guarded.value.get() };
+            assert_eq!(value, total, "lost updates");
+            assert!(!shared.guarded.lock.is_locked(), "left locked");
             return Ok(took);
         }
         let done = shared.done.load(Ordering::Relaxed);
@@ -232,7 +220,11 @@ fn measure<R: RawMutex + Sync + Send + 'static>(
         if limit.is_some_and(|l| now - start > l) {
             shared.stop.store(true, Ordering::Relaxed);
             runner.join().expect("runner panicked");
-            assert_eq!(shared.overlaps.load(Ordering::Relaxed), 0, "two holders");
+            assert_eq!(
+                shared.guarded.overlaps.load(Ordering::Relaxed),
+                0,
+                "two holders"
+            );
             return Err(Failed::Slow(now - start, done));
         }
     }

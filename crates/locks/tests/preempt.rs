@@ -4,9 +4,7 @@
 //! release), nested acquisitions, and the scheduler's own guarantees.
 #![cfg(all(target_os = "linux", not(loom)))]
 
-use std::cell::UnsafeCell;
-use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use symmetry_locks::lock_api::RawMutex;
@@ -14,45 +12,9 @@ use symmetry_locks::sched::emulated::{self, Config, Emulated};
 use symmetry_locks::sched::{self, State};
 use symmetry_locks::{Handshake, McsNp, McsTp, NativeNp, SmartQ, TasNp};
 
-/// A lock and a plain counter it guards, with an overlap detector.
-struct Guarded<R> {
-    lock: R,
-    value: UnsafeCell<u64>,
-    inside: AtomicBool,
-    overlaps: AtomicU64,
-}
+mod common;
 
-// SAFETY: `value` is touched only with `lock` held (what the tests check).
-unsafe impl<R: Sync> Sync for Guarded<R> {}
-
-impl<R: RawMutex> Guarded<R> {
-    fn new() -> Self {
-        Self {
-            lock: R::INIT,
-            value: UnsafeCell::new(0),
-            inside: AtomicBool::new(false),
-            overlaps: AtomicU64::new(0),
-        }
-    }
-
-    /// Locks, bumps with `work` spins inside, unlocks.
-    fn bump(&self, work: u32) {
-        let g = self.lock.lock();
-        if self.inside.swap(true, Ordering::Relaxed) {
-            self.overlaps.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: we hold the lock.
-        let v = unsafe { *self.value.get() };
-        for _ in 0..work {
-            std::hint::spin_loop();
-        }
-        // SAFETY: as above.
-        unsafe { *self.value.get() = black_box(v) + 1 };
-        self.inside.store(false, Ordering::Relaxed);
-        // SAFETY: held with `g`.
-        unsafe { self.lock.unlock(g) };
-    }
-}
+use common::Guarded;
 
 fn cfg(level: f64) -> Config {
     Config {
@@ -70,7 +32,7 @@ fn multiprogrammed<R: RawMutex + Sync>(name: &str, level: f64, run: Duration) ->
         let end = Instant::now() + run;
         let mut n = 0u64;
         while Instant::now() < end {
-            g.bump(if i == 0 { 50 } else { 200 });
+            g.bump(if i == 0 { 50 } else { 200 }, || {});
             n += 1;
             for _ in 0..100 {
                 std::hint::spin_loop();
@@ -140,7 +102,7 @@ fn non_preemption_requests_are_honoured_and_warned() {
     let out = emulated::run(&cfg(2.0), |_| {
         let end = Instant::now() + Duration::from_millis(150);
         while Instant::now() < end {
-            g.bump(20_000);
+            g.bump(20_000, || {});
         }
     })
     .unwrap();
@@ -165,7 +127,7 @@ fn workers_as_competitors() {
         let end = Instant::now() + Duration::from_millis(100);
         let mut n = 0u64;
         while Instant::now() < end {
-            g.bump(100);
+            g.bump(100, || {});
             n += 1;
         }
         n
@@ -268,7 +230,7 @@ fn rseq_extension_is_detected_or_explained() {
     let g = Guarded::<SmartQ<sched::rseq::RseqSlice>>::new();
     std::thread::scope(|s| {
         for _ in 0..2 {
-            s.spawn(|| (0..10_000).for_each(|_| g.bump(0)));
+            s.spawn(|| (0..10_000).for_each(|_| g.bump(0, || {})));
         }
     });
     // SAFETY: threads joined.
