@@ -15,6 +15,8 @@
 //! measure the scheduler rather than the lock.
 #![cfg(not(loom))]
 
+mod common;
+
 /// Serializes the tests of this binary (see the crate docs).
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -23,7 +25,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// The generic tests, written once against `lock_api::RawMutex`.
 mod suite {
-    use std::cell::UnsafeCell;
     use std::hint::black_box;
     use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
     use std::sync::{Barrier, mpsc};
@@ -33,6 +34,8 @@ mod suite {
     use symmetry_locks::lock_api::{self, RawMutex};
     use symmetry_locks::{AtomicInt, AtomicIntDyn, GuardWord};
     use symmetry_platform::rng::SplitMix64;
+
+    use crate::common::Guarded;
 
     /// Acquisitions per thread while threads <= cores, and for locks
     /// without FIFO hand-over at any thread count.
@@ -103,90 +106,6 @@ mod suite {
         }
     }
 
-    /// A lock and a plain (non-atomic) counter it guards, with a flag that
-    /// detects two contexts inside the critical section at once.
-    pub(crate) struct Guarded<R> {
-        pub(crate) lock: R,
-        value: UnsafeCell<u64>,
-        inside: AtomicBool,
-        violations: AtomicUsize,
-    }
-
-    // SAFETY: `value` is only touched with `lock` held (that is what the
-    // tests check); the rest is atomic.
-    unsafe impl<R: Sync> Sync for Guarded<R> {}
-
-    impl<R: RawMutex> Guarded<R> {
-        pub(crate) fn new() -> Self {
-            Self {
-                lock: R::INIT,
-                value: UnsafeCell::new(0),
-                inside: AtomicBool::new(false),
-                violations: AtomicUsize::new(0),
-            }
-        }
-
-        /// Read-modify-write of the counter with a `black_box` between the
-        /// read and the write to widen the window a broken lock would open.
-        /// A violation is counted rather than panicked on, so that a broken
-        /// lock fails the test instead of hanging the other threads.
-        ///
-        /// # Safety
-        ///
-        /// The caller holds `self.lock` (the test checks exactly that).
-        pub(crate) unsafe fn bump(&self) {
-            // A swap reads the latest value in modification order whatever
-            // the ordering, so of two holders inside at once the later one
-            // always sees the earlier one's flag.
-            if self.inside.swap(true, Ordering::Relaxed) {
-                self.violations.fetch_add(1, Ordering::Relaxed);
-            }
-            // SAFETY: the caller holds the lock.
-            let v = unsafe { *self.value.get() };
-            let v = black_box(v) + 1;
-            // SAFETY: as above.
-            unsafe { *self.value.get() = v };
-            self.inside.store(false, Ordering::Relaxed);
-        }
-
-        /// Locks, bumps, unlocks.
-        pub(crate) fn locked_bump(&self) {
-            let guard = self.lock.lock();
-            // SAFETY: we hold the lock.
-            unsafe { self.bump() };
-            // SAFETY: we hold the lock with this guard.
-            unsafe { self.lock.unlock(guard) };
-        }
-
-        /// Tries to lock; bumps and unlocks on success.
-        pub(crate) fn try_bump(&self) -> bool {
-            match self.lock.try_lock() {
-                Some(guard) => {
-                    // SAFETY: we hold the lock.
-                    unsafe { self.bump() };
-                    // SAFETY: we hold the lock with this guard.
-                    unsafe { self.lock.unlock(guard) };
-                    true
-                }
-                None => false,
-            }
-        }
-
-        /// The counter, checking that mutual exclusion was never violated.
-        pub(crate) fn count(&mut self, name: &str) -> u64 {
-            assert_eq!(
-                *self.violations.get_mut(),
-                0,
-                "{name}: two contexts were inside the critical section at once"
-            );
-            assert!(
-                !self.lock.is_locked(),
-                "{name}: lock still held after all guards were released"
-            );
-            *self.value.get_mut()
-        }
-    }
-
     /// A Fisher-Yates shuffle of `v`, drawn from `rng`.
     fn shuffle<T>(rng: &mut SplitMix64, v: &mut [T]) {
         for i in (1..v.len()).rev() {
@@ -209,7 +128,7 @@ mod suite {
                 for _ in 0..threads {
                     s.spawn(|| {
                         start.wait();
-                        let mine = budget.run(n, || g.locked_bump());
+                        let mine = budget.run(n, || g.locked_bump(0));
                         done.fetch_add(mine, Ordering::Relaxed);
                     });
                 }
@@ -236,7 +155,7 @@ mod suite {
                     let mut mine = 0;
                     for i in budget.rounds(n) {
                         if (i + t) % 2 == 0 {
-                            g.locked_bump();
+                            g.locked_bump(0);
                             mine += 1;
                         } else if g.try_bump() {
                             mine += 1;
@@ -466,14 +385,14 @@ mod suite {
             let gb = b.lock.lock();
             // SAFETY: both held.
             unsafe {
-                a.bump();
-                b.bump();
+                a.bump(0);
+                b.bump(0);
                 a.lock.unlock(ga);
             }
             // A is free again while B is still held.
             // SAFETY: B held with `gb`.
             unsafe {
-                b.bump();
+                b.bump(0);
                 b.lock.unlock(gb);
             }
         };
@@ -506,11 +425,11 @@ mod suite {
                 for i in budget.rounds(ROUNDS) {
                     match i % 4 {
                         0 => {
-                            a.locked_bump();
+                            a.locked_bump(0);
                             na += 1;
                         }
                         1 => {
-                            b.locked_bump();
+                            b.locked_bump(0);
                             nb += 1;
                         }
                         2 => {
@@ -520,8 +439,8 @@ mod suite {
                             let gb = b.lock.lock();
                             // SAFETY: both held.
                             unsafe {
-                                a.bump();
-                                b.bump();
+                                a.bump(0);
+                                b.bump(0);
                                 b.lock.unlock(gb);
                                 a.lock.unlock(ga);
                             }
@@ -567,7 +486,7 @@ mod suite {
                             locks.iter().map(|l| Some(l.lock.lock())).collect();
                         for l in locks {
                             // SAFETY: all LOCKS are held.
-                            unsafe { l.bump() };
+                            unsafe { l.bump(0) };
                         }
                         shuffle(&mut rng, &mut order);
                         for &i in &order {
@@ -607,8 +526,8 @@ mod suite {
                             let gb = b.lock.lock();
                             // SAFETY: both held.
                             unsafe {
-                                a.bump();
-                                b.bump();
+                                a.bump(0);
+                                b.bump(0);
                             }
                             // Alternate LIFO and non-LIFO release.
                             // SAFETY: held with these guards.
@@ -645,7 +564,7 @@ mod suite {
             thread::scope(|s| {
                 for _ in 0..2 {
                     s.spawn(|| {
-                        let mine = budget.run(TIMES, || g.locked_bump());
+                        let mine = budget.run(TIMES, || g.locked_bump(0));
                         done.fetch_add(mine, Ordering::Relaxed);
                     });
                 }
@@ -654,7 +573,7 @@ mod suite {
             // last node is sometimes this thread's and sometimes an exited
             // thread's.
             if round % 2 == 1 {
-                g.locked_bump();
+                g.locked_bump(0);
             }
             assert_eq!(
                 g.count(name),
@@ -956,14 +875,14 @@ fn clh_drop_and_node_migration() {
             unsafe { l.unlock(g) };
         }
         drop(locks);
-        let mut fresh = suite::Guarded::<Clh>::new();
+        let mut fresh = common::Guarded::<Clh>::new();
         let done = std::thread::scope(|s| {
             let workers: Vec<_> = (0..2)
                 .map(|_| {
                     s.spawn(|| {
                         let mut done = 0;
                         for _ in 0..100 {
-                            fresh.locked_bump();
+                            fresh.locked_bump(0);
                             done += 1 + u64::from(fresh.try_bump());
                         }
                         done
