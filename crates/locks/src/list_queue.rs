@@ -28,9 +28,8 @@ pub(crate) trait Linked: Sized {
     fn next(&self) -> &AtomicPtr<CachePadded<Self>>;
 }
 
-/// Guard state of a queue-lock acquisition (the list locks here, and
-/// `clh` and `graunke-thakkar`, whose nodes come from the same pools): the
-/// holder's node.
+/// Guard state of a queue-lock acquisition (the list locks here, `clh`
+/// and `graunke-thakkar`): the holder's node, from its `node_pool`.
 #[derive(Debug)]
 pub struct NodeToken<N>(pub(crate) NonNull<CachePadded<N>>);
 
