@@ -45,12 +45,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "am-apps",
     title: "Split-C applications (3-D FFT, CON/comm, CON/comp, SAMPLE) per Active Messages claim algorithm",
     source: "LC98 Table 4",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// Ranks the rules need, each on its own core: LC98's differences between

@@ -44,12 +44,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "am-bulk",
     title: "Bulk transfer bandwidth per claim algorithm vs memcpy",
     source: "LC98 §4.1",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// LC98 §4.1's bulk-bandwidth sentence, judged at 8 KiB messages (one

@@ -36,12 +36,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "am-clumps",
     title: "Active Messages within and between hosts: shared memory, MPI and both, against MPI's ping-pong",
     source: "LC98 §1 (Clumps); issue: AM over MPI",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 const CLAIMS: &[Claim] = &[

@@ -37,12 +37,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "am-logp",
     title: "LogP parameters and round-trip time of short Active Messages per claim algorithm",
     source: "LC98 Table 1",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// LC98 §4.1's reading of Table 1 (one RPC client, one server: no

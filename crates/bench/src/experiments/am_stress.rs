@@ -49,12 +49,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "am-stress",
     title: "Many-to-one stress test: writers send 1,000,000 integers to one receiver",
     source: "LC98 Table 2",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// Writers LC98's contention claims start at (its Table 2: 3 and 7 writers,

@@ -15,12 +15,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "calibrate",
     title: "Machine constants: atomic RMW, cache-line round trip, block+wake of OS and user threads, C in spins",
     source: "harness (inputs to ALL89 §V, KLMO91 §5)",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// The constants every run measures, whatever its CPUs.

@@ -39,12 +39,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "cs-analytic",
     title: "Cost of each spin-then-block policy relative to the optimal off-line, on recorded and synthetic waits",
     source: "KLMO91 Tables 1-2",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// KLMO91 §4, judged on every input with contended waits (recorded and

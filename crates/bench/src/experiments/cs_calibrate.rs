@@ -27,15 +27,11 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "cs-calibrate",
     title: "C in spins: block+wake cost of OS threads (futex) and user threads, and the length of a spin",
     source: "KLMO91 §5",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
     schedule: Schedule {
         installs: Some(install_env),
         ..Schedule::PLAIN
     },
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// KLMO91's C on the Firefly: "the time for a context-switch (C) is

@@ -44,12 +44,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "cs-elapsed",
     title: "Elapsed time of Regsim-like and Hanoi-like workloads per spin-then-block policy, OS and user threads",
     source: "KLMO91 Tables 3-4",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// KLMO91 §5 and §8 (judged on OS threads, as KLMO91 measured kernel

@@ -29,11 +29,8 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Debian programs under glibc, the profiler, each lock and the recommended policy",
     source: "KLMO91 on real programs (LD_PRELOAD interposition)",
     uses_locks: true,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
     schedule: Schedule::ONE_PROCESS_WHEN_QUICK,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 const CLAIMS: &[Claim] = &[

@@ -88,6 +88,23 @@ mod tests {
     use super::ALL;
     use crate::harness::reproduce::steps;
 
+    /// Every entry names itself (the struct update base,
+    /// `Experiment::new`, leaves id, title and source empty), and no two
+    /// share an id.
+    #[test]
+    fn every_entry_has_its_own_id_title_and_source() {
+        let mut ids: Vec<&str> = ALL.iter().map(|e| e.id).collect();
+        for e in ALL {
+            assert!(
+                !e.id.is_empty() && !e.title.is_empty() && !e.source.is_empty(),
+                "{e:?}"
+            );
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), ALL.len(), "duplicate ids");
+    }
+
     /// A reproduction measures every experiment once in each pass, the
     /// ones that use a million threads last; a quick one measures those
     /// declared so in one process.

@@ -65,12 +65,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "model-mva",
     title: "ALL89's hierarchical MVA model against measurement, and projected to 64 processors",
     source: "ALL89 §V, Figs. 9-12",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 const CLAIMS: &[Claim] = &[

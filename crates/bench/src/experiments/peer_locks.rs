@@ -33,11 +33,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Uncontended cost and contended throughput of every lock and baseline",
     source: "modern peers",
     uses_locks: true,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// The project's targets for the uncontended path (issue #2), judged on

@@ -38,12 +38,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "peer-messages",
     title: "Round trip and many-to-one: symmetry-am vs crossbeam ArrayQueue and Unix sockets",
     source: "modern peers (LC98 §4.1-4.2 workloads)",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// Writers the many-to-one rules start at (LC98's smallest contended

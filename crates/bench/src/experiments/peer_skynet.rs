@@ -28,12 +28,8 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "peer-skynet",
     title: "skynet fan-out (1M leaves): every strategy vs tokio and Go",
     source: "modern peers (the skynet benchmark)",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
     schedule: Schedule::LAST,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// The project's targets for fan-out programs.

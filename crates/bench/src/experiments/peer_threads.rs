@@ -49,12 +49,8 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "peer-threads",
     title: "Null thread create+start+finish: every strategy vs tokio, may, std::thread",
     source: "modern peers (ALL89 Table III workload)",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
     schedule: Schedule::LAST,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// The project's targets for the Table III chain with processors = workers

@@ -13,12 +13,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "pq-apps",
     title: "Cholesky and quicksort at multiprogramming level 2.0, per lock",
     source: "SMARTQ Fig. 8",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 const CLAIMS: &[Claim] = &[

@@ -17,12 +17,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "pq-breakdown",
     title: "Breakdown of the synthetic loop's time under tas-np (work, acquire, CS, release, preempted)",
     source: "SMARTQ Table 1",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 const CLAIMS: &[Claim] = &[

@@ -13,12 +13,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "pq-multiprogramming",
     title: "Completion time vs multiprogramming level, SMARTQ's locks on the emulated scheduler",
     source: "SMARTQ Figs. 4-5",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 const CLAIMS: &[Claim] = &[

@@ -13,12 +13,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "pq-oversubscribed",
     title: "SMARTQ's synthetic loop on oversubscribed OS threads: queue locks vs time publishing vs peers",
     source: "SMARTQ §1, §2.3 on stock Linux",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 const CLAIMS: &[Claim] = &[

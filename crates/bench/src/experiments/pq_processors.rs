@@ -12,12 +12,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "pq-processors",
     title: "Time per iteration vs processors at multiprogramming level 2.0, SMARTQ's locks",
     source: "SMARTQ Figs. 6-7",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 const CLAIMS: &[Claim] = &[

@@ -16,11 +16,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "AtomicInt: TAS vs queue lock, dyn vs generic, vs fetch_add",
     source: "PRESTO Fig. 2",
     uses_locks: true,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// PRESTO §3.2. The call-overhead rules are judged where nothing else

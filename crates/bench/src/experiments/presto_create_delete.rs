@@ -39,12 +39,8 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "presto-create-delete",
     title: "Create and delete 1,000,000 threads without start; fresh vs pooled stacks",
     source: "PRESTO Fig. 3",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
     schedule: Schedule::LAST,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// PRESTO §3.3 (Fig. 3) and the SPEC's stack pooling (§2.2, after ALL89).

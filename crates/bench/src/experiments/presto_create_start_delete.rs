@@ -40,12 +40,8 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "presto-create-start-delete",
     title: "Create, start, delete 1,000,000 null threads: central vs local ready queues, user vs built-in scheduler",
     source: "PRESTO Figs. 4-5",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
     schedule: Schedule::LAST,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// PRESTO §3.4 (Figs. 4-5) and the SPEC's requirement on user-written

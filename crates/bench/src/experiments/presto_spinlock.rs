@@ -31,11 +31,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "1,000,000 acquisitions, tiny critical section, compute phase after release",
     source: "PRESTO Fig. 1",
     uses_locks: true,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// PRESTO §3.1: the uncontended claim judged at P = 1 without a compute

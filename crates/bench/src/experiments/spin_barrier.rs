@@ -12,11 +12,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Lock-based barrier, time per processor",
     source: "ALL89 Fig. 8",
     uses_locks: true,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// ALL89 §IV-E on Fig. 8: each end of the curve judged where it lies on

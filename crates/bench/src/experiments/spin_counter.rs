@@ -13,11 +13,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Shared counter to 1,000,000 per lock x threads",
     source: "ALL89 Fig. 6",
     uses_locks: true,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// ALL89 §IV-E and §IV-F. The "moderate number of spinning processors" is

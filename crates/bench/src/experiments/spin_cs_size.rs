@@ -13,11 +13,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "Relative speed (P threads vs 1) vs critical-section size",
     source: "ALL89 Fig. 7",
     uses_locks: true,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// ALL89 §IV-E, judged at P = all cores (the most waiters the machine runs

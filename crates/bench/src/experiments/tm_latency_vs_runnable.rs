@@ -64,12 +64,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "tm-latency-vs-runnable",
     title: "Thread latency vs number of runnable threads, per strategy",
     source: "ALL89 Fig. 4",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// ALL89 §III-F on Fig. 4 (18 processors), judged with P = all cores. The

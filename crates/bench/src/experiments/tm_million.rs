@@ -21,12 +21,8 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "tm-million",
     title: "A million blocked user threads: memory and kernel mappings per thread",
     source: "ALL89 §III (stacks bound at start, free lists) at scale",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
     schedule: Schedule::LAST,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// The project's targets for threads at scale.

@@ -50,12 +50,8 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "tm-null-threads",
     title: "Create, start and finish 1,000,000 null threads per strategy x processors",
     source: "ALL89 Fig. 1-2, Table III",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
     schedule: Schedule::LAST,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// ALL89 §III-C..F. The latency claims are judged at one processor (Fig.

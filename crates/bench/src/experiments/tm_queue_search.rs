@@ -44,12 +44,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "tm-queue-search",
     title: "Queues examined vs runnable threads: E(r,q) exact, Monte Carlo, measured",
     source: "ALL89 Fig. 5, eq. (3.1)",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
-    schedule: Schedule::PLAIN,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// ALL89 §III-G. The measurement needs 18 queues, not 18 processors (one

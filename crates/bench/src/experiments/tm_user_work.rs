@@ -50,12 +50,8 @@ pub const EXPERIMENT: Experiment = Experiment {
     id: "tm-user-work",
     title: "Null-thread chain with uniform random user work per thread: speedup per strategy",
     source: "ALL89 Fig. 3",
-    uses_locks: false,
-    claims: CLAIMS,
-    run,
-    figure: draw,
-    assess,
     schedule: Schedule::LAST,
+    ..Experiment::new(CLAIMS, run, draw, assess)
 };
 
 /// ALL89 §III-F, Fig. 3 (up to 18-20 processors). The start of the curves

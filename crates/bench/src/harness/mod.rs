@@ -365,6 +365,31 @@ impl std::fmt::Debug for Experiment {
 }
 
 impl Experiment {
+    /// An experiment wired to its claims, run, figure and assessment, with
+    /// what its declaration still names left empty: the base of a
+    /// catalogue entry's struct update, `Experiment { id, title, source,
+    /// ..Experiment::new(CLAIMS, run, draw, assess) }`. It is not narrowed
+    /// by `--locks` and has the [`Schedule::PLAIN`] schedule unless the
+    /// entry says otherwise.
+    pub const fn new(
+        claims: &'static [Claim],
+        run: fn(&Ctx) -> Result<Vec<Row>, String>,
+        figure: fn(&[Row], &Machine) -> Figure,
+        assess: fn(&[Row], &Machine) -> Assessment,
+    ) -> Self {
+        Self {
+            id: "",
+            title: "",
+            source: "",
+            uses_locks: false,
+            claims,
+            run,
+            figure,
+            assess,
+            schedule: Schedule::PLAIN,
+        }
+    }
+
     /// The report section of this experiment for `rows` measured on `m`.
     pub fn section(&self, rows: &[Row], m: &Machine) -> Section {
         section(self, m, &Data::new(rows), (self.assess)(rows, m))
