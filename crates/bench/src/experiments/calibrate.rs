@@ -207,12 +207,12 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
-    use crate::output::report::Verdict;
+    use crate::harness::testing::{self, small_vm};
+    use crate::output::report::Verdict::*;
 
     /// A run's constants with a futex hand-off of `futex` ns and a
     /// one-processor user hand-off of `user` ns; `cas` as given.
-    fn rows(m: &Machine, futex: f64, user: f64, cas: f64) -> Vec<Row> {
+    fn rows(m: &Machine, [futex, user, cas]: [f64; 3]) -> Vec<Row> {
         let r = |metric: &str, v: f64, t: u32| {
             testing::Rows::new(&EXPERIMENT, m).row("machine", t, metric, v)
         };
@@ -232,32 +232,34 @@ mod tests {
         ]
     }
 
+    /// A futex hand-off of 5 us, a user hand-off of 100 ns and a 12 ns
+    /// CAS: what the claims expect.
+    const PAPER: [f64; 3] = [5000.0, 100.0, 12.0];
+
     #[test]
     fn verdicts_reach_every_case() {
-        for m in [small_vm(), big_metal()] {
-            let v =
-                |futex, user, cas| testing::verdict(&EXPERIMENT, &rows(&m, futex, user, cas), &m);
-            assert_eq!(v(5000.0, 100.0, 12.0), Verdict::Holds);
-            assert_eq!(v(100.0, 5000.0, 0.0), Verdict::Differs);
-            assert_eq!(v(100.0, 5000.0, 12.0), Verdict::Partial);
+        let cases = [
+            (PAPER, Holds),
+            ([100.0, 5000.0, 0.0], Differs),
+            ([100.0, 5000.0, 12.0], Partial),
             // A hand-off inside the noise neither supports nor refutes.
-            assert_eq!(v(100.0, 101.0, 12.0), Verdict::Holds);
-            assert_eq!(
-                testing::verdict(&EXPERIMENT, &[], &m),
-                Verdict::NotMeasurable
-            );
+            ([100.0, 101.0, 12.0], Holds),
+        ];
+        let machines = testing::small_and_big();
+        testing::assert_verdicts(&EXPERIMENT, &machines, rows, &cases);
+        for m in &machines {
+            testing::assert_verdict(&EXPERIMENT, &[], m, NotMeasurable);
         }
         // One core: no pair to hand off between; the constants still count.
         let one = testing::machine(1, true);
-        let s = EXPERIMENT.section(&rows(&one, 5000.0, 100.0, 12.0), &one);
-        assert_eq!(s.verdict, Verdict::Holds);
-        testing::assert_says(&s.measured, "needs 2 or more cores");
+        let says = "needs 2 or more cores";
+        testing::assert_holds_saying(&EXPERIMENT, &rows(&one, PAPER), &one, says);
     }
 
     #[test]
     fn a_missing_constant_is_not_a_failure() {
         let m = small_vm();
-        let mut r = rows(&m, 5000.0, 100.0, 12.0);
+        let mut r = rows(&m, PAPER);
         r.retain(|r| r.metric != "spin_iter_ns");
         let f = measured_finding(&r);
         assert!(matches!(f.outcome, Outcome::NotMeasurable(_)), "{f:?}");
@@ -268,6 +270,6 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_neutral(&EXPERIMENT, |m| rows(m, 5000.0, 100.0, 12.0));
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, PAPER));
     }
 }

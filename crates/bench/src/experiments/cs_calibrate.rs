@@ -336,12 +336,12 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
-    use crate::output::report::Verdict;
+    use crate::harness::testing::{self, small_vm};
+    use crate::output::report::Verdict::*;
 
     /// Rows with C = `os` spins for OS threads and `user` for the
     /// installed (two-processor) user runtime; one spin is 20 ns.
-    fn rows(m: &Machine, os: f64, user: f64) -> Vec<Row> {
+    fn rows(m: &Machine, [os, user]: [f64; 2]) -> Vec<Row> {
         let mut out = Vec::new();
         for (series, p, c, installed) in [
             ("os", 2, os, "true"),
@@ -360,12 +360,15 @@ mod tests {
         out
     }
 
+    /// C of a measured run: 342 spins on OS threads, 31 on user threads.
+    const C: [f64; 2] = [342.0, 31.0];
+
     /// What `reproduce` hands to the experiments after this one: the spin
     /// length and the C values in force, read back from the CSV rows.
     #[test]
     fn installed_calibration_reads_back() {
         let m = small_vm();
-        let mut rs = rows(&m, 342.0, 31.0);
+        let mut rs = rows(&m, C);
         for r in &mut rs {
             let c = if r.series == "os" { "342" } else { "31" };
             r.params.push(("c_installed".into(), c.into()));
@@ -373,34 +376,37 @@ mod tests {
         let cal = installed_calibration(&rs).unwrap();
         assert_eq!((cal.c_spins_os, cal.c_spins_user), (342, 31));
         assert!((cal.ns_per_spin - 20.0).abs() < 1e-9);
-        assert!(installed_calibration(&rows(&m, 342.0, 31.0)).is_none());
+        assert!(installed_calibration(&rows(&m, C)).is_none());
         assert!(installed_calibration(&[]).is_none());
     }
 
     #[test]
     fn verdicts_reach_every_case() {
-        let v = |rows: &[Row], m: &Machine| testing::verdict(&EXPERIMENT, rows, m);
-        for m in [small_vm(), big_metal()] {
-            assert_eq!(v(&rows(&m, 342.0, 31.0), &m), Verdict::Holds);
-            assert_eq!(v(&rows(&m, 5000.0, 6000.0), &m), Verdict::Differs);
-            assert_eq!(v(&rows(&m, 1000.0, 1000.0), &m), Verdict::Indistinct);
-            assert_eq!(v(&[], &m), Verdict::NotMeasurable);
+        let cases = [
+            (C, Holds),
+            ([5000.0, 6000.0], Differs),
+            ([1000.0, 1000.0], Indistinct),
+        ];
+        let machines = testing::small_and_big();
+        testing::assert_verdicts(&EXPERIMENT, &machines, rows, &cases);
+        for m in &machines {
+            testing::assert_verdict(&EXPERIMENT, &[], m, NotMeasurable);
         }
         // One core: no pair of cores for the futex hand-off.
         let one = testing::machine(1, true);
-        assert_eq!(v(&rows(&one, 342.0, 31.0), &one), Verdict::NotMeasurable);
+        testing::assert_verdict(&EXPERIMENT, &rows(&one, C), &one, NotMeasurable);
     }
 
     #[test]
     fn the_installed_user_c_is_judged() {
         let m = small_vm();
-        let r = rows(&m, 342.0, 31.0);
+        let r = rows(&m, C);
         let d = Data::new(&r);
         assert_eq!(installed(&d, "user", "c_spins").map(|r| r.threads), Some(2));
     }
 
     #[test]
     fn machine_neutral() {
-        testing::assert_neutral(&EXPERIMENT, |m| rows(m, 342.0, 31.0));
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, C));
     }
 }

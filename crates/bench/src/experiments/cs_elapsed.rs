@@ -664,19 +664,19 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 mod tests {
     use super::*;
     use crate::harness::testing::{self, big_metal, small_vm};
-    use crate::output::report::Verdict;
+    use crate::output::report::Verdict::*;
 
     /// Rows of every policy at regsim/hanoi x os/user x (cores, 4x cores)
-    /// of `m`, elapsed ms from `ms(exec, workload, oversubscribed, policy)`.
-    fn rows(m: &Machine, ms: impl Fn(&str, &str, bool, &str) -> f64) -> Vec<Row> {
+    /// of `m`, elapsed ms from `shape`.
+    fn rows(m: &Machine, shape: &Shape) -> Vec<Row> {
         let (p, synth) = (m.cores() as u32, testing::Rows::new(&EXPERIMENT, m));
         let mut out = Vec::new();
         for e in ["os", "user"] {
             for w in ["regsim", "hanoi"] {
                 for t in [p, 4 * p] {
-                    let block = ms(e, w, t > p, "always-block");
+                    let block = ms(shape, e, w, t > p, "always-block");
                     for pol in POLICIES {
-                        let v = ms(e, w, t > p, pol.name);
+                        let v = ms(shape, e, w, t > p, pol.name);
                         let r = |metric: &str, v: f64| {
                             let c = if e == "os" { "342" } else { "31" };
                             let r = synth.row(pol.name, t, metric, v).param("workload", w);
@@ -694,69 +694,65 @@ mod tests {
         out
     }
 
+    /// Elapsed ms of always-block, of always-spin on oversubscribed Hanoi
+    /// and elsewhere, of the fixed spins on user and OS threads, and of the
+    /// other policies on user and OS threads.
+    type Shape = [f64; 7];
+
     /// KLMO91-like data: competitive policies beat always-block, adaptive
     /// beat fixed, always-spin wins at Regsim and loses oversubscribed
     /// Hanoi, and user threads gain less.
-    fn paper_like(e: &str, w: &str, over: bool, p: &str) -> f64 {
-        let user = e == "user";
-        match p {
-            "always-block" => 100.0,
-            "always-spin" if w == "hanoi" && over => 150.0,
-            "always-spin" => 70.0,
-            "fixed-spin-c2" | "fixed-spin-c" if user => 95.0,
-            "fixed-spin-c2" | "fixed-spin-c" => 80.0,
-            _ if user => 90.0,
-            _ => 60.0,
-        }
-    }
+    const PAPER_LIKE: Shape = [100.0, 150.0, 70.0, 95.0, 80.0, 90.0, 60.0];
 
     /// Everything the other way round.
-    fn contrary(e: &str, w: &str, over: bool, p: &str) -> f64 {
+    const CONTRARY: Shape = [50.0, 30.0, 80.0, 55.0, 70.0, 56.0, 90.0];
+
+    /// Elapsed ms of policy `p` in `shape` on `e` threads running `w`.
+    fn ms(shape: &Shape, e: &str, w: &str, over: bool, p: &str) -> f64 {
         let user = e == "user";
-        match p {
-            "always-block" => 50.0,
-            "always-spin" if w == "hanoi" && over => 30.0,
-            "always-spin" => 80.0,
-            "fixed-spin-c2" | "fixed-spin-c" if user => 55.0,
-            "fixed-spin-c2" | "fixed-spin-c" => 70.0,
-            _ if user => 56.0,
-            _ => 90.0,
-        }
+        shape[match p {
+            "always-block" => 0,
+            "always-spin" if w == "hanoi" && over => 1,
+            "always-spin" => 2,
+            "fixed-spin-c2" | "fixed-spin-c" if user => 3,
+            "fixed-spin-c2" | "fixed-spin-c" => 4,
+            _ if user => 5,
+            _ => 6,
+        }]
     }
 
     #[test]
     fn verdicts_reach_every_case() {
-        for m in [small_vm(), big_metal()] {
-            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
-            assert_eq!(v(&rows(&m, paper_like)), Verdict::Holds);
-            assert_eq!(v(&rows(&m, contrary)), Verdict::Differs);
-            assert_eq!(v(&rows(&m, |_, _, _, _| 100.0)), Verdict::Indistinct);
-        }
+        let cases = [
+            (&PAPER_LIKE, Holds),
+            (&CONTRARY, Differs),
+            (&[100.0; 7], Indistinct),
+        ];
+        testing::assert_verdicts(&EXPERIMENT, &testing::small_and_big(), rows, &cases);
         // Data from a small machine judged for a big one: no point at
         // threads >= cores.
-        let m = big_metal();
-        let v = testing::verdict(&EXPERIMENT, &rows(&small_vm(), paper_like), &m);
-        assert_eq!(v, Verdict::NotMeasurable);
+        let small = rows(&small_vm(), &PAPER_LIKE);
+        testing::assert_verdict(&EXPERIMENT, &small, &big_metal(), NotMeasurable);
     }
 
     #[test]
     fn data_without_vs_block_is_judged_from_the_elapsed_times() {
         let m = small_vm();
-        let without = |f: fn(&str, &str, bool, &str) -> f64| {
-            let r: Vec<Row> = rows(&m, f)
+        let without = |shape: &Shape| {
+            let r: Vec<Row> = rows(&m, shape)
                 .into_iter()
                 .filter(|r| r.metric != VS_BLOCK)
                 .collect();
             EXPERIMENT.section(&r, &m).verdict
         };
-        assert_eq!(without(paper_like), Verdict::Holds);
-        assert_eq!(without(contrary), Verdict::Differs);
+        assert_eq!(without(&PAPER_LIKE), Holds);
+        assert_eq!(without(&CONTRARY), Differs);
     }
 
     #[test]
     fn table_and_figure_cover_every_configuration() {
         let m = small_vm();
-        let r = rows(&m, paper_like);
+        let r = rows(&m, &PAPER_LIKE);
         assert_eq!(draw(&r, &m).panels.len(), 8);
         let a = assess(&r, &m);
         assert_eq!(a.table.map(|t| t.rows.len()), Some(8));
@@ -765,6 +761,6 @@ mod tests {
 
     #[test]
     fn machine_neutral() {
-        testing::assert_neutral(&EXPERIMENT, |m| rows(m, paper_like));
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, &PAPER_LIKE));
     }
 }

@@ -309,8 +309,8 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
 mod tests {
     use super::*;
     use crate::harness::Spread;
-    use crate::harness::testing::{self, SMARTQ_LOCKS as LOCKS, big_metal, small_vm};
-    use crate::output::report::Verdict;
+    use crate::harness::testing::{self, SMARTQ_LOCKS as LOCKS, small_vm};
+    use crate::output::report::Verdict::*;
 
     /// Rows as `run` writes them, each lock's paired ratios over
     /// `smart-q` from `rounds(lock)` (one quotient per round).
@@ -335,7 +335,7 @@ mod tests {
         r.param("app", app).param("size", "n=1")
     }
 
-    fn rows(m: &Machine, curve: impl Fn(&str) -> f64) -> Vec<Row> {
+    fn rows(m: &Machine, curve: fn(&str) -> f64) -> Vec<Row> {
         APPS.iter()
             .flat_map(|app| LOCKS.map(|lock| row(m, app, lock, curve(lock))))
             .collect()
@@ -352,12 +352,9 @@ mod tests {
 
     #[test]
     fn verdicts_reach_every_case() {
-        for m in [small_vm(), big_metal()] {
-            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
-            assert_eq!(v(&rows(&m, paper)), Verdict::Holds);
-            let opposite = |lock: &str| if lock == "smart-q" { 1000.0 } else { 100.0 };
-            assert_eq!(v(&rows(&m, opposite)), Verdict::Differs);
-        }
+        let opposite: fn(&str) -> f64 = |lock| if lock == "smart-q" { 1000.0 } else { 100.0 };
+        let cases = [(paper as _, Holds), (opposite, Differs)];
+        testing::assert_verdicts(&EXPERIMENT, &testing::small_and_big(), rows, &cases);
     }
 
     #[test]
@@ -371,10 +368,7 @@ mod tests {
             "mcs" | "mcs-np" => steady(10.0),
             _ => steady(1.5),
         };
-        assert_eq!(
-            EXPERIMENT.section(&paired_rows(&m, paper), &m).verdict,
-            Verdict::Holds
-        );
+        testing::assert_verdict(&EXPERIMENT, &paired_rows(&m, paper), &m, Holds);
         // `mcs` convoys in three rounds of nine: its median interval
         // spans both modes, so the collapse is a tie, not a failure, and
         // the same data read again cannot decide otherwise.

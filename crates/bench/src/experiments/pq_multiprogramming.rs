@@ -278,10 +278,10 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, SMARTQ_LOCKS, big_metal, small_vm};
-    use crate::output::report::Verdict;
+    use crate::harness::testing::{self, SMARTQ_LOCKS, small_vm};
+    use crate::output::report::Verdict::*;
 
-    fn rows(m: &Machine, curve: impl Fn(&str, f64) -> f64) -> Vec<Row> {
+    fn rows(m: &Machine, curve: fn(&str, f64) -> f64) -> Vec<Row> {
         let r = testing::Rows::new(&EXPERIMENT, m);
         let mut out = Vec::new();
         for lock in SMARTQ_LOCKS {
@@ -312,27 +312,18 @@ mod tests {
 
     #[test]
     fn verdicts_reach_every_case() {
-        for m in [small_vm(), big_metal()] {
-            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
-            assert_eq!(v(&rows(&m, paper)), Verdict::Holds);
-            // Queues unharmed, the preemption-safe locks slow, the
-            // non-preemption request a burden.
-            let opposite = |lock: &str, l: f64| match lock {
-                "smart-q" | "handshake" => 300.0 * l,
-                "native-np" => 100.0 * l,
-                _ => 50.0 * l,
-            };
-            assert_eq!(v(&rows(&m, opposite)), Verdict::Differs);
-        }
+        // Queues unharmed, the preemption-safe locks slow, the
+        // non-preemption request a burden.
+        let opposite: fn(&str, f64) -> f64 = |lock, l| match lock {
+            "smart-q" | "handshake" => 300.0 * l,
+            "native-np" => 100.0 * l,
+            _ => 50.0 * l,
+        };
+        let cases = [(paper as _, Holds), (opposite, Differs)];
+        testing::assert_verdicts(&EXPERIMENT, &testing::small_and_big(), rows, &cases);
         let one = testing::machine(1, true);
-        let v = testing::verdict(&EXPERIMENT, &rows(&one, paper), &one);
-        assert_eq!(v, Verdict::NotMeasurable);
-        let m = small_vm();
-        let f = testing::findings(&EXPERIMENT, &[], &m);
-        assert!(
-            f.iter()
-                .all(|f| matches!(f.outcome, Outcome::NotMeasurable(_)))
-        );
+        testing::assert_verdict(&EXPERIMENT, &rows(&one, paper), &one, NotMeasurable);
+        testing::assert_nothing_judged(&EXPERIMENT, &[], &small_vm());
     }
 
     #[test]

@@ -291,18 +291,18 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
-    use crate::output::report::Verdict;
+    use crate::harness::testing::{self, Curve, Rows, assert_verdict, big_metal, small_vm};
+    use crate::output::report::Verdict::*;
 
     /// Rows for `m` at P = 1, 2, all cores and 4x cores; `curve(lock)`
     /// gives the values at the first three (the oversubscribed point
     /// repeats the last).
-    fn rows(m: &Machine, curve: impl Fn(&str) -> [f64; 3]) -> Vec<Row> {
+    fn rows(m: &Machine, curve: Curve) -> Vec<Row> {
         rows_spread(m, 0.02, curve)
     }
 
     /// [`rows`] with 3 repeats spread `rel` of the value either side.
-    fn rows_spread(m: &Machine, rel: f64, curve: impl Fn(&str) -> [f64; 3]) -> Vec<Row> {
+    fn rows_spread(m: &Machine, rel: f64, curve: Curve) -> Vec<Row> {
         let at = Rows::new(&EXPERIMENT, m).rel(rel);
         let tas = curve("tas");
         let mut out = Vec::new();
@@ -339,26 +339,20 @@ mod tests {
 
     #[test]
     fn verdicts_reach_every_case() {
-        for m in [big_metal(), testing::machine(8, true)] {
-            let v = |f: fn(&str) -> [f64; 3]| verdict(&EXPERIMENT, &rows(&m, f), &m);
-            assert_eq!(v(paper), Verdict::Holds);
-            assert_eq!(v(opposite), Verdict::Differs);
-            assert_eq!(v(|_| [1.0, 1.01, 1.01]), Verdict::Indistinct);
-        }
         // Two cores: the small-P end is judged, the large-P end needs cores.
+        let even: Curve = |_| [1.0, 1.01, 1.01];
+        let says = "needs 8 or more cores, the run had 2";
+        testing::assert_curve_cases(&EXPERIMENT, rows, [paper, opposite, even], says);
         let m = small_vm();
-        let s = EXPERIMENT.section(&rows(&m, paper), &m);
-        assert_eq!(s.verdict, Verdict::Holds);
-        testing::assert_says(&s.measured, "needs 8 or more cores, the run had 2");
-        let v = |m: &Machine, f: fn(&str) -> [f64; 3]| verdict(&EXPERIMENT, &rows(m, f), m);
-        assert_eq!(v(&m, opposite), Verdict::Differs);
+        assert_verdict(&EXPERIMENT, &rows(&m, opposite), &m, Differs);
         // One core: P = 2 is oversubscribed, nothing to judge.
-        assert_eq!(v(&testing::machine(1, true), paper), Verdict::NotMeasurable);
+        let one = testing::machine(1, true);
+        assert_verdict(&EXPERIMENT, &rows(&one, paper), &one, NotMeasurable);
         // Only `tas` and a queue lock ran (`--locks tas,mcs`).
         let m = big_metal();
         let mut narrowed = rows(&m, paper);
         narrowed.retain(|r| r.series == "tas" || r.series == "mcs");
-        assert_eq!(verdict(&EXPERIMENT, &narrowed, &m), Verdict::NotMeasurable);
+        assert_verdict(&EXPERIMENT, &narrowed, &m, NotMeasurable);
     }
 
     #[test]

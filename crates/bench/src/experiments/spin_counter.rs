@@ -274,13 +274,13 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
-    use crate::output::report::Verdict;
+    use crate::harness::testing::{self, Curve, Rows, assert_verdict, big_metal, small_vm};
+    use crate::output::report::Verdict::*;
 
     /// `ns_per_acquire` rows for `m` at P = 1, min(cores, 11), all cores and
     /// 4x cores; `curve(lock)` gives the values at the first three (the
     /// oversubscribed point repeats the last).
-    fn rows(m: &Machine, curve: impl Fn(&str) -> [f64; 3]) -> Vec<Row> {
+    fn rows(m: &Machine, curve: Curve) -> Vec<Row> {
         let at = Rows::new(&EXPERIMENT, m);
         ["tas", "ttas", "backoff", "anderson", "mcs"]
             .iter()
@@ -310,34 +310,20 @@ mod tests {
 
     #[test]
     fn verdicts_reach_every_case() {
-        for m in [big_metal(), testing::machine(8, true)] {
-            let v = |f: fn(&str) -> [f64; 3]| verdict(&EXPERIMENT, &rows(&m, f), &m);
-            assert_eq!(v(paper), Verdict::Holds);
-            assert_eq!(v(opposite), Verdict::Differs);
-            assert_eq!(v(|_| [10.0, 10.1, 10.1]), Verdict::Indistinct);
-        }
         // Two cores judge only the degradation of the spins (one waiter);
         // backoff's and the queue locks' advantages need more waiters.
-        let m = small_vm();
-        let s = EXPERIMENT.section(&rows(&m, paper), &m);
-        assert_eq!(s.verdict, Verdict::Holds);
-        testing::assert_says(&s.measured, "needs 4 or more cores, the run had 2");
+        let even: Curve = |_| [10.0, 10.1, 10.1];
+        let says = "needs 4 or more cores, the run had 2";
+        testing::assert_curve_cases(&EXPERIMENT, rows, [paper, opposite, even], says);
         let one = testing::machine(1, true);
-        assert_eq!(
-            verdict(&EXPERIMENT, &rows(&one, paper), &one),
-            Verdict::NotMeasurable
-        );
+        assert_verdict(&EXPERIMENT, &rows(&one, paper), &one, NotMeasurable);
         // Data from a small machine judged for a big one: no points at P = 11 or 64.
         let small = rows(&small_vm(), paper);
-        assert_eq!(
-            verdict(&EXPERIMENT, &small, &big_metal()),
-            Verdict::NotMeasurable
-        );
+        assert_verdict(&EXPERIMENT, &small, &big_metal(), NotMeasurable);
         // Four cores: the moderate-P rules are judged, the queue rule is not.
         let four = testing::machine(4, false);
-        let s = EXPERIMENT.section(&rows(&four, paper), &four);
-        assert_eq!(s.verdict, Verdict::Holds);
-        testing::assert_says(&s.measured, "needs 8 or more cores, the run had 4");
+        let says = "needs 8 or more cores, the run had 4";
+        testing::assert_holds_saying(&EXPERIMENT, &rows(&four, paper), &four, says);
     }
 
     #[test]
@@ -345,12 +331,7 @@ mod tests {
         let m = big_metal();
         let mut only_tas = rows(&m, paper);
         only_tas.retain(|r| r.series == "tas");
-        let f = testing::findings(&EXPERIMENT, &only_tas, &m);
-        assert_eq!(f.len(), CLAIMS.len());
-        assert!(
-            f.iter()
-                .all(|f| matches!(f.outcome, Outcome::NotMeasurable(_)))
-        );
+        testing::assert_nothing_judged(&EXPERIMENT, &only_tas, &m);
     }
 
     #[test]

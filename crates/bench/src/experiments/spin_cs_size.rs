@@ -264,12 +264,12 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
-    use crate::output::report::Verdict;
+    use crate::harness::testing::{self, Rows, assert_verdict, big_metal, small_vm};
+    use crate::output::report::Verdict::*;
 
     /// Relative speeds at P = all cores of `m`: `ttas` from `t0` to `t1`,
     /// `tas` from `s0` to `s1`, over three critical-section sizes.
-    fn rows(m: &Machine, t0: f64, t1: f64, s0: f64, s1: f64) -> Vec<Row> {
+    fn rows(m: &Machine, [t0, t1, s0, s1]: [f64; 4]) -> Vec<Row> {
         let at = Rows::new(&EXPERIMENT, m);
         let mut out = Vec::new();
         for (i, cs) in ["0", "1000", "4000"].iter().enumerate() {
@@ -282,31 +282,28 @@ mod tests {
         out
     }
 
+    /// ALL89's picture: `ttas` recovers as the critical section grows,
+    /// `tas` hardly.
+    const PAPER: [f64; 4] = [0.3, 0.9, 0.3, 0.35];
+
     #[test]
     fn verdicts_reach_every_case() {
-        for m in [small_vm(), big_metal()] {
-            let v = |t0, t1, s0, s1| verdict(&EXPERIMENT, &rows(&m, t0, t1, s0, s1), &m);
-            assert_eq!(v(0.3, 0.9, 0.3, 0.35), Verdict::Holds);
-            assert_eq!(v(0.6, 0.3, 0.3, 0.9), Verdict::Differs);
-            assert_eq!(v(0.5, 0.505, 0.5, 0.5), Verdict::Indistinct);
-        }
+        let cases = [
+            (PAPER, Holds),
+            ([0.6, 0.3, 0.3, 0.9], Differs),
+            ([0.5, 0.505, 0.5, 0.5], Indistinct),
+        ];
+        testing::assert_verdicts(&EXPERIMENT, &testing::small_and_big(), rows, &cases);
         // One core: no waiter to spin against the holder.
         let one = testing::machine(1, true);
-        let rows_one = rows(&one, 0.3, 0.9, 0.3, 0.35);
-        assert_eq!(
-            verdict(&EXPERIMENT, &rows_one, &one),
-            Verdict::NotMeasurable
-        );
+        assert_verdict(&EXPERIMENT, &rows(&one, PAPER), &one, NotMeasurable);
         // Data from a small machine judged for a big one: no points at P = 64.
-        let small = rows(&small_vm(), 0.3, 0.9, 0.3, 0.35);
-        assert_eq!(
-            verdict(&EXPERIMENT, &small, &big_metal()),
-            Verdict::NotMeasurable
-        );
+        let small = rows(&small_vm(), PAPER);
+        assert_verdict(&EXPERIMENT, &small, &big_metal(), NotMeasurable);
     }
 
     #[test]
     fn machine_neutral() {
-        testing::assert_neutral(&EXPERIMENT, |m| rows(m, 0.3, 0.9, 0.3, 0.35));
+        testing::assert_neutral(&EXPERIMENT, |m| rows(m, PAPER));
     }
 }

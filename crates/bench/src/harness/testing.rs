@@ -56,6 +56,11 @@ pub fn big_metal() -> Machine {
     machine(64, false)
 }
 
+/// The small VM and the big machine, for the tests that check each.
+pub fn small_and_big() -> [Machine; 2] {
+    [small_vm(), big_metal()]
+}
+
 /// Phrases that state the small VM's facts.
 const SMALL_FACTS: &[&str] = &[
     "2 cores",
@@ -91,6 +96,15 @@ pub fn findings(e: &Experiment, rows: &[Row], m: &Machine) -> Vec<Finding> {
     e.claims.iter().map(|c| (c.judge)(&d, m)).collect()
 }
 
+/// Asserts that no claim of `e` finds anything to judge in `rows` on `m`
+/// ([`findings`]).
+#[track_caller]
+pub fn assert_nothing_judged(e: &Experiment, rows: &[Row], m: &Machine) {
+    for f in findings(e, rows, m) {
+        assert!(matches!(f.outcome, Outcome::NotMeasurable(_)), "{f:?}");
+    }
+}
+
 /// Asserts that finding `i` of `f` came out `want`; on failure the
 /// message carries the rule's evidence.
 #[track_caller]
@@ -124,6 +138,69 @@ pub fn assert_machine_neutral(e: &Experiment, rows_small: &[Row], rows_big: &[Ro
 /// The verdict of `e` for `rows` on `m`.
 pub fn verdict(e: &Experiment, rows: &[Row], m: &Machine) -> Verdict {
     e.section(rows, m).verdict
+}
+
+/// A lock's synthetic values at 1 thread, a middle count and all cores
+/// ([`Rows::curve`]).
+pub type Curve = fn(&str) -> [f64; 3];
+
+/// Asserts the cases the lock experiments' rules reach with curves: on
+/// the big machine and an 8-core VM, `e` holds for the rows `rows` builds
+/// from `paper`, differs for those from `opposite` and is indistinct for
+/// those from `even`; on the small VM it holds for `paper`, saying
+/// `small_says` (why the rest was not judged).
+pub fn assert_curve_cases(
+    e: &Experiment,
+    rows: impl Fn(&Machine, Curve) -> Vec<Row>,
+    [paper, opposite, even]: [Curve; 3],
+    small_says: &str,
+) {
+    let cases = [
+        (paper, Verdict::Holds),
+        (opposite, Verdict::Differs),
+        (even, Verdict::Indistinct),
+    ];
+    assert_verdicts(e, &[big_metal(), machine(8, true)], &rows, &cases);
+    let m = small_vm();
+    assert_holds_saying(e, &rows(&m, paper), &m, small_says);
+}
+
+/// Asserts, on each of `machines`, that `e` comes out as each case's
+/// verdict for the rows `rows` builds from the case's input.
+pub fn assert_verdicts<F: Copy>(
+    e: &Experiment,
+    machines: &[Machine],
+    rows: impl Fn(&Machine, F) -> Vec<Row>,
+    cases: &[(F, Verdict)],
+) {
+    for m in machines {
+        for (input, want) in cases {
+            assert_verdict(e, &rows(m, *input), m, *want);
+        }
+    }
+}
+
+/// Asserts that `e` comes out `want` for `rows` on `m`, showing the
+/// measured text if not.
+#[track_caller]
+pub fn assert_verdict(e: &Experiment, rows: &[Row], m: &Machine, want: Verdict) {
+    let s = e.section(rows, m);
+    assert_eq!(
+        s.verdict,
+        want,
+        "{} on {} cores:\n{}",
+        e.id,
+        m.cores(),
+        s.measured
+    );
+}
+
+/// Asserts that `e` holds for `rows` on `m`, and that its measured text
+/// says `phrase` (typically why a rule was not judged on `m`).
+#[track_caller]
+pub fn assert_holds_saying(e: &Experiment, rows: &[Row], m: &Machine, phrase: &str) {
+    assert_verdict(e, rows, m, Verdict::Holds);
+    assert_says(&e.section(rows, m).measured, phrase);
 }
 
 /// Synthetic rows of one experiment on one machine ([`row`]): 3 repeats
