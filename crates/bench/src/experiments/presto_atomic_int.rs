@@ -94,11 +94,7 @@ const ORIGINAL: &str = "atomic-int<tas>";
 type Run = (u64, std::time::Duration);
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
-    let wanted: Vec<String> = ctx
-        .locks
-        .clone()
-        .unwrap_or_else(|| DEFAULT_LOCKS.iter().map(|s| s.to_string()).collect());
-    let locks = locks_table::select(Some(&wanted))?;
+    let locks = locks_table::select_or(ctx.locks.as_deref(), DEFAULT_LOCKS)?;
     let sweep = ctx.sweep();
     let computes = COMPUTES;
     let budget = ctx.budget(250, 2000);
@@ -374,12 +370,16 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
-    use crate::output::report::Verdict;
+    use crate::harness::testing::{self, Rows, assert_verdict, big_metal, small_vm};
+    use crate::output::report::Verdict::*;
+
+    /// A series' synthetic time per increment at `p` threads with a
+    /// compute phase: `value(series, p, compute)`.
+    type Value = fn(&str, u32, u64) -> f64;
 
     /// Rows for `m`: every series at P = 1 and all cores with both compute
-    /// phases; `value(series, p, compute)` gives the values.
-    fn rows(m: &Machine, value: impl Fn(&str, u32, u64) -> f64) -> Vec<Row> {
+    /// phases; `value` gives the values.
+    fn rows(m: &Machine, value: Value) -> Vec<Row> {
         let c = m.cores() as u32;
         let at = Rows::new(&EXPERIMENT, m);
         let mut out = Vec::new();
@@ -429,25 +429,21 @@ mod tests {
 
     #[test]
     fn verdicts_reach_every_case() {
-        for m in [big_metal(), testing::machine(8, true)] {
-            let v = |f: fn(&str, u32, u64) -> f64| verdict(&EXPERIMENT, &rows(&m, f), &m);
-            assert_eq!(v(paper), Verdict::Holds);
-            assert_eq!(v(opposite), Verdict::Differs);
-            // Equal costs: the orderings are ties, but no 1.5x gap either.
-            assert_eq!(v(|_, _, _| 20.0), Verdict::Differs);
-        }
+        // Equal costs: the orderings are ties, but no 1.5x gap either.
+        let even: Value = |_, _, _| 20.0;
+        let cases: [(Value, _); 3] = [(paper, Holds), (opposite, Differs), (even, Differs)];
+        let machines = [big_metal(), testing::machine(8, true)];
+        testing::assert_verdicts(&EXPERIMENT, &machines, rows, &cases);
         let m = small_vm();
-        let v = |f: fn(&str, u32, u64) -> f64| EXPERIMENT.section(&rows(&m, f), &m);
-        let s = v(paper);
-        assert_eq!(s.verdict, Verdict::Holds);
-        testing::assert_says(&s.measured, "needs 8 or more cores, the run had 2");
+        let says = "needs 8 or more cores, the run had 2";
+        testing::assert_holds_saying(&EXPERIMENT, &rows(&m, paper), &m, says);
         // Slower through `dyn`, but by less than the declared factor.
-        let small_gap = v(|s, _, _| if s == derived() { 24.0 } else { 20.0 });
-        assert_eq!(small_gap.verdict, Verdict::Partial);
+        let small_gap = rows(&m, |s, _, _| if s == derived() { 24.0 } else { 20.0 });
+        assert_verdict(&EXPERIMENT, &small_gap, &m, Partial);
         // `--locks tas`: no HP-Base or HP-Derived.
         let mut narrowed = rows(&m, paper);
         narrowed.retain(|r| !r.series.contains(QUEUE_LOCK));
-        assert_eq!(verdict(&EXPERIMENT, &narrowed, &m), Verdict::NotMeasurable);
+        assert_verdict(&EXPERIMENT, &narrowed, &m, NotMeasurable);
     }
 
     #[test]

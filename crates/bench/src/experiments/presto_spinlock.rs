@@ -108,11 +108,7 @@ fn computes(ctx: &Ctx) -> Vec<u64> {
 }
 
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
-    let wanted: Vec<String> = ctx
-        .locks
-        .clone()
-        .unwrap_or_else(|| DEFAULT_LOCKS.iter().map(|s| s.to_string()).collect());
-    let locks = locks_table::select(Some(&wanted))?;
+    let locks = locks_table::select_or(ctx.locks.as_deref(), DEFAULT_LOCKS)?;
     let sweep = ctx.sweep();
     let computes = computes(ctx);
     let budget = ctx.budget(300, 2000);
@@ -402,13 +398,13 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, Rows, big_metal, small_vm, verdict};
-    use crate::output::report::Verdict;
+    use crate::harness::testing::{self, Curve, Rows, assert_verdict, big_metal, small_vm};
+    use crate::output::report::Verdict::*;
 
     /// Rows for `m` with a 200 ns compute phase at P = 1, 2, all cores and
     /// 4x cores; `curve(lock)` gives the values at the first three (the
     /// oversubscribed point repeats the last).
-    fn rows(m: &Machine, curve: impl Fn(&str) -> [f64; 3]) -> Vec<Row> {
+    fn rows(m: &Machine, curve: Curve) -> Vec<Row> {
         let at = Rows::new(&EXPERIMENT, m);
         ["tas", "graunke-thakkar", "anderson", "mcs"]
             .iter()
@@ -445,32 +441,23 @@ mod tests {
 
     #[test]
     fn verdicts_reach_every_case() {
-        for m in [big_metal(), testing::machine(8, true)] {
-            let v = |f: fn(&str) -> [f64; 3]| verdict(&EXPERIMENT, &rows(&m, f), &m);
-            assert_eq!(v(paper), Verdict::Holds);
-            assert_eq!(v(opposite), Verdict::Differs);
-            assert_eq!(v(|_| [200.0, 201.0, 201.0]), Verdict::Indistinct);
-        }
         // Small machine: only the uncontended rule is judged.
+        let even: Curve = |_| [200.0, 201.0, 201.0];
+        let says = "needs 8 or more cores, the run had 2";
+        testing::assert_curve_cases(&EXPERIMENT, rows, [paper, opposite, even], says);
         let m = small_vm();
-        let s = EXPERIMENT.section(&rows(&m, paper), &m);
-        assert_eq!(s.verdict, Verdict::Holds);
-        testing::assert_says(&s.measured, "needs 8 or more cores, the run had 2");
         // A 1.5% gap at P = 1 is inside a 2% repeat spread: a tie.
         let close = rows(&m, |l| match l {
             "tas" => [200.0, 100.0, 100.0],
             _ => [203.0, 100.0, 100.0],
         });
-        assert_eq!(verdict(&EXPERIMENT, &close, &m), Verdict::Indistinct);
+        assert_verdict(&EXPERIMENT, &close, &m, Indistinct);
         // `--locks tas,mcs`: neither of PRESTO's queue locks ran.
         let mut narrowed = rows(&m, paper);
         narrowed.retain(|r| r.series == "tas" || r.series == "mcs");
-        assert_eq!(verdict(&EXPERIMENT, &narrowed, &m), Verdict::NotMeasurable);
+        assert_verdict(&EXPERIMENT, &narrowed, &m, NotMeasurable);
         // No rows at all.
-        assert_eq!(
-            verdict(&EXPERIMENT, &[], &big_metal()),
-            Verdict::NotMeasurable
-        );
+        assert_verdict(&EXPERIMENT, &[], &big_metal(), NotMeasurable);
     }
 
     #[test]

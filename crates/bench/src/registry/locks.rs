@@ -116,6 +116,16 @@ pub fn select(names_wanted: Option<&[String]>) -> Result<Vec<&'static LockEntry>
     }
 }
 
+/// [`select`] of the user's `--locks` list, or of `default` where none
+/// was given.
+pub fn select_or(
+    names_wanted: Option<&[String]>,
+    default: &[&str],
+) -> Result<Vec<&'static LockEntry>, String> {
+    let default: Vec<String> = default.iter().map(|s| s.to_string()).collect();
+    select(Some(names_wanted.unwrap_or(&default)))
+}
+
 impl LockEntry {
     /// One contended-counter point: the median of [`Ctx::repeats`] runs of
     /// [`kernels::counter`] for this lock, with the spread of `ns_per_op`
