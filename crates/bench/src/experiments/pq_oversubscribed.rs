@@ -5,7 +5,7 @@
 
 use crate::harness::prelude::*;
 use crate::kernels::preempt::{self as kernel, PAPER_CS_NS};
-use crate::registry::preempt::{STOCK, median_point};
+use crate::registry::preempt::{STOCK, lock_sweep, median_point};
 use symmetry_locks::sched::rseq::{self, Availability};
 
 /// Catalogue entry.
@@ -96,31 +96,26 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let locks: Vec<_> = STOCK.iter().filter(|l| !l.needs_rseq || on).collect();
     let ncs = kernel::scaled_ncs_ns(c);
     let budget = ctx.budget(250, 2000);
-    let bar = ctx.bar(EXPERIMENT.id, locks.len() * counts.len());
     symmetry_locks::spin_then_block::profiler::set_enabled(false);
-    for lock in &locks {
-        for &t in &counts {
-            bar.set_message(format!("{} x{t}", lock.name));
-            let cfg = kernel::LoopCfg {
-                workers: t,
-                ..kernel::loop_cfg(c, ncs, budget, false)
-            };
-            let (out, spread) =
-                median_point(repeats(ctx, lock.name, t), |_| Ok((lock.synthetic)(&cfg)))?;
-            let (v, over) = (out.us_per_iteration(), ctx.over(t));
-            rows.push(
-                Row::new(EXPERIMENT.id, lock.name, t as u32, over, METRIC, v, "us")
-                    .param("cs_ns", PAPER_CS_NS)
-                    .param("ncs_ns", ncs.round())
-                    .param("scheduler", "stock")
-                    .param("iterations", out.iterations)
-                    .with_spread(&spread),
-            );
-            bar.inc(1);
-        }
-    }
+    let points = lock_sweep(ctx, EXPERIMENT.id, (&locks, &counts), " x", |lock, t| {
+        let cfg = kernel::LoopCfg {
+            workers: t,
+            ..kernel::loop_cfg(c, ncs, budget, false)
+        };
+        let (out, spread) =
+            median_point(repeats(ctx, lock.name, t), |_| Ok((lock.synthetic)(&cfg)))?;
+        let (v, over) = (out.us_per_iteration(), ctx.over(t));
+        Ok(
+            Row::new(EXPERIMENT.id, lock.name, t as u32, over, METRIC, v, "us")
+                .param("cs_ns", PAPER_CS_NS)
+                .param("ncs_ns", ncs.round())
+                .param("scheduler", "stock")
+                .param("iterations", out.iterations)
+                .with_spread(&spread),
+        )
+    })?;
     symmetry_locks::spin_then_block::profiler::set_enabled(true);
-    bar.finish_and_clear();
+    rows.extend(points);
     Ok(rows)
 }
 
@@ -233,10 +228,10 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
-    use crate::output::report::Verdict;
+    use crate::harness::testing::{self, small_vm};
+    use crate::output::report::Verdict::*;
 
-    fn rows(m: &Machine, curve: impl Fn(&str) -> f64, rseq: Option<&str>) -> Vec<Row> {
+    fn rows(m: &Machine, curve: fn(&str) -> f64, rseq: Option<&str>) -> Vec<Row> {
         let c = m.cores() as u32;
         let mut out = vec![Row::new(EXPERIMENT.id, "rseq", c, false, RSEQ, 1.0, "bool")];
         if let Some(why) = rseq {
@@ -263,17 +258,14 @@ mod tests {
 
     #[test]
     fn verdicts_reach_every_case() {
-        for m in [small_vm(), big_metal()] {
-            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
-            assert_eq!(v(&rows(&m, paper, None)), Verdict::Holds);
-            let opposite = |lock: &str| if lock == "mcs-tp" { 400.0 } else { 40.0 };
-            assert_eq!(v(&rows(&m, opposite, None)), Verdict::Differs);
-        }
+        let opposite: fn(&str) -> f64 = |lock| if lock == "mcs-tp" { 400.0 } else { 40.0 };
+        let cases = [(paper as _, Holds), (opposite, Differs)];
+        let with_rseq = |m: &Machine, f| rows(m, f, None);
+        testing::assert_verdicts(&EXPERIMENT, &testing::small_and_big(), with_rseq, &cases);
         let m = small_vm();
         let absent = rows(&m, paper, Some("not available on this kernel (6.18)"));
-        let s = EXPERIMENT.section(&absent, &m);
-        assert_eq!(s.verdict, Verdict::Holds);
-        testing::assert_says(&s.measured, "not available on this kernel");
+        let says = "not available on this kernel";
+        testing::assert_holds_saying(&EXPERIMENT, &absent, &m, says);
     }
 
     #[test]

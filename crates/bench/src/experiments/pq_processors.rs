@@ -5,7 +5,7 @@
 use crate::harness::fmt::counts;
 use crate::harness::prelude::*;
 use crate::kernels::preempt as kernel;
-use crate::registry::preempt::{emulated_row, median_point, select_emulated};
+use crate::registry::preempt::{emulated_row, lock_sweep, median_point, select_emulated};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -60,27 +60,19 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     // are added: the ratio that loads the lock on all the cores.
     let ncs = kernel::scaled_ncs_ns(ctx.cores);
     let budget = ctx.budget(250, 2000);
-    let bar = ctx.bar(EXPERIMENT.id, locks.len() * ps.len());
-    let mut rows = Vec::new();
-    for lock in &locks {
-        for &p in &ps {
-            bar.set_message(format!("{} on {p}", lock.name));
-            let cfg = kernel::loop_cfg(p, ncs, budget, false);
-            let (out, spread) = median_point(ctx.rounds(3), |seed| {
-                (lock.synthetic)(&cfg, &kernel::emu_config(p, LEVEL, seed))
-            })?;
-            let k = p as f64;
-            let v = out.us_per_iteration() * k;
-            rows.push(
-                emulated_row(EXPERIMENT.id, lock.name, (p, LEVEL, ncs), (METRIC, v, "us"))
-                    .param("iterations", out.iterations)
-                    .with_spread(&spread.map(|v| v * k)),
-            );
-            bar.inc(1);
-        }
-    }
-    bar.finish_and_clear();
-    Ok(rows)
+    lock_sweep(ctx, EXPERIMENT.id, (&locks, &ps), " on ", |lock, p| {
+        let cfg = kernel::loop_cfg(p, ncs, budget, false);
+        let (out, spread) = median_point(ctx.rounds(3), |seed| {
+            (lock.synthetic)(&cfg, &kernel::emu_config(p, LEVEL, seed))
+        })?;
+        let k = p as f64;
+        let v = out.us_per_iteration() * k;
+        Ok(
+            emulated_row(EXPERIMENT.id, lock.name, (p, LEVEL, ncs), (METRIC, v, "us"))
+                .param("iterations", out.iterations)
+                .with_spread(&spread.map(|v| v * k)),
+        )
+    })
 }
 
 fn draw(rows: &[Row], m: &Machine) -> Figure {
@@ -178,10 +170,10 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::testing::{self, big_metal, small_vm};
-    use crate::output::report::Verdict;
+    use crate::harness::testing;
+    use crate::output::report::Verdict::*;
 
-    fn rows(m: &Machine, curve: impl Fn(&str, u32) -> f64) -> Vec<Row> {
+    fn rows(m: &Machine, curve: fn(&str, u32) -> f64) -> Vec<Row> {
         let ps = [1, m.cores() as u32];
         ["tas-np", "mcs", "mcs-np", "smart-q", "native-np"]
             .iter()
@@ -201,18 +193,15 @@ mod tests {
 
     #[test]
     fn verdicts_reach_every_case() {
-        for m in [small_vm(), big_metal()] {
-            let v = |rows: &[Row]| testing::verdict(&EXPERIMENT, rows, &m);
-            assert_eq!(v(&rows(&m, paper)), Verdict::Holds);
-            let opposite = |lock: &str, p: u32| {
-                if lock == "smart-q" {
-                    500.0 * f64::from(p)
-                } else {
-                    40.0
-                }
-            };
-            assert_eq!(v(&rows(&m, opposite)), Verdict::Differs);
-        }
+        let opposite: fn(&str, u32) -> f64 = |lock, p| {
+            if lock == "smart-q" {
+                500.0 * f64::from(p)
+            } else {
+                40.0
+            }
+        };
+        let cases = [(paper as _, Holds), (opposite, Differs)];
+        testing::assert_verdicts(&EXPERIMENT, &testing::small_and_big(), rows, &cases);
     }
 
     #[test]

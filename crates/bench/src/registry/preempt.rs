@@ -9,13 +9,15 @@
 
 use std::time::Duration;
 
+use lock_api::RawMutex;
 use symmetry_locks::sched::Stock;
 use symmetry_locks::sched::emulated::{self, Emulated};
 use symmetry_locks::sched::rseq::RseqSlice;
 use symmetry_locks::spin_then_block::policy::FixedSpinC;
 use symmetry_locks::spin_then_block::{Futex, SpinThenBlock};
+use symmetry_locks::{Mcs, McsNp, McsTp, ParkingLot, Pthread, SmartQ, StdMutex, Tas, TasNp};
 
-use crate::harness::{Spread, median_of};
+use crate::harness::{Ctx, Spread, median_of};
 use crate::kernels::preempt::{self as kernel, LoopCfg, LoopOut};
 use crate::output::data::Row;
 
@@ -67,6 +69,15 @@ pub struct StockLock {
     pub needs_rseq: bool,
 }
 
+/// `L` on plain OS threads, named `name`.
+const fn stock<L: RawMutex + Sync>(name: &'static str, needs_rseq: bool) -> StockLock {
+    StockLock {
+        name,
+        synthetic: kernel::on_os_threads::<L>,
+        needs_rseq,
+    }
+}
+
 impl std::fmt::Debug for StockLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name)
@@ -79,57 +90,39 @@ impl std::fmt::Debug for StockLock {
 /// modern peers, and `smart-q`/`tas-np` over the rseq time-slice extension
 /// where the kernel has it.
 pub const STOCK: &[StockLock] = &[
-    StockLock {
-        name: "tas",
-        synthetic: kernel::on_os_threads::<symmetry_locks::Tas>,
-        needs_rseq: false,
-    },
-    StockLock {
-        name: "mcs",
-        synthetic: kernel::on_os_threads::<symmetry_locks::Mcs>,
-        needs_rseq: false,
-    },
-    StockLock {
-        name: "mcs-tp",
-        synthetic: kernel::on_os_threads::<symmetry_locks::McsTp>,
-        needs_rseq: false,
-    },
-    StockLock {
-        name: "smart-q",
-        synthetic: kernel::on_os_threads::<symmetry_locks::SmartQ<Stock>>,
-        needs_rseq: false,
-    },
-    StockLock {
-        name: "spin-then-block",
-        synthetic: kernel::on_os_threads::<SpinThenBlock<FixedSpinC, Futex>>,
-        needs_rseq: false,
-    },
-    StockLock {
-        name: "std",
-        synthetic: kernel::on_os_threads::<symmetry_locks::StdMutex>,
-        needs_rseq: false,
-    },
-    StockLock {
-        name: "parking_lot",
-        synthetic: kernel::on_os_threads::<symmetry_locks::ParkingLot>,
-        needs_rseq: false,
-    },
-    StockLock {
-        name: "pthread",
-        synthetic: kernel::on_os_threads::<symmetry_locks::Pthread>,
-        needs_rseq: false,
-    },
-    StockLock {
-        name: "tas-np-rseq",
-        synthetic: kernel::on_os_threads::<symmetry_locks::TasNp<RseqSlice>>,
-        needs_rseq: true,
-    },
-    StockLock {
-        name: "mcs-np-rseq",
-        synthetic: kernel::on_os_threads::<symmetry_locks::McsNp<RseqSlice>>,
-        needs_rseq: true,
-    },
+    stock::<Tas>("tas", false),
+    stock::<Mcs>("mcs", false),
+    stock::<McsTp>("mcs-tp", false),
+    stock::<SmartQ<Stock>>("smart-q", false),
+    stock::<SpinThenBlock<FixedSpinC, Futex>>("spin-then-block", false),
+    stock::<StdMutex>("std", false),
+    stock::<ParkingLot>("parking_lot", false),
+    stock::<Pthread>("pthread", false),
+    stock::<TasNp<RseqSlice>>("tas-np-rseq", true),
+    stock::<McsNp<RseqSlice>>("mcs-np-rseq", true),
 ];
+
+/// Experiment `id`'s row of each lock at each count, `point(lock, n)`,
+/// lock by lock, under a progress bar that names a point `{lock}{sep}{n}`.
+pub fn lock_sweep<L: Copy + std::fmt::Debug>(
+    ctx: &Ctx,
+    id: &str,
+    (locks, counts): (&[L], &[usize]),
+    sep: &str,
+    mut point: impl FnMut(L, usize) -> Result<Row, String>,
+) -> Result<Vec<Row>, String> {
+    let bar = ctx.bar(id, locks.len() * counts.len());
+    let mut rows = Vec::new();
+    for &lock in locks {
+        for &n in counts {
+            bar.set_message(format!("{lock:?}{sep}{n}"));
+            rows.push(point(lock, n)?);
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(rows)
+}
 
 /// The `mpl` column's spelling of a multiprogramming level.
 pub fn mpl(level: f64) -> String {
