@@ -17,12 +17,25 @@ pub fn threads_panel(
     y_scale: Scale,
     cores: usize,
 ) -> Panel {
-    let selected: Vec<&Row> = rows
+    let points: Vec<(&Row, f64)> = rows
         .iter()
         .filter(|r| r.metric == metric && param.is_none_or(|(k, v)| r.get_param(k) == Some(v)))
+        .map(|r| (r, f64::from(r.threads)))
         .collect();
+    let marker = (cores as f64, format!("cores = {cores}"));
+    line_panel(&points, (title, "threads", y_label), y_scale, Some(marker))
+}
+
+/// A line panel of `points` (each a row and its x), one series per series
+/// name in the order the names first appear.
+fn line_panel(
+    points: &[(&Row, f64)],
+    (title, x_label, y_label): (&str, &str, &str),
+    y_scale: Scale,
+    x_marker: Option<(f64, String)>,
+) -> Panel {
     let mut names: Vec<&str> = Vec::new();
-    for r in &selected {
+    for (r, _) in points {
         if !names.contains(&r.series.as_str()) {
             names.push(&r.series);
         }
@@ -31,11 +44,11 @@ pub fn threads_panel(
         .iter()
         .map(|n| Series {
             name: n.to_string(),
-            points: selected
+            points: points
                 .iter()
-                .filter(|r| r.series == *n)
-                .map(|r| Point {
-                    x: f64::from(r.threads),
+                .filter(|(r, _)| r.series == *n)
+                .map(|(r, x)| Point {
+                    x: *x,
                     y: r.value,
                     oversubscribed: r.oversubscribed,
                 })
@@ -44,12 +57,12 @@ pub fn threads_panel(
         .collect();
     Panel::Line(LinePanel {
         title: title.to_string(),
-        x_label: "threads".to_string(),
+        x_label: x_label.to_string(),
         y_label: y_label.to_string(),
         x_scale: Scale::Linear,
         y_scale,
         series,
-        x_marker: Some((cores as f64, format!("cores = {cores}"))),
+        x_marker,
     })
 }
 
@@ -172,39 +185,10 @@ pub fn param_panel(
     (title, x_label, y_label): (&str, &str, &str),
     y_scale: Scale,
 ) -> Panel {
-    let selected: Vec<(&Row, f64)> = rows
+    let points: Vec<(&Row, f64)> = rows
         .iter()
         .filter(|r| r.metric == metric && threads.is_none_or(|t| r.threads == t))
         .filter_map(|r| Some((r, r.get_param(x_param)?.parse::<f64>().ok()?)))
         .collect();
-    let mut names: Vec<&str> = Vec::new();
-    for (r, _) in &selected {
-        if !names.contains(&r.series.as_str()) {
-            names.push(&r.series);
-        }
-    }
-    let series = names
-        .iter()
-        .map(|n| Series {
-            name: n.to_string(),
-            points: selected
-                .iter()
-                .filter(|(r, _)| r.series == *n)
-                .map(|(r, x)| Point {
-                    x: *x,
-                    y: r.value,
-                    oversubscribed: r.oversubscribed,
-                })
-                .collect(),
-        })
-        .collect();
-    Panel::Line(LinePanel {
-        title: title.to_string(),
-        x_label: x_label.to_string(),
-        y_label: y_label.to_string(),
-        x_scale: Scale::Linear,
-        y_scale,
-        series,
-        x_marker: None,
-    })
+    line_panel(&points, (title, x_label, y_label), y_scale, None)
 }
