@@ -26,13 +26,10 @@
 //! the top page, i.e. the page fault a starting thread takes) and
 //! `stack-pooled` (pop a stack from a free list, push it back).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
-
-use symmetry_threads::{Builder, DEFAULT_STACK_SIZE, Handle, Stack, Strategy};
+use symmetry_threads::DEFAULT_STACK_SIZE;
 
 use crate::harness::prelude::*;
+use crate::kernels::threads::{CreateDeleteOut, create_delete, fresh_stack, pooled_stack};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -91,176 +88,6 @@ const STRATEGIES: &[&str] = &["single-lock", "multi-lock", "local-freelist"];
 const TOTAL: u64 = 1_000_000;
 const STACK_SERIES: &[&str] = &["stack-fresh-mmap", "stack-fresh-mmap-touch", "stack-pooled"];
 
-/// What one create/delete run measured.
-#[derive(Debug, Clone, Copy)]
-struct Out {
-    threads: u64,
-    elapsed: Duration,
-    completed: bool,
-}
-
-struct Ctl {
-    arrived: AtomicUsize,
-    /// Nanoseconds since `base` at which the last processor arrived.
-    start_ns: AtomicU64,
-    end_ns: AtomicU64,
-    done: AtomicUsize,
-    ran: AtomicU64,
-    stop: AtomicBool,
-    base: Instant,
-    waiter: std::thread::Thread,
-}
-
-/// One processor's loop: create and delete `n` threads.
-fn create_delete_loop<S: Strategy>(h: &Handle<S>, n: u64, stop: &AtomicBool) -> u64 {
-    let mut i = 0;
-    while i < n {
-        // Relaxed: a hint, checked every 4096 threads.
-        if i % 4096 == 0 && stop.load(Ordering::Relaxed) {
-            break;
-        }
-        // Create (a control block with the null closure stored in it) and
-        // delete (drop returns it to the free lists) without starting it.
-        drop(std::hint::black_box(h.create(|| {})));
-        i += 1;
-    }
-    i
-}
-
-fn create_delete<S: Strategy>(procs: usize, total: u64, budget: Duration) -> Out {
-    let p = procs.max(1);
-    let rt = Builder::<S>::default()
-        .processors(p)
-        .warm(4 * p, 0)
-        .build()
-        .expect("runtime");
-    let per = total / p as u64;
-    let ctl = Arc::new(Ctl {
-        arrived: AtomicUsize::new(0),
-        start_ns: AtomicU64::new(0),
-        end_ns: AtomicU64::new(0),
-        done: AtomicUsize::new(0),
-        ran: AtomicU64::new(0),
-        stop: AtomicBool::new(false),
-        base: Instant::now(),
-        waiter: std::thread::current(),
-    });
-    for _ in 0..p {
-        let (c, h) = (Arc::clone(&ctl), rt.handle());
-        rt.spawn_detached(move || {
-            // Spin barrier: none of these threads blocks, so all P
-            // arriving means one runs on each processor. AcqRel/Acquire:
-            // the arrivals order the start time's store before the loops.
-            if c.arrived.fetch_add(1, Ordering::AcqRel) + 1 == p {
-                c.start_ns
-                    .store(c.base.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            }
-            let mut spins = 0u32;
-            while c.arrived.load(Ordering::Acquire) < p {
-                spins += 1;
-                if spins.is_multiple_of(1024) {
-                    // More processors than cores: let the OS run the others.
-                    std::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
-                }
-            }
-            let n = create_delete_loop(&h, per, &c.stop);
-            c.ran.fetch_add(n, Ordering::Relaxed);
-            c.end_ns
-                .fetch_max(c.base.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            // AcqRel: the last one publishes every count to the waiter.
-            if c.done.fetch_add(1, Ordering::AcqRel) + 1 == p {
-                c.waiter.unpark();
-            }
-        });
-    }
-    let deadline = ctl.base + budget;
-    // Acquire: pairs with the last AcqRel increment of `done`.
-    while ctl.done.load(Ordering::Acquire) < p {
-        let now = Instant::now();
-        if now >= deadline {
-            ctl.stop.store(true, Ordering::Relaxed);
-            std::thread::park_timeout(Duration::from_millis(5));
-        } else {
-            std::thread::park_timeout(deadline - now);
-        }
-    }
-    drop(rt);
-    let start = ctl.start_ns.load(Ordering::Relaxed);
-    Out {
-        threads: ctl.ran.load(Ordering::Relaxed),
-        elapsed: Duration::from_nanos(ctl.end_ns.load(Ordering::Relaxed).saturating_sub(start)),
-        completed: !ctl.stop.load(Ordering::Relaxed),
-    }
-}
-
-/// Nanoseconds per fresh stack mapping: `mmap`, `mprotect` of all but the
-/// guard page, `munmap` (a stack of its own per thread, as runtimes
-/// without pools or slabs make it).
-fn stack_fresh(iters: u64) -> f64 {
-    fresh_mapping(iters, false)
-}
-
-/// [`stack_fresh`] plus one write to the top page: the page fault a
-/// starting thread takes.
-fn stack_fresh_touch(iters: u64) -> f64 {
-    fresh_mapping(iters, true)
-}
-
-/// Nanoseconds per stack made as a mapping of its own, optionally with
-/// its top page touched. Done with libc: symmetry-threads itself carves
-/// stacks from slabs, whose take and give are a free-list operation.
-fn fresh_mapping(iters: u64, touch: bool) -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
-    let len = DEFAULT_STACK_SIZE + page;
-    let t = Instant::now();
-    for _ in 0..iters {
-        // SAFETY: an anonymous private mapping of `len` bytes, made
-        // accessible above its first (guard) page, written at most once
-        // inside that range, and unmapped by us alone; nothing else knows
-        // the address.
-        unsafe {
-            let m = libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            assert!(m != libc::MAP_FAILED, "mmap a stack");
-            let usable = m.cast::<u8>().add(page);
-            let rc = libc::mprotect(
-                usable.cast(),
-                DEFAULT_STACK_SIZE,
-                libc::PROT_READ | libc::PROT_WRITE,
-            );
-            assert_eq!(rc, 0, "mprotect a stack");
-            if touch {
-                // The first frame goes at the top of the stack.
-                usable.add(DEFAULT_STACK_SIZE - 64).write_volatile(1);
-            }
-            libc::munmap(m, len);
-        }
-    }
-    t.elapsed().as_nanos() as f64 / iters as f64
-}
-
-/// Nanoseconds per pooled stack: pop one from a free list, push it back.
-fn stack_pooled(iters: u64) -> f64 {
-    let mut pool: Vec<Stack> = (0..4)
-        .map(|_| Stack::new(DEFAULT_STACK_SIZE).expect("mmap a stack"))
-        .collect();
-    let t = Instant::now();
-    for _ in 0..iters {
-        let s = pool.pop().expect("pool is never empty");
-        pool.push(std::hint::black_box(s));
-    }
-    t.elapsed().as_nanos() as f64 / iters as f64
-}
-
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let sweep = ctx.sweep();
     let budget = ctx.budget(3_000, 30_000);
@@ -268,7 +95,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         EXPERIMENT.id,
         STRATEGIES.len() * sweep.len() + STACK_SERIES.len(),
     );
-    let per_thread = |o: &Out| o.elapsed.as_nanos() as f64 / o.threads.max(1) as f64;
+    let per_thread = |o: &CreateDeleteOut| o.elapsed.as_nanos() as f64 / o.threads.max(1) as f64;
     let mut rows = Vec::new();
     for &p in &sweep {
         for &name in STRATEGIES {
@@ -278,7 +105,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     crate::with_strategy!(name, create_delete(p, TOTAL, budget))
                         .ok_or_else(|| format!("unknown strategy {name}"))
                 })
-                .collect::<Result<Vec<Out>, String>>()?;
+                .collect::<Result<Vec<_>, String>>()?;
             let secs: Vec<f64> = outs.iter().map(|o| o.elapsed.as_secs_f64()).collect();
             let secs_spread = Spread::of(&secs)
                 .ok_or_else(|| format!("{name}, {p} processors: no repeat measured"))?;
@@ -304,9 +131,13 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let reps = if ctx.quick { 3 } else { 5 };
     type StackFn = fn(u64) -> f64;
     let kernels: [(&str, StackFn, u64); 3] = [
-        ("stack-fresh-mmap", stack_fresh, fresh_iters),
-        ("stack-fresh-mmap-touch", stack_fresh_touch, fresh_iters),
-        ("stack-pooled", stack_pooled, pooled_iters),
+        ("stack-fresh-mmap", |n| fresh_stack(n, false), fresh_iters),
+        (
+            "stack-fresh-mmap-touch",
+            |n| fresh_stack(n, true),
+            fresh_iters,
+        ),
+        ("stack-pooled", pooled_stack, pooled_iters),
     ];
     for (name, f, iters) in kernels {
         bar.set_message(name);

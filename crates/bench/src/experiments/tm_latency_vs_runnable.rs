@@ -47,14 +47,12 @@
 //! core's two hardware threads in one round and on two cores in the
 //! next, which moves every strategy's latency alike.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use symmetry_models::expected_queues_examined;
-use symmetry_threads::{Builder, DefaultProcessor, Stats, Strategy, spawn_detached_here};
 
 use crate::harness::prelude::*;
+use crate::kernels::threads::{ChainOut, runnable_chains};
 use crate::output::data::filter;
 use crate::output::plot::series_from_rows;
 use crate::registry::threads::NAMES;
@@ -118,130 +116,14 @@ const REFERENCE: &str = "local-freelist";
 /// Metric: a strategy's latency over [`REFERENCE`]'s in the same round.
 const VS_REFERENCE: &str = "vs_local_freelist";
 
-/// One run's parameters.
-#[derive(Debug, Clone, Copy)]
-struct Cfg {
-    processors: usize,
-    chains: usize,
-    total: u64,
-    queues: Option<usize>,
-    budget: Duration,
+/// Latency from a run of `chains` chains on `processors` processors.
+fn latency_ns(o: &ChainOut, processors: usize, chains: usize) -> f64 {
+    o.elapsed.as_nanos() as f64 * chains.min(processors) as f64 / o.threads.max(1) as f64
 }
 
-/// One run's result.
-#[derive(Debug, Clone, Copy)]
-struct Out {
-    threads: u64,
-    elapsed: Duration,
-    stats: Stats,
-    completed: bool,
-}
-
-impl Out {
-    fn latency_ns(&self, processors: usize, chains: usize) -> f64 {
-        self.elapsed.as_nanos() as f64 * chains.min(processors) as f64 / self.threads.max(1) as f64
-    }
-
-    fn examined_per_dequeue(&self) -> f64 {
-        self.stats.queues_examined as f64 / self.stats.dequeues.max(1) as f64
-    }
-}
-
-struct Ctl {
-    t0: Instant,
-    stop: AtomicBool,
-    chains_left: AtomicUsize,
-    ran: AtomicU64,
-    end_ns: AtomicU64,
-    waiter: std::thread::Thread,
-}
-
-/// A pointer to the run's [`Ctl`], so links pass it on without touching a
-/// shared reference count (which would put a contended atomic on the path).
-#[derive(Clone, Copy)]
-struct CtlPtr(*const Ctl);
-// SAFETY: `Ctl` is Sync and outlives every thread that holds the pointer
-// (`chains` keeps it alive until all chains end, or leaks it).
-unsafe impl Send for CtlPtr {}
-
-impl CtlPtr {
-    fn get(&self) -> &Ctl {
-        // SAFETY: see the Send impl.
-        unsafe { &*self.0 }
-    }
-}
-
-fn link<S: Strategy>(ctl: CtlPtr, left: u64, ran: u64) {
-    let c = ctl.get();
-    // Relaxed: the stop flag is a hint; late links are simply counted.
-    if left > 1 && !c.stop.load(Ordering::Relaxed) {
-        let spawned = spawn_detached_here::<S, DefaultProcessor, _>(move || {
-            link::<S>(ctl, left - 1, ran + 1)
-        });
-        if spawned.is_ok() {
-            return;
-        }
-    }
-    c.ran.fetch_add(ran, Ordering::Relaxed);
-    c.end_ns
-        .fetch_max(c.t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
-    // AcqRel: the last chain's decrement publishes every chain's counts to
-    // the waiter's Acquire load.
-    if c.chains_left.fetch_sub(1, Ordering::AcqRel) == 1 {
-        c.waiter.unpark();
-    }
-}
-
-/// r chains of null threads on P processors.
-fn chains<S: Strategy>(cfg: &Cfg) -> Out {
-    let p = cfg.processors.max(1);
-    let r = cfg.chains.max(1);
-    let mut b = Builder::<S>::default()
-        .processors(p)
-        .warm(4 * (p + r), 2 * (p + r));
-    if let Some(q) = cfg.queues {
-        b = b.queues(q);
-    }
-    let mut rt = b.build().expect("runtime");
-    let per = (cfg.total / r as u64).max(1);
-    let ctl = Arc::new(Ctl {
-        t0: Instant::now(),
-        stop: AtomicBool::new(false),
-        chains_left: AtomicUsize::new(r),
-        ran: AtomicU64::new(0),
-        end_ns: AtomicU64::new(0),
-        waiter: std::thread::current(),
-    });
-    let ptr = CtlPtr(Arc::as_ptr(&ctl));
-    rt.handle().spawn_detached(move || {
-        for _ in 1..r {
-            let _ = spawn_detached_here::<S, DefaultProcessor, _>(move || link::<S>(ptr, per, 1));
-        }
-        link::<S>(ptr, per, 1);
-    });
-    let deadline = ctl.t0 + cfg.budget;
-    // Acquire: pairs with the last chain's AcqRel decrement.
-    while ctl.chains_left.load(Ordering::Acquire) != 0 {
-        let now = Instant::now();
-        if now >= deadline {
-            ctl.stop.store(true, Ordering::Relaxed);
-            std::thread::park_timeout(Duration::from_millis(5));
-        } else {
-            std::thread::park_timeout(deadline - now);
-        }
-    }
-    let report = rt.shutdown();
-    if ctl.chains_left.load(Ordering::Acquire) != 0 {
-        // A chain never ended (only if a thread was abandoned): keep `Ctl`
-        // alive forever rather than risk a dangling pointer.
-        std::mem::forget(Arc::clone(&ctl));
-    }
-    Out {
-        threads: ctl.ran.load(Ordering::Relaxed),
-        elapsed: Duration::from_nanos(ctl.end_ns.load(Ordering::Relaxed)),
-        stats: report.stats,
-        completed: !ctl.stop.load(Ordering::Relaxed),
-    }
+fn examined_per_dequeue(o: &ChainOut) -> f64 {
+    let s = o.report.stats;
+    s.queues_examined as f64 / s.dequeues.max(1) as f64
 }
 
 /// The 1-minute load average (Linux), to record how busy the machine was.
@@ -254,15 +136,12 @@ fn loadavg() -> Option<f64> {
         .ok()
 }
 
-fn chains_named(name: &str, cfg: &Cfg) -> Option<Out> {
+/// r chains on P processors of the strategy (or [`Q18`]) `name`.
+fn chains_named(name: &str, p: usize, r: usize, total: u64, budget: Duration) -> Option<ChainOut> {
+    type Rq18 = symmetry_threads::LocalReadyq<symmetry_locks::Tas, symmetry_threads::Fifo>;
     match name {
-        Q18 => Some(chains::<
-            symmetry_threads::LocalReadyq<symmetry_locks::Tas, symmetry_threads::Fifo>,
-        >(&Cfg {
-            queues: Some(18),
-            ..*cfg
-        })),
-        _ => crate::with_strategy!(name, chains(cfg)),
+        Q18 => Some(runnable_chains::<Rq18>(p, r, total, Some(18), budget)),
+        _ => crate::with_strategy!(name, runnable_chains(p, r, total, None, budget)),
     }
 }
 
@@ -289,27 +168,21 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let reference = names.iter().position(|n| *n == REFERENCE);
     let mut rows = Vec::new();
     for &r in &rs {
-        let cfg = Cfg {
-            processors: p,
-            chains: r,
-            total,
-            queues: None,
-            budget,
-        };
         // Rounds: every strategy once, then again, so each strategy's run
         // can be paired with `local-freelist`'s of the same round.
         let mut runs = try_in_rounds(repeats(r), names.len(), |round, i| {
             bar.set_message(format!("{}, {r} runnable, round {}", names[i], round + 1));
-            chains_named(names[i], &cfg).ok_or_else(|| format!("unknown strategy {}", names[i]))
+            chains_named(names[i], p, r, total, budget)
+                .ok_or_else(|| format!("unknown strategy {}", names[i]))
         })?;
         let latency =
-            |outs: &[Out]| -> Vec<f64> { outs.iter().map(|o| o.latency_ns(p, r)).collect() };
+            |outs: &[ChainOut]| -> Vec<f64> { outs.iter().map(|o| latency_ns(o, p, r)).collect() };
         let reference_lat = reference.map(|i| latency(&runs[i]));
         for (i, &name) in names.iter().enumerate() {
             let lat = latency(&runs[i]);
-            let examined: Vec<f64> = runs[i].iter().map(Out::examined_per_dequeue).collect();
+            let examined: Vec<f64> = runs[i].iter().map(examined_per_dequeue).collect();
             // The runs are already measured: the median of them by latency.
-            let (o, lat_spread) = median_of(std::mem::take(&mut runs[i]), |o| o.latency_ns(p, r));
+            let (o, lat_spread) = median_of(std::mem::take(&mut runs[i]), |o| latency_ns(o, p, r));
             let load = loadavg();
             let queues = if name == Q18 {
                 18
@@ -325,11 +198,11 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                     .param("total", o.threads)
                     .param("completed", o.completed)
                     .param("loadavg", load.map_or(String::new(), |l| format!("{l:.2}")))
-                    .param("parks", o.stats.parks)
+                    .param("parks", o.report.stats.parks)
             };
-            rows.push(row(LATENCY, o.latency_ns(p, r), "ns").with_spread(&lat_spread));
+            rows.push(row(LATENCY, latency_ns(&o, p, r), "ns").with_spread(&lat_spread));
             if name.starts_with("local-readyq") {
-                let ex = row(EXAMINED, o.examined_per_dequeue(), "queues");
+                let ex = row(EXAMINED, examined_per_dequeue(&o), "queues");
                 rows.push(match Spread::of(&examined) {
                     Some(spread) => ex.with_spread(&spread),
                     None => ex,
@@ -783,17 +656,11 @@ mod tests {
     fn chains_run_every_thread() {
         for name in NAMES.iter().copied().chain([Q18]) {
             for r in [1usize, 2, 5] {
-                let cfg = Cfg {
-                    processors: 2,
-                    chains: r,
-                    total: 5_000,
-                    queues: None,
-                    budget: Duration::from_secs(60),
-                };
-                let o = chains_named(name, &cfg).unwrap();
+                let o = chains_named(name, 2, r, 5_000, Duration::from_secs(60)).unwrap();
                 assert!(o.completed, "{name} r={r}");
                 assert_eq!(o.threads, 5_000, "{name} r={r}");
-                assert!(o.stats.dequeues >= 5_000, "{name} r={r}: {:?}", o.stats);
+                let stats = o.report.stats;
+                assert!(stats.dequeues >= 5_000, "{name} r={r}: {stats:?}");
             }
         }
     }

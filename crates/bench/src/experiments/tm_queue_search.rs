@@ -31,13 +31,10 @@
 //! `repeats`) the smallest and largest batch mean. The measured rows also
 //! carry the standard error of the mean (`std_err`).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-
 use symmetry_models::{expected_queues_examined, expected_queues_examined_monte_carlo};
-use symmetry_threads::{Handle, LocalReadyq, Runtime, Thread};
 
 use crate::harness::prelude::*;
+use crate::kernels::threads::{Searched, queue_search};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -97,139 +94,10 @@ const E40_BELOW: f64 = 1.2;
 
 const METRIC: &str = "queues_examined";
 
-type Rq = LocalReadyq<symmetry_locks::Tas, symmetry_threads::Fifo>;
-
-/// State shared by the driver and the threads of one trial (reused).
-struct Trial {
-    handle: Handle<Rq>,
-    driver: Thread,
-    /// No thread of this trial has run yet.
-    first: AtomicBool,
-    /// Threads of this trial that have not finished.
-    remaining: AtomicUsize,
-    /// Counters before the trial's threads were created.
-    examined0: AtomicU64,
-    dequeues0: AtomicU64,
-    /// The first dequeue's count, or `u64::MAX` if another dequeue
-    /// happened in between (never expected).
-    result: AtomicU64,
-}
-
-/// The body of each of a trial's threads. All of a trial runs on one
-/// processor (one OS thread), so Relaxed orderings suffice: program order
-/// on that OS thread orders everything.
-fn trial_thread(t: &Trial) {
-    if t.first.swap(false, Ordering::Relaxed) {
-        let s = t.handle.stats();
-        let deq = s.dequeues - t.dequeues0.load(Ordering::Relaxed);
-        let ex = s.queues_examined - t.examined0.load(Ordering::Relaxed);
-        t.result
-            .store(if deq == 1 { ex } else { u64::MAX }, Ordering::Relaxed);
-    }
-    if t.remaining.fetch_sub(1, Ordering::Relaxed) == 1 {
-        t.driver.unpark();
-    }
-}
-
-/// Measured E(r, 18) at one r.
-#[derive(Debug, Clone)]
-struct Measured {
-    /// Mean queues examined over the valid trials.
-    mean: f64,
-    /// Its standard error.
-    std_err: f64,
-    /// Valid trials.
-    trials: u64,
-    /// The mean of each of [`BATCHES`] consecutive batches of trials.
-    batches: Vec<f64>,
-}
-
 /// Measured E(r, 18) for each r in `rs`, `trials` trials each.
-fn measure(rs: &[u32], trials: u64, tick: &dyn Fn()) -> Result<Vec<Measured>, String> {
-    let rt: Runtime<Rq> = Runtime::builder()
-        .processors(1)
-        .queues(Q as usize)
-        .warm(64, 64)
-        .build()
-        .map_err(|e| format!("tm-queue-search: cannot start the runtime: {e}"))?;
-    let handle = rt.handle();
-    let rs = rs.to_vec();
-    // The driver runs on the runtime; the progress bar is ticked from it
-    // (indicatif is thread-safe), so it needs a 'static callback: collect
-    // progress in an atomic and tick from here instead.
-    let done = Arc::new(AtomicUsize::new(0));
-    let done2 = Arc::clone(&done);
-    let job = rt.spawn(move || {
-        let driver = symmetry_threads::current().expect("driver runs on the runtime");
-        let t = Arc::new(Trial {
-            handle,
-            driver,
-            first: AtomicBool::new(false),
-            remaining: AtomicUsize::new(0),
-            examined0: AtomicU64::new(0),
-            dequeues0: AtomicU64::new(0),
-            result: AtomicU64::new(0),
-        });
-        let mut out = Vec::with_capacity(rs.len());
-        for &r in &rs {
-            let (mut n, mut sum, mut sum2) = (0u64, 0f64, 0f64);
-            let mut batch = vec![(0u64, 0f64); BATCHES as usize];
-            for i in 0..trials {
-                let s = t.handle.stats();
-                t.examined0.store(s.queues_examined, Ordering::Relaxed);
-                t.dequeues0.store(s.dequeues, Ordering::Relaxed);
-                t.first.store(true, Ordering::Relaxed);
-                t.remaining.store(r as usize, Ordering::Relaxed);
-                for _ in 0..r {
-                    let tt = Arc::clone(&t);
-                    t.handle.spawn_detached(move || trial_thread(&tt));
-                }
-                while t.remaining.load(Ordering::Relaxed) != 0 {
-                    symmetry_threads::park();
-                }
-                let x = t.result.load(Ordering::Relaxed);
-                if x != u64::MAX {
-                    n += 1;
-                    sum += x as f64;
-                    sum2 += (x * x) as f64;
-                    let b = &mut batch[(i * BATCHES / trials.max(1)) as usize];
-                    b.0 += 1;
-                    b.1 += x as f64;
-                }
-            }
-            let mean = sum / n.max(1) as f64;
-            let var = (sum2 / n.max(1) as f64 - mean * mean).max(0.0);
-            out.push(Measured {
-                mean,
-                std_err: (var / n.max(1) as f64).sqrt(),
-                trials: n,
-                batches: batch
-                    .iter()
-                    .filter(|b| b.0 > 0)
-                    .map(|b| b.1 / b.0 as f64)
-                    .collect(),
-            });
-            done2.fetch_add(1, Ordering::Relaxed);
-        }
-        out
-    });
-    let mut seen = 0;
-    while !job.is_finished() {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let d = done.load(Ordering::Relaxed);
-        while seen < d {
-            tick();
-            seen += 1;
-        }
-    }
-    let out = job
-        .join()
-        .map_err(|e| format!("tm-queue-search: the driver failed: {e}"))?;
-    while seen < out.len() {
-        tick();
-        seen += 1;
-    }
-    Ok(out)
+fn measure(rs: &[u32], trials: u64, tick: &dyn Fn()) -> Result<Vec<Searched>, String> {
+    queue_search(rs, Q as usize, trials, BATCHES, tick)
+        .map_err(|e| format!("{}: {e}", EXPERIMENT.id))
 }
 
 /// The Monte Carlo seed of batch `b` at `r`. The generator is SplitMix64,
