@@ -122,27 +122,16 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         rows.extend(rows_of(TOKIO, PEER, p, ctx, leaves, &out, &s));
         bar.inc(1);
         bar.set_message(format!("go x{p}"));
-        let mut runs = Vec::new();
-        let mut err = None;
-        for _ in 0..repeats {
-            match go
-                .as_ref()
-                .map_err(Clone::clone)
-                .and_then(|g| g.run(p, leaves))
-            {
-                Ok(o) => runs.push(o),
-                Err(e) => {
-                    err = Some(e);
-                    break;
-                }
-            }
-        }
-        match err {
-            None => {
+        // The repeats stop at the first error.
+        let runs: Result<Vec<ScaleOut>, GoError> = (0..repeats)
+            .map(|_| go.as_ref().map_err(Clone::clone)?.run(p, leaves))
+            .collect();
+        match runs {
+            Ok(runs) => {
                 let (out, s) = median_of(runs, ms);
                 rows.extend(rows_of(GO, PEER, p, ctx, leaves, &out, &s));
             }
-            Some(e) => {
+            Err(e) => {
                 let status = match e {
                     GoError::NotInstalled => "not installed".to_string(),
                     GoError::Failed(m) => format!("failed: {m}"),

@@ -41,8 +41,10 @@
 
 use crate::harness::prelude::*;
 use crate::kernels::threads::null_chain;
-use crate::peers::threads::{self as peers_threads, may_chain, std_thread_chain, tokio_chain};
-use crate::registry::threads::{NAMES, chain_cfg};
+use crate::peers::threads::{
+    self as peers_threads, ChainOut, may_chain, std_thread_chain, tokio_chain,
+};
+use crate::registry::threads::{NAMES, chain_cfg, ends};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -91,34 +93,6 @@ const VS_BEST_PAIRED: &str = "vs_best_paired";
 const TOKIO_TARGET: f64 = 5.0;
 const STD_TARGET: f64 = 100.0;
 
-/// One measured run, normalized across the kernels.
-#[derive(Clone, Copy)]
-struct Out {
-    threads: u64,
-    ns_per_thread: f64,
-    completed: bool,
-}
-
-impl From<crate::kernels::threads::ChainOut> for Out {
-    fn from(o: crate::kernels::threads::ChainOut) -> Self {
-        Out {
-            threads: o.threads,
-            ns_per_thread: o.ns_per_thread(),
-            completed: o.completed,
-        }
-    }
-}
-
-impl From<peers_threads::ChainOut> for Out {
-    fn from(o: peers_threads::ChainOut) -> Self {
-        Out {
-            threads: o.threads,
-            ns_per_thread: o.ns_per_thread(),
-            completed: o.completed,
-        }
-    }
-}
-
 fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let points = ctx.ends();
     let budget = ctx.budget(3_000, 20_000);
@@ -151,17 +125,17 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         // --quick: a slow peer, whose million threads would take over 2 s
         // by a 20,000-thread pilot, runs as many as fit in about 1 s
         // instead; the total is recorded.
-        let sized = |pilot: Out| {
-            let ns = pilot.ns_per_thread;
+        let sized = |pilot: ChainOut| {
+            let ns = pilot.ns_per_thread();
             if ctx.quick && ns.is_finite() && ns * TOTAL as f64 > 2e9 {
                 ((1e9 / ns) as u64 / 10_000 * 10_000).clamp(PILOT, TOTAL)
             } else {
                 TOTAL
             }
         };
-        let tokio_total = sized(tokio_chain(p, p, PILOT, budget).into());
+        let tokio_total = sized(tokio_chain(p, p, PILOT, budget));
         let may_total = if p == may_at {
-            sized(may_chain(p, p, PILOT, budget).into())
+            sized(may_chain(p, p, PILOT, budget))
         } else {
             TOTAL
         };
@@ -170,17 +144,17 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             MAY => may_total,
             _ => TOTAL,
         };
-        let mut samples: Vec<Vec<Out>> = vec![Vec::new(); cheap.len()];
+        let mut samples: Vec<Vec<ChainOut>> = vec![Vec::new(); cheap.len()];
         for _ in 0..runs {
             for (i, name) in cheap.iter().enumerate() {
                 bar.set_message(format!("{name} x{p}"));
-                let out: Option<Out> = match *name {
-                    TOKIO => Some(tokio_chain(p, p, tokio_total, budget).into()),
-                    MAY if p == may_at => Some(may_chain(p, p, may_total, budget).into()),
+                let out: Option<ChainOut> = match *name {
+                    TOKIO => Some(tokio_chain(p, p, tokio_total, budget)),
+                    MAY if p == may_at => Some(may_chain(p, p, may_total, budget)),
                     MAY => None,
                     _ => {
                         let cfg = chain_cfg(ctx, p, TOTAL, 0, budget);
-                        crate::with_strategy_newest!(*name, null_chain(&cfg)).map(Out::from)
+                        crate::with_strategy_newest!(*name, null_chain(&cfg)).map(ChainOut::from)
                     }
                 };
                 samples[i].extend(out);
@@ -191,7 +165,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         // same rounds is paired with it round by round (below).
         let ns: Vec<Vec<f64>> = samples
             .iter()
-            .map(|s| s.iter().map(|o| o.ns_per_thread).collect())
+            .map(|s| s.iter().map(ChainOut::ns_per_thread).collect())
             .collect();
         // By the value its row records (the upper middle repeat, as
         // `median_run` keeps it), so that the rule's best is this one.
@@ -212,7 +186,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 continue;
             }
             // The samples are already measured: the median of them.
-            let (out, spread) = median_of(s, |o| o.ns_per_thread);
+            let (out, spread) = median_of(s, ChainOut::ns_per_thread);
             let workers = if *name == MAY {
                 peers_threads::may_workers().unwrap_or(p)
             } else {
@@ -248,8 +222,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         let n = std_repeats(p);
         let (out, spread) = median_run(
             n,
-            || Out::from(std_thread_chain(p, TOTAL, std_budget)),
-            |o: &Out| o.ns_per_thread,
+            || std_thread_chain(p, TOTAL, std_budget),
+            ChainOut::ns_per_thread,
         );
         rows.push(row(
             ctx,
@@ -301,7 +275,7 @@ fn row(
     threads: usize,
     chains: usize,
     total: u64,
-    out: &Out,
+    out: &ChainOut,
     budget_ms: u128,
     spread: &Spread,
 ) -> Row {
@@ -311,7 +285,7 @@ fn row(
         threads as u32,
         ctx.over(threads),
         "ns_per_thread",
-        out.ns_per_thread,
+        out.ns_per_thread(),
         "ns",
     )
     .param("workers", threads)
@@ -436,13 +410,6 @@ fn target(d: &Data<'_>, peer: &str, target: f64, ps: &[u32]) -> Finding {
         Outcome::all(outcomes),
         format!("{} (target {target:.0})", evidence.join("; ")),
     )
-}
-
-/// P = 1 and P = all cores (once, on one core).
-fn ends(cores: u32) -> Vec<u32> {
-    let mut p = vec![1, cores];
-    p.dedup();
-    p
 }
 
 fn assess(rows: &[Row], m: &Machine) -> Assessment {

@@ -32,7 +32,7 @@ use symmetry_threads::{Fifo, LocalFreelist, LocalReadyq, SingleLock};
 
 use crate::harness::prelude::*;
 use crate::kernels::threads::{ChainCfg, ChainOut, null_chain};
-use crate::registry::threads::chain_cfg;
+use crate::registry::threads::{chain_cfg, ends};
 use crate::registry::user_scheduler::{LocalReadyqLifo, LocalReadyqPriority};
 
 /// Catalogue entry.
@@ -298,13 +298,6 @@ fn local_readyq_wins(d: &Data<'_>, m: &Machine) -> Finding {
     judge_points(d, CENTRAL, &from_2, |e| {
         rule::greater(e, Estimate::exact(1.0))
     })
-}
-
-/// P = 1 and all cores (once, on one core).
-fn ends(p: u32) -> Vec<u32> {
-    let mut ends = vec![1, p];
-    ends.dedup();
-    ends
 }
 
 /// `user-scheduler-free`: at P = 1 and at all cores, the user-written LIFO

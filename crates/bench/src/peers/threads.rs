@@ -76,6 +76,17 @@ impl ChainOut {
     }
 }
 
+impl From<crate::kernels::threads::ChainOut> for ChainOut {
+    /// A symmetry-threads chain run, to compare with the peers'.
+    fn from(o: crate::kernels::threads::ChainOut) -> Self {
+        ChainOut {
+            threads: o.threads,
+            elapsed: o.elapsed,
+            completed: o.completed,
+        }
+    }
+}
+
 /// State shared by all chains of one run and the caller waiting on them.
 struct Shared {
     /// When the timed region began.

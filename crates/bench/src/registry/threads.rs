@@ -4,7 +4,7 @@
 //! ([`null_chain`]): repeated chain
 //! points with their spreads ([`chain_point`], [`chain_points`],
 //! [`chain_grid`], [`elapsed_row`]), the processor sweep and pinning policy
-//! ([`processors`], [`pin`], [`chain_cfg`]), ALL89's speedup rows
+//! ([`processors`], [`pin`], [`chain_cfg`]), the points judged ([`ends`]), ALL89's speedup rows
 //! ([`speedup_rows`]) and a number format for their figures
 //! ([`thousands`]).
 //!
@@ -230,6 +230,14 @@ pub fn processors(ctx: &Ctx) -> Vec<usize> {
     v
 }
 
+/// P = 1 and P = all `cores` (once, on one core): the points the rules
+/// that compare one processor with all judge.
+pub fn ends(cores: u32) -> Vec<u32> {
+    let mut p = vec![1, cores];
+    p.dedup();
+    p
+}
+
 /// A chain of `total` threads with `work_iters` of work each on `p`
 /// processors, pinned as [`pin`] says, stopped after `budget`.
 pub fn chain_cfg(ctx: &Ctx, p: usize, total: u64, work_iters: u64, budget: Duration) -> ChainCfg {
@@ -298,16 +306,21 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// Null threads, unpinned, with 20 s to run.
+    fn cfg(processors: usize, total: u64) -> ChainCfg {
+        ChainCfg {
+            processors,
+            total,
+            work_iters: 0,
+            budget: Duration::from_secs(20),
+            pin: false,
+        }
+    }
+
     #[test]
     fn every_strategy_runs_the_chain() {
         for name in crate::registry::threads::NAMES {
-            let cfg = ChainCfg {
-                processors: 2,
-                total: 20_000,
-                work_iters: 0,
-                budget: Duration::from_secs(20),
-                pin: false,
-            };
+            let cfg = cfg(2, 20_000);
             let out = crate::with_strategy!(*name, null_chain(&cfg)).unwrap();
             assert!(out.completed, "{name}: {out:?}");
             assert_eq!(out.threads, 20_000, "{name}");
@@ -317,13 +330,7 @@ mod tests {
 
     #[test]
     fn chain_point_takes_the_median_and_refuses_unknown_names() {
-        let cfg = ChainCfg {
-            processors: 1,
-            total: 2_000,
-            work_iters: 0,
-            budget: Duration::from_secs(20),
-            pin: false,
-        };
+        let cfg = cfg(1, 2_000);
         let (out, spread) = chain_point("local-readyq", 3, &cfg).unwrap();
         assert_eq!(spread.n, 3);
         assert!(spread.lo <= out.ns_per_thread() && out.ns_per_thread() <= spread.hi);
@@ -383,24 +390,13 @@ mod tests {
         assert_eq!(super::NAMES.len(), 5);
         assert!(crate::with_strategy!("nope", name_of()).is_none());
     }
-}
 
-#[cfg(test)]
-mod probe {
-    use super::*;
-    use std::time::Duration;
     #[test]
     #[ignore]
     fn probe_speed() {
         for p in [1, 2] {
             for name in crate::registry::threads::NAMES {
-                let cfg = ChainCfg {
-                    processors: p,
-                    total: 1_000_000,
-                    work_iters: 0,
-                    budget: Duration::from_secs(20),
-                    pin: false,
-                };
+                let cfg = cfg(p, 1_000_000);
                 let out = crate::with_strategy!(*name, null_chain(&cfg)).unwrap();
                 eprintln!(
                     "{name} p={p}: {:.1} ns/thread, examined/deq {:.2}",
