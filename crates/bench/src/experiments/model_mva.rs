@@ -403,36 +403,22 @@ fn projections(
     cores: u32,
 ) -> Result<Vec<Row>, String> {
     let id = EXPERIMENT.id;
-    let mut rows = Vec::new();
-    let speedup = |m: &Prediction, work: f64| m.throughput * work;
-    for w in FIG10_WORK_US {
-        let work = w * unit;
-        let m = tm_model(s, FIG10_P, calib, overhead, work, FIG10_BUS_LOAD)?;
-        let r = Row::new(id, s, FIG10_P, false, SPEEDUP_WORK, speedup(&m, work), "x")
-            .param("figure", "fig10")
-            .param("paper_work_us", w)
-            .param("bus_load", FIG10_BUS_LOAD);
-        rows.push(model_row(r, &m, kind_of(FIG10_P, cores)));
-    }
-    for load in FIG11_LOADS {
-        let work = FIG11_WORK_US * unit;
-        let m = tm_model(s, FIG10_P, calib, overhead, work, load)?;
-        let r = Row::new(id, s, FIG10_P, false, SPEEDUP_BUS, speedup(&m, work), "x")
-            .param("figure", "fig11")
-            .param("paper_work_us", FIG11_WORK_US)
-            .param("bus_load", load);
-        rows.push(model_row(r, &m, kind_of(FIG10_P, cores)));
-    }
-    for &p in points {
-        let work = FIG12_WORK_US * unit;
-        let m = tm_model(s, p, calib, overhead, work, FIG10_BUS_LOAD)?;
-        let r = Row::new(id, s, p, false, SPEEDUP_P, speedup(&m, work), "x")
-            .param("figure", "fig12")
-            .param("paper_work_us", FIG12_WORK_US)
-            .param("bus_load", FIG10_BUS_LOAD);
-        rows.push(model_row(r, &m, kind_of(p, cores)));
-    }
-    Ok(rows)
+    // The speed-up at `p` with the paper's `paper_us` of work and `load`.
+    let project =
+        |p: u32, metric: &str, figure: &str, paper_us: f64, load: f64| -> Result<Row, String> {
+            let work = paper_us * unit;
+            let m = tm_model(s, p, calib, overhead, work, load)?;
+            let r = Row::new(id, s, p, false, metric, m.throughput * work, "x")
+                .param("figure", figure)
+                .param("paper_work_us", paper_us)
+                .param("bus_load", load);
+            Ok(model_row(r, &m, kind_of(p, cores)))
+        };
+    let (p10, load10) = (FIG10_P, FIG10_BUS_LOAD);
+    let fig10 = (FIG10_WORK_US.iter()).map(|&w| project(p10, SPEEDUP_WORK, "fig10", w, load10));
+    let fig11 = (FIG11_LOADS.iter()).map(|&l| project(p10, SPEEDUP_BUS, "fig11", FIG11_WORK_US, l));
+    let fig12 = (points.iter()).map(|&p| project(p, SPEEDUP_P, "fig12", FIG12_WORK_US, load10));
+    fig10.chain(fig11).chain(fig12).collect()
 }
 
 /// The measured sweep and the projection points, sorted, once each.
@@ -840,6 +826,14 @@ mod tests {
         };
         let cores = m.cores() as u32;
         let id = EXPERIMENT.id;
+        // A measured point at `meas_factor` x the model, and the model's own.
+        let measured_and_model = |s: &str, p: u32, metric: &str, pred: &Prediction| {
+            let v = 1.0 / pred.throughput;
+            let kind = [(KIND, "measured")];
+            let measured = testing::row(id, s, p, m, metric, v * meas_factor, 0.02, &kind);
+            let model = Row::new(id, s, p, false, metric, v, "ns");
+            [measured, model_row(model, pred, "model")]
+        };
         let mut out = Vec::new();
         for (metric, v, threads) in [
             ("queue_op_ns", c.queue_op, 1),
@@ -866,44 +860,14 @@ mod tests {
             ));
             for p in 1..=cores.min(8) {
                 let pred = tm_model(s, p, &c, null, FIG9_WORK_US * unit, 0.0).unwrap();
-                let v = 1.0 / pred.throughput;
-                out.push(testing::row(
-                    id,
-                    s,
-                    p,
-                    m,
-                    NS,
-                    v * meas_factor,
-                    0.02,
-                    &[("kind", "measured")],
-                ));
-                out.push(model_row(
-                    Row::new(id, s, p, false, NS, v, "ns"),
-                    &pred,
-                    "model",
-                ));
+                out.extend(measured_and_model(s, p, NS, &pred));
             }
             out.extend(projections(s, &c, null, unit, &PROJECTED_P, cores).unwrap());
         }
         for l in LOCKS {
             for p in 1..=cores.min(8) {
                 let pred = lock_model(l, p, &c, 20.0).unwrap();
-                let v = 1.0 / pred.throughput;
-                out.push(testing::row(
-                    id,
-                    l,
-                    p,
-                    m,
-                    ACQ,
-                    v * meas_factor,
-                    0.02,
-                    &[("kind", "measured")],
-                ));
-                out.push(model_row(
-                    Row::new(id, l, p, false, ACQ, v, "ns"),
-                    &pred,
-                    "model",
-                ));
+                out.extend(measured_and_model(l, p, ACQ, &pred));
             }
         }
         out
