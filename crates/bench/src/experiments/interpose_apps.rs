@@ -159,17 +159,28 @@ struct Case<'a> {
     program: &'static str,
     t: u32,
     d: &'a Data<'a>,
+    /// The program as a parameter to select its rows by.
+    params: [(&'static str, &'static str); 1],
 }
 
-impl Case<'_> {
+impl<'a> Case<'a> {
+    fn new(program: &'static str, t: u32, d: &'a Data<'a>) -> Case<'a> {
+        let params = [("program", program)];
+        Case {
+            program,
+            t,
+            d,
+            params,
+        }
+    }
+
+    /// The rows of `metric` for `series` in this case.
+    fn sel<'s>(&'s self, metric: &'s str, series: &'s str) -> Sel<'s> {
+        Sel::point(metric, series, self.t).params(&self.params)
+    }
+
     fn pick(&self, metric: &str, series: &str) -> Option<Estimate> {
-        let params = [("program", self.program)];
-        self.d.estimate(
-            Sel::metric(metric)
-                .series(series)
-                .threads(self.t)
-                .params(&params),
-        )
+        self.d.estimate(self.sel(metric, series))
     }
 
     /// A paired ratio of `series` (see [`ProgramRun`]): with its
@@ -178,11 +189,7 @@ impl Case<'_> {
     /// of the same metric over the programs, as a lock that convoys in
     /// some rounds varies far more than the profiler beside it.
     fn paired(&self, metric: &str, series: &str) -> Option<Estimate> {
-        let params = [("program", self.program)];
-        let sel = Sel::metric(metric)
-            .series(series)
-            .threads(self.t)
-            .params(&params);
+        let sel = self.sel(metric, series);
         let own = self
             .d
             .row(sel)?
@@ -196,26 +203,12 @@ impl Case<'_> {
     }
 
     fn status(&self, series: &str) -> Option<&str> {
-        self.d
-            .rows()
-            .iter()
-            .find(|r| {
-                r.series == series
-                    && r.threads == self.t
-                    && r.get_param("program") == Some(self.program)
-                    && r.metric == "completed"
-            })
-            .and_then(|r| r.get_param("status"))
+        let r = self.d.row(self.sel("completed", series))?;
+        r.get_param("status")
     }
 
     fn recommended(&self) -> Option<String> {
-        let params = [("program", self.program)];
-        let r = self.d.row(
-            Sel::metric("waits")
-                .series(PROFILE)
-                .threads(self.t)
-                .params(&params),
-        )?;
+        let r = self.d.row(self.sel("waits", PROFILE))?;
         r.get_param("recommended")
             .filter(|p| *p != "none")
             .map(|p| format!("{STB}{p}"))
@@ -223,9 +216,8 @@ impl Case<'_> {
 
     /// Every series of this case with an `ms` row.
     fn timed(&self) -> Vec<(String, Estimate)> {
-        let params = [("program", self.program)];
         self.d
-            .series(Sel::metric("ms").threads(self.t).params(&params))
+            .series(Sel::metric("ms").threads(self.t).params(&self.params))
             .into_iter()
             .filter_map(|s| Some((s.clone(), self.pick("ms", &s)?)))
             .collect()
@@ -236,7 +228,7 @@ impl Case<'_> {
 fn case_list<'a>(d: &'a Data<'a>) -> Vec<Case<'a>> {
     cases(d)
         .into_iter()
-        .map(|(program, t)| Case { program, t, d })
+        .map(|(program, t)| Case::new(program, t, d))
         .collect()
 }
 
@@ -284,9 +276,8 @@ fn profiler_overhead(d: &Data<'_>, _m: &Machine) -> Finding {
     if cases.is_empty() {
         return no_run();
     }
-    let mut outcomes = Vec::new();
-    let mut ev = Vec::new();
     let mut paired = false;
+    let mut parts = Vec::new();
     for c in &cases {
         let r = match c.paired(VS_GLIBC, PROFILE) {
             Some(r) => {
@@ -299,18 +290,15 @@ fn profiler_overhead(d: &Data<'_>, _m: &Machine) -> Finding {
                 .map(|(p, g)| p.ratio(g)),
         };
         if let Some(r) = r {
-            outcomes.push(rule::at_most(r, 1.05));
-            ev.push(format!("{} {}", c.program, r.show(3)));
+            let ev = format!("{} {}", c.program, r.show(3));
+            parts.push((rule::at_most(r, 1.05), ev));
         }
     }
     let how = if paired { " (paired by round)" } else { "" };
-    if outcomes.is_empty() {
+    if parts.is_empty() {
         Finding::missing("a program timed under glibc and in profile mode")
     } else {
-        Finding::new(
-            Outcome::all(outcomes),
-            format!("profile / glibc{how}: {}", ev.join("; ")),
-        )
+        Finding::all(parts, "; ").map_evidence(|e| format!("profile / glibc{how}: {e}"))
     }
 }
 
@@ -497,14 +485,8 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
             _ => "n/a".into(),
         };
         let rec = c.recommended();
-        let params = [("program", c.program)];
         let c_spins = d
-            .row(
-                Sel::metric("waits")
-                    .series(PROFILE)
-                    .threads(c.t)
-                    .params(&params),
-            )
+            .row(c.sel("waits", PROFILE))
             .and_then(|r| r.get_param("c_spins"))
             .filter(|s| !s.is_empty())
             .map_or(String::new(), |s| format!(", C = {s} spins"));
@@ -580,7 +562,7 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
     let panels = cases(&d)
         .into_iter()
         .map(|(program, t)| {
-            let c = Case { program, t, d: &d };
+            let c = Case::new(program, t, &d);
             let g = c.pick("ms", GLIBC).map(|e| e.value);
             let bars = c
                 .timed()
