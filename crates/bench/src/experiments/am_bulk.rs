@@ -282,6 +282,13 @@ fn mb_e(e: Estimate) -> String {
     format!("{:.0} [{:.0}, {:.0}] MB/s", e.value, e.lo, e.hi)
 }
 
+/// The least and the largest of `v`, as percentages: `70% to 80%`.
+fn pct_span(v: &[f64]) -> String {
+    let least = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let most = v.iter().copied().fold(0.0, f64::max);
+    format!("{} to {}", pct(Some(least)), pct(Some(most)))
+}
+
 /// The 8 KiB bandwidth of `n`.
 fn bw(d: &Data<'_>, n: &str) -> Option<Estimate> {
     let peak = PEAK.to_string();
@@ -309,9 +316,7 @@ fn extremes(bws: &Bandwidths) -> [Option<(&'static str, Estimate)>; 2] {
 
 /// Whether an 8 KiB stream ran with more threads than cores.
 fn oversubscribed(d: &Data<'_>) -> bool {
-    let peak = PEAK.to_string();
-    let at_peak = [("bytes", peak.as_str())];
-    d.select(Sel::metric(METRIC).params(&at_peak))
+    d.select(Sel::metric(METRIC).params(&[("bytes", PEAK.to_string().as_str())]))
         .any(|r| r.oversubscribed)
 }
 
@@ -404,8 +409,6 @@ fn mutex_lowest_lock_free_highest(bws: &Bandwidths) -> Option<Finding> {
 
 fn assess(rows: &[Row], _m: &Machine) -> Assessment {
     let d = Data::new(rows);
-    let peak = PEAK.to_string();
-    let at_peak = [("bytes", peak.as_str())];
     let [lowest, highest] = extremes(&lc98_bw(&d));
 
     let mut header = table::header("series", SIZES.iter().map(|s| format!("{s} B")));
@@ -447,23 +450,19 @@ fn assess(rows: &[Row], _m: &Machine) -> Assessment {
     if !of_cross.is_empty() {
         measured.push_str(&format!(
             " Against the cross-core copy (the same two copies and cache-line migration, without claim, \
-             packet or dispatch), LC98's algorithms reach {} to {}.",
-            pct(Some(of_cross.iter().copied().fold(f64::INFINITY, f64::min))),
-            pct(Some(of_cross.iter().copied().fold(0.0, f64::max)))
+             packet or dispatch), LC98's algorithms reach {}.",
+            pct_span(&of_cross)
         ));
     }
     let steadiness: Vec<f64> = d
-        .select(Sel::metric(METRIC).params(&at_peak))
+        .select(Sel::metric(METRIC).params(&[("bytes", PEAK.to_string().as_str())]))
         .filter(|r| r.value > 0.0)
         .filter_map(|r| Some(r.get_param("median_mb_s")?.parse::<f64>().ok()? / r.value))
         .collect();
     if !steadiness.is_empty() {
         measured.push_str(&format!(
-            " Run-to-run: at 8 KiB the median repeat reached {} to {} of the peak.",
-            pct(Some(
-                steadiness.iter().copied().fold(f64::INFINITY, f64::min)
-            )),
-            pct(Some(steadiness.iter().copied().fold(0.0, f64::max))),
+            " Run-to-run: at 8 KiB the median repeat reached {} of the peak.",
+            pct_span(&steadiness),
         ));
     }
     let unverified: Vec<String> = d
