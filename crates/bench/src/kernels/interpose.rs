@@ -114,30 +114,19 @@ pub fn elf_is_dynamic(b: &[u8]) -> Option<bool> {
     }
     let wide = b[4] == 2;
     let le = b[5] == 1;
-    let u16_at = |o: usize| -> Option<u64> {
-        let s: [u8; 2] = b.get(o..o + 2)?.try_into().ok()?;
-        Some(u64::from(if le {
-            u16::from_le_bytes(s)
-        } else {
-            u16::from_be_bytes(s)
-        }))
-    };
-    let u32_at = |o: usize| -> Option<u64> {
-        let s: [u8; 4] = b.get(o..o + 4)?.try_into().ok()?;
-        Some(u64::from(if le {
-            u32::from_le_bytes(s)
-        } else {
-            u32::from_be_bytes(s)
-        }))
-    };
-    let u64_at = |o: usize| -> Option<u64> {
-        let s: [u8; 8] = b.get(o..o + 8)?.try_into().ok()?;
+    // The `n`-byte unsigned integer at offset `o`, in the file's byte order.
+    let int_at = |o: usize, n: usize| -> Option<u64> {
+        let s = b.get(o..o + n)?;
+        let fold = |v: u64, x: &u8| (v << 8) | u64::from(*x);
         Some(if le {
-            u64::from_le_bytes(s)
+            s.iter().rev().fold(0, fold)
         } else {
-            u64::from_be_bytes(s)
+            s.iter().fold(0, fold)
         })
     };
+    let u16_at = |o: usize| int_at(o, 2);
+    let u32_at = |o: usize| int_at(o, 4);
+    let u64_at = |o: usize| int_at(o, 8);
     let (phoff, phentsize, phnum) = if wide {
         (u64_at(0x20)?, u16_at(0x36)?, u16_at(0x38)?)
     } else {
