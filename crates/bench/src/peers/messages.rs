@@ -316,30 +316,27 @@ impl Peer<'_> {
 /// `None` at end of file or on an error.
 fn read_u64(fd: RawFd) -> Option<u64> {
     let mut buf = [0u8; 8];
-    let mut got = 0usize;
-    while got < 8 {
-        // SAFETY: the pointer and length describe the unfilled part of
-        // `buf`.
-        let r = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), 8 - got) };
-        if r > 0 {
-            got += r as usize;
-        } else if r == 0 || errno() != libc::EINTR {
-            return None;
-        }
-    }
-    Some(u64::from_ne_bytes(buf))
+    // SAFETY: the pointer and length describe the unfilled part of `buf`.
+    let read = all_8(|got| unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), 8 - got) });
+    read.then(|| u64::from_ne_bytes(buf))
 }
 
 /// Writes the 8 bytes of `v` to `fd` (a raw `write` loop, async-signal-safe).
 fn write_u64(fd: RawFd, v: u64) -> bool {
     let buf = v.to_ne_bytes();
-    let mut put = 0usize;
-    while put < 8 {
-        // SAFETY: the pointer and length describe the unwritten part of
-        // `buf`.
-        let r = unsafe { libc::write(fd, buf[put..].as_ptr().cast(), 8 - put) };
+    // SAFETY: the pointer and length describe the unwritten part of `buf`.
+    all_8(|put| unsafe { libc::write(fd, buf[put..].as_ptr().cast(), 8 - put) })
+}
+
+/// Moves 8 bytes with `io` (a `read` or `write` of the bytes after the
+/// first `done`), again after an interrupted call; `false` at end of file
+/// or on an error.
+fn all_8(mut io: impl FnMut(usize) -> isize) -> bool {
+    let mut done = 0usize;
+    while done < 8 {
+        let r = io(done);
         if r > 0 {
-            put += r as usize;
+            done += r as usize;
         } else if r == 0 || errno() != libc::EINTR {
             return false;
         }
