@@ -145,9 +145,8 @@ fn rtt_sample(series: &str, rounds: u64) -> Result<Sample, String> {
         UNIX => {
             let (v, mode) = unix_rtt_ns(rounds)?;
             Sample {
-                value: v,
-                verified: true,
                 mode: mode.name(),
+                ..threads(v)
             }
         }
         LINE => threads(pingpong_rtt_ns(rounds)),
