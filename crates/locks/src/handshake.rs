@@ -66,8 +66,8 @@ const NACK: u8 = 5;
 /// stalls every waiter behind it, so the timeout is short. It is a time,
 /// not a spin count: a spin-wait hint lasts from about 10 to 140 cycles
 /// across x86 generations, and a count of 1,024 hints (this lock's old
-/// timeout, 10 µs on the Xeon it was measured on) made the lock up to 5x slower than `tas` with 8
-/// threads on 2 cores. Under loom the timeout is one poll.
+/// timeout) made the lock up to 5x slower than `tas` with 8 threads on 2
+/// cores (`tests/oversubscribed.rs`). Under loom the timeout is one poll.
 pub const TIMEOUT_NS: u64 = 2_000;
 
 /// A Queued-Handshaking node, alone on its cache line.

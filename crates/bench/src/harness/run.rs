@@ -180,16 +180,28 @@ pub fn select<'a>(
     catalogue: &'a [Experiment],
     ids: &[String],
 ) -> Result<Vec<&'a Experiment>, String> {
-    ids.iter()
-        .map(|id| {
-            catalogue.iter().find(|e| e.id == id).ok_or_else(|| {
+    by_name(catalogue, |e| e.id, ids, "experiment", "ids")
+}
+
+/// The entries of `table` named by `wanted` (`name_of` gives an entry's
+/// name), in that order, or the error a user reads for the first unknown
+/// one: ``unknown {what} `x`; accepted {plural}: a, b, ...``. The one
+/// name look-up of the harness and the registries.
+pub fn by_name<'a, T>(
+    table: &'a [T],
+    name_of: impl Fn(&T) -> &str,
+    wanted: &[String],
+    what: &str,
+    plural: &str,
+) -> Result<Vec<&'a T>, String> {
+    wanted
+        .iter()
+        .map(|n| {
+            table.iter().find(|e| name_of(e) == n).ok_or_else(|| {
+                let accepted: Vec<&str> = table.iter().map(&name_of).collect();
                 format!(
-                    "unknown experiment `{id}`; accepted ids: {}",
-                    catalogue
-                        .iter()
-                        .map(|e| e.id)
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    "unknown {what} `{n}`; accepted {plural}: {}",
+                    accepted.join(", ")
                 )
             })
         })

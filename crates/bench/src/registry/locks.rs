@@ -9,6 +9,7 @@ use indicatif::ProgressBar;
 use symmetry_locks::registry::LockKind;
 use symmetry_locks::{AtomicInt, AtomicIntDyn};
 
+use crate::harness::run::by_name;
 use crate::harness::{Ctx, Spread, median_run};
 use crate::kernels::locks::{self as kernels, CounterCfg, CounterOut};
 use crate::output::data::Row;
@@ -90,11 +91,6 @@ pub fn find(name: &str) -> Option<&'static LockEntry> {
     LOCKS.iter().find(|l| l.name == name)
 }
 
-/// All registry names, for error messages.
-pub fn names() -> Vec<&'static str> {
-    LOCKS.iter().map(|l| l.name).collect()
-}
-
 /// Resolves a user's `--locks` list, with a clear error naming the
 /// accepted names; `None` gives the classic family (every lock but the
 /// preemption-safe ones, which the `pq-*` experiments measure under a
@@ -105,14 +101,7 @@ pub fn select(names_wanted: Option<&[String]>) -> Result<Vec<&'static LockEntry>
             .iter()
             .filter(|l| l.kind != LockKind::PreemptSafe)
             .collect()),
-        Some(list) => list
-            .iter()
-            .map(|n| {
-                find(n).ok_or_else(|| {
-                    format!("unknown lock `{n}`; accepted names: {}", names().join(", "))
-                })
-            })
-            .collect(),
+        Some(list) => by_name(LOCKS, |l| l.name, list, "lock", "names"),
     }
 }
 

@@ -17,6 +17,7 @@ use symmetry_locks::spin_then_block::policy::FixedSpinC;
 use symmetry_locks::spin_then_block::{Futex, SpinThenBlock};
 use symmetry_locks::{Mcs, McsNp, McsTp, ParkingLot, Pthread, SmartQ, StdMutex, Tas, TasNp};
 
+use crate::harness::run::by_name;
 use crate::harness::{Ctx, Spread, median_of};
 use crate::kernels::preempt::{self as kernel, LoopCfg, LoopOut};
 use crate::output::data::Row;
@@ -191,21 +192,7 @@ pub fn median_point(
 pub fn select_emulated(wanted: Option<&[String]>) -> Result<Vec<&'static EmulatedLock>, String> {
     match wanted {
         None => Ok(EMULATED.iter().collect()),
-        Some(list) => list
-            .iter()
-            .map(|n| {
-                EMULATED.iter().find(|l| l.name == n).ok_or_else(|| {
-                    format!(
-                        "unknown lock `{n}`; accepted names: {}",
-                        EMULATED
-                            .iter()
-                            .map(|l| l.name)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                })
-            })
-            .collect(),
+        Some(list) => by_name(EMULATED, |l| l.name, list, "lock", "names"),
     }
 }
 
