@@ -164,18 +164,18 @@ impl<C: Claim, S> Core<C, S> {
             }
             Ok(m) => {
                 core.stats.garbage += 1;
-                return Err(AmError::Garbage {
-                    src,
-                    detail: format!("handler id {}", m.handler),
-                });
+                let detail = format!("handler id {}", m.handler);
+                core.event(AmError::Garbage { src, detail })?;
+                return Ok(1);
             }
             Err(detail) => {
                 core.stats.garbage += 1;
-                return Err(AmError::Garbage { src, detail });
+                core.event(AmError::Garbage { src, detail })?;
+                return Ok(1);
             }
         };
         let args = msg.args;
-        Core::dispatch(
+        let r = Core::dispatch(
             core,
             state,
             which,
@@ -183,7 +183,10 @@ impl<C: Claim, S> Core<C, S> {
             msg.handler,
             &args[..msg.nargs],
             msg.bulk,
-        )?;
+        );
+        if let Err(e) = r {
+            core.event(e)?;
+        }
         Ok(1)
     }
 }

@@ -49,8 +49,30 @@ impl ReduceOp {
 impl<C: Claim, S> Endpoint<C, S> {
     /// A barrier over all ranks, built on Active Messages (dissemination:
     /// ceil(log2 size) rounds of one request each).
+    ///
+    /// It completes on every rank whatever other messages arrive while it
+    /// waits: an error of another message (its handler's, or garbage) is
+    /// kept and returned by the next [`poll`](Endpoint::poll) or
+    /// [`poll_until`](Endpoint::poll_until) (module docs, "Collectives
+    /// complete"). An `Err` from `barrier` itself means it did not
+    /// complete: a peer is gone, or a send failed.
     pub fn barrier(&mut self) -> Result<(), AmError> {
-        let core = &mut self.core;
+        let state = &mut self.state;
+        self.core.collective(|core| Core::barrier(core, state))
+    }
+
+    /// Combines `value` of every rank with `op`; every rank gets the
+    /// result. Errors of other messages are kept for later, as for
+    /// [`barrier`](Endpoint::barrier).
+    pub fn allreduce(&mut self, value: u64, op: ReduceOp) -> Result<u64, AmError> {
+        let state = &mut self.state;
+        self.core
+            .collective(|core| Core::allreduce(core, state, value, op))
+    }
+}
+
+impl<C: Claim, S> Core<C, S> {
+    fn barrier(core: &mut Self, state: &mut S) -> Result<(), AmError> {
         let epoch = core.barrier_epoch;
         core.barrier_epoch += 1;
         let (rank, size) = (core.rank, core.size);
@@ -61,7 +83,7 @@ impl<C: Claim, S> Endpoint<C, S> {
             let from = (rank + size - dist) % size;
             Core::send(
                 core,
-                &mut self.state,
+                state,
                 to,
                 REQUESTS,
                 H_BARRIER,
@@ -69,7 +91,7 @@ impl<C: Claim, S> Endpoint<C, S> {
                 None,
                 Scope::Both,
             )?;
-            Core::poll_until(core, &mut self.state, Need::Rank(from), |c, _| {
+            Core::poll_until(core, state, Need::Rank(from), |c, _| {
                 c.barrier_arrivals[round] > epoch
             })?;
             round += 1;
@@ -78,9 +100,7 @@ impl<C: Claim, S> Endpoint<C, S> {
         Ok(())
     }
 
-    /// Combines `value` of every rank with `op`; every rank gets the result.
-    pub fn allreduce(&mut self, value: u64, op: ReduceOp) -> Result<u64, AmError> {
-        let core = &mut self.core;
+    fn allreduce(core: &mut Self, state: &mut S, value: u64, op: ReduceOp) -> Result<u64, AmError> {
         let epoch = core.reduce_epoch;
         core.reduce_epoch += 1;
         let parity = (epoch % 2) as usize;
@@ -89,7 +109,7 @@ impl<C: Claim, S> Endpoint<C, S> {
         }
         if core.rank == 0 {
             let need = core.size - 1;
-            Core::poll_until(core, &mut self.state, Need::Everyone, |c, _| {
+            Core::poll_until(core, state, Need::Everyone, |c, _| {
                 c.reduce.count[parity] >= need
             })?;
             let mut result = value;
@@ -101,7 +121,7 @@ impl<C: Claim, S> Endpoint<C, S> {
             for r in 1..core.size {
                 Core::send(
                     core,
-                    &mut self.state,
+                    state,
                     r,
                     REQUESTS,
                     H_RESULT,
@@ -114,7 +134,7 @@ impl<C: Claim, S> Endpoint<C, S> {
         } else {
             Core::send(
                 core,
-                &mut self.state,
+                state,
                 0,
                 REQUESTS,
                 H_REDUCE,
@@ -122,15 +142,11 @@ impl<C: Claim, S> Endpoint<C, S> {
                 None,
                 Scope::Both,
             )?;
-            Core::poll_until(core, &mut self.state, Need::Rank(0), |c, _| {
-                c.reduce.results > epoch
-            })?;
+            Core::poll_until(core, state, Need::Rank(0), |c, _| c.reduce.results > epoch)?;
             Ok(core.reduce.result)
         }
     }
-}
 
-impl<C: Claim, S> Core<C, S> {
     /// Handles a collective's message (an id above the user's) from
     /// `src`; one it does not expect is garbage.
     pub(super) fn internal(&mut self, id: u16, src: u32, args: &[u64]) -> Result<(), AmError> {

@@ -73,6 +73,8 @@ impl<C: Claim, S> Endpoint<C, S> {
             barrier_arrivals: vec![0; 64],
             reduce_epoch: 0,
             reduce: Reduce::default(),
+            deferring: false,
+            deferred: Default::default(),
             unlinked: false,
         };
         for r in 0..job.size {

@@ -39,6 +39,20 @@
 //! sender that waits on the dead peer's full queue. `barrier`,
 //! `allreduce` and `finish` need every rank and fail if one is gone.
 //!
+//! # Collectives complete
+//!
+//! While [`Endpoint::barrier`], [`Endpoint::allreduce`] or
+//! [`Endpoint::finish`] wait, they deliver whatever else arrives. An
+//! error of such a message (its handler returned one, it named no
+//! registered handler, it was garbage) does not end the collective: it
+//! completes on every rank, and the error is kept, counted in
+//! [`Stats::deferred`], and returned by the next [`Endpoint::poll`] or
+//! [`Endpoint::poll_until`] (one per call, before anything else is
+//! polled). So an `Err` from a collective always means that it did not
+//! complete (a peer is gone, a send failed), and retrying it is never one
+//! collective too many. Errors raised during `finish` are only counted in
+//! the [`Stats`] it returns.
+//!
 //! A malformed packet in one of our queues (a handler id, word count,
 //! source rank, bulk block or length no honest sender writes) is dropped
 //! and reported as [`AmError::Garbage`] naming the rank it claims to be
@@ -125,6 +139,7 @@ pub struct Msg<'a> {
 
 /// Counters of one endpoint.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Messages sent (requests and replies).
     pub sent: u64,
@@ -140,6 +155,11 @@ pub struct Stats {
     pub recovered_bulk: u64,
     /// Malformed messages dropped.
     pub garbage: u64,
+    /// Errors of other messages (a handler's error, garbage) raised while
+    /// a collective or `finish` waited: the collective completed, and the
+    /// first [`DEFERRED_KEPT`] of them are returned by the next `poll` or
+    /// `poll_until` (module docs, "Collectives complete").
+    pub deferred: u64,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -240,8 +260,20 @@ pub struct Core<C: Claim, S> {
     barrier_arrivals: Vec<u64>,
     reduce_epoch: u64,
     reduce: Reduce,
+    /// Set while a collective (or `finish`) waits: errors of other
+    /// messages' handlers, and garbage, are kept in `deferred` instead of
+    /// ending the wait (see [`Core::event`]).
+    deferring: bool,
+    /// Errors kept while `deferring`, oldest first (at most
+    /// [`DEFERRED_KEPT`]); `poll` and `poll_until` return them first.
+    deferred: std::collections::VecDeque<AmError>,
     unlinked: bool,
 }
+
+/// Most errors kept for later report while a collective runs (a flood of
+/// garbage must not grow the endpoint without bound); further ones are
+/// only counted in [`Stats::deferred`].
+const DEFERRED_KEPT: usize = 64;
 
 /// What a rank knows of one rank of its job, in one entry, so that a send
 /// looks one place up.
@@ -399,6 +431,7 @@ impl<C: Claim, S> Endpoint<C, S> {
     /// how many.
     #[inline]
     pub fn poll(&mut self) -> Result<usize, AmError> {
+        self.core.take_deferred()?;
         Core::poll_queues(&mut self.core, &mut self.state, Scope::Both)
     }
 
@@ -412,6 +445,7 @@ impl<C: Claim, S> Endpoint<C, S> {
     /// are events"). A malformed message is dropped and returned as
     /// [`AmError::Garbage`]; calling again goes on as well.
     pub fn poll_until(&mut self, mut done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
+        self.core.take_deferred()?;
         Core::poll_until(&mut self.core, &mut self.state, Need::Report, |_, s| {
             done(s)
         })
@@ -465,6 +499,41 @@ impl<C: Claim, S> Core<C, S> {
             Some(Some(s)) => s,
             _ => &self.own,
         }
+    }
+}
+
+impl<C: Claim, S> Core<C, S> {
+    /// An error of one delivered message (its handler's, or its being
+    /// garbage): returned at once, or kept for later while a collective
+    /// waits, so that the collective completes on every rank.
+    #[cold]
+    #[inline(never)]
+    fn event(&mut self, e: AmError) -> Result<(), AmError> {
+        if !self.deferring {
+            return Err(e);
+        }
+        self.stats.deferred += 1;
+        if self.deferred.len() < DEFERRED_KEPT {
+            self.deferred.push_back(e);
+        }
+        Ok(())
+    }
+
+    /// Returns the oldest error kept by [`Core::event`], if any.
+    #[inline(always)]
+    fn take_deferred(&mut self) -> Result<(), AmError> {
+        match self.deferred.pop_front() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs a collective's `body` with errors of other messages deferred.
+    fn collective<R>(&mut self, body: impl FnOnce(&mut Self) -> R) -> R {
+        let outer = core::mem::replace(&mut self.deferring, true);
+        let r = body(self);
+        self.deferring = outer;
+        r
     }
 }
 

@@ -83,7 +83,9 @@ impl<C: Claim, S> Core<C, S> {
             bump(&q.head.delivered);
             delivered += 1;
             if let Some(d) = core.defect(q, st, &body) {
-                return Err(core.garbage_of(q, &body, d));
+                let e = core.garbage_of(q, &body, d);
+                core.event(e)?;
+                continue;
             }
             let (bulk, bulk_slot) = Self::bulk_of(q, st, &body);
             let nargs = (body.nargs as usize).min(MAX_ARGS);
@@ -99,7 +101,9 @@ impl<C: Claim, S> Core<C, S> {
             if let Some(b) = bulk_slot {
                 q.free_bulk(b);
             }
-            r?;
+            if let Err(e) = r {
+                core.event(e)?;
+            }
         }
         Ok(delivered)
     }
