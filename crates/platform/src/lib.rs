@@ -5,6 +5,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`futex`] | Linux `futex(2)` wait and wake on a 32-bit word, process-private or shared |
+//! | [`fence`] | asymmetric fences: a cheap side and a `membarrier(2)` side |
 //! | [`affinity`] | the CPUs this thread may run on; pinning the calling thread |
 //! | [`proc`] | a process's state and flags from `/proc/PID/stat`; whether it is alive |
 //! | [`rng`] | SplitMix64, the one seeded generator, with unbiased bounded integers |
@@ -16,6 +17,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod affinity;
+pub mod fence;
 pub mod futex;
 pub mod proc;
 pub mod rng;
