@@ -38,6 +38,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod bell;
 pub mod claim;
 #[cfg(not(loom))]
 pub mod endpoint;

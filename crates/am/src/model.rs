@@ -258,6 +258,21 @@ fn holder(pid: u32) -> crate::claim::Holder {
 
 pub use crate::claim::{kill, revive_all};
 
+/// The doorbell word's value while its receiver polls (see `bell.rs`).
+pub const AWAKE: u32 = crate::bell::AWAKE;
+
+/// A sender's ring after its publication (`bell::ring`; under loom the
+/// futex wake is a no-op, and the word shows whether it was rung).
+pub fn ring(bell: &crate::sync::AtomicU32) {
+    crate::bell::ring(bell);
+}
+
+/// A receiver's announcement that it may sleep (`bell::doze`): poll once
+/// more after it, and sleep only if that finds nothing.
+pub fn doze(bell: &crate::sync::AtomicU32) {
+    crate::bell::doze(bell);
+}
+
 /// FNV-1a of the bytes, with the length.
 fn checksum(d: &[u8]) -> u64 {
     d.iter()

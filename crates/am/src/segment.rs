@@ -36,7 +36,7 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 pub use crate::layout::MAGIC;
 /// Layout version; bump on any change of the shared structures.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Bytes reserved for the header.
 pub const HEADER_BYTES: usize = 4096;
 
@@ -134,6 +134,10 @@ pub struct SegHeader {
     pub(crate) owner_pid: AtomicU32,
     /// Non-zero once the owner closed the endpoint.
     pub(crate) closed: AtomicU32,
+    /// The owner's doorbell: whether it may sleep, and the futex word it
+    /// sleeps on (see `crate::bell`). On the line of `closed`, which every
+    /// send loads already.
+    pub(crate) bell: AtomicU32,
 }
 
 /// The header of a segment as it was when the segment was opened (or
@@ -423,6 +427,7 @@ impl Segment {
                 size: s.size,
                 owner_pid: AtomicU32::new(s.owner_pid),
                 closed: AtomicU32::new(0),
+                bell: AtomicU32::new(crate::bell::AWAKE),
             });
         }
         for q in 0..2 {
@@ -626,6 +631,12 @@ impl Segment {
     /// every send; `is_closed` reads it).
     pub(crate) fn closed_flag(&self) -> &AtomicU32 {
         &self.header().closed
+    }
+
+    /// The owner's doorbell word (see `crate::bell`; a sender keeps a
+    /// reference to ring it after every send).
+    pub(crate) fn bell(&self) -> &AtomicU32 {
+        &self.header().bell
     }
 
     /// Marks the endpoint closed (its senders get `PeerClosed`).

@@ -4,6 +4,9 @@
 //! -p symmetry-am --test loom` checks the claim and poll code that ships
 //! (on heap-allocated queues instead of a shared segment).
 
+/// The doorbell's fences under loom (see `bell.rs`).
+#[cfg(loom)]
+pub(crate) use symmetry_locks::sync::fence;
 #[cfg_attr(loom, allow(unused_imports))] // AtomicU32: the segment header only
 pub(crate) use symmetry_locks::sync::{AtomicU32, AtomicU64, Ordering};
 

@@ -39,6 +39,8 @@
 //! | `sender_order` | 2 packets | 2 + 1 short | 2 | `stamp` keeps each sender's messages in order; `lock-free` does not always (below) |
 //! | `dead_sender` | 2 packets | 1 killed after its claim (`stamp`) or between assignment and claim (`lock-free`) + 1 live with 2 short | 2 | the killed sender's position is skipped once it is dead, never before; the live sender's messages all arrive once (in order under `stamp`), and the ring wraps past the skipped slot |
 //!
+//! | `doorbell` (stamp) | 2 packets | 1 or 2 short, each rings after it publishes | 3 | a receiver that dozes and then finds no message was rung: no message is slept through (`bell.rs`) |
+//!
 //! In every model with two senders and none dead, the receiver, whenever
 //! its head holds no message, also runs the endpoint's repair of a stuck
 //! head, and
@@ -688,4 +690,65 @@ mod stamp {
     fn dead_sender() {
         super::dead_sender::<Stamp>();
     }
+}
+
+/// The doorbell (`bell.rs`): `senders` senders each publish one message
+/// and ring; the receiver, idle, dozes (announces it may sleep), polls
+/// once, and would sleep if that poll found nothing. Every execution in
+/// which it would sleep must have been rung (a sender found it dozing and
+/// swapped AWAKE in, which is what wakes the futex), so no message is
+/// slept through. Loom has no `membarrier`: both sides' fences are full
+/// fences here, which order no more than the asymmetric pair does.
+fn doorbell(senders: u32) {
+    builder(3).check(move || {
+        let q = Arc::new(ModelQueue::<Stamp>::new(2, 0, PAYLOAD));
+        let bell = Arc::new(loom::sync::atomic::AtomicU32::new(symmetry_am::model::AWAKE));
+        let handles: Vec<_> = (0..senders)
+            .map(|s| {
+                let (q, bell) = (q.clone(), bell.clone());
+                thread::spawn(move || {
+                    let mut hint = Hint::default();
+                    symmetry_am::model::send::<Stamp, _>(
+                        &q.queue(),
+                        100 + s,
+                        &mut hint,
+                        body(s, 0),
+                        None,
+                        &mut || Ok(()),
+                        |_| {},
+                    )
+                    .expect("a ring of two has room for every sender");
+                    symmetry_am::model::ring(&bell);
+                })
+            })
+            .collect();
+        symmetry_am::model::doze(&bell);
+        let found = q.recv(|b, bulk| check(b, bulk, false)).is_some();
+        for h in handles {
+            h.join().unwrap();
+        }
+        if !found {
+            assert_eq!(
+                bell.load(Ordering::Relaxed),
+                symmetry_am::model::AWAKE,
+                "the receiver would sleep through a message nobody rang for"
+            );
+        }
+        // Whatever the bell, every message is there to deliver.
+        let mut n = u32::from(found);
+        while q.recv(|b, bulk| check(b, bulk, false)).is_some() {
+            n += 1;
+        }
+        assert_eq!(n, senders);
+    });
+}
+
+#[test]
+fn doorbell_one_sender() {
+    doorbell(1);
+}
+
+#[test]
+fn doorbell_two_senders() {
+    doorbell(2);
 }

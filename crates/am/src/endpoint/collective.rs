@@ -2,6 +2,8 @@
 //! [`Endpoint::allreduce`] send requests to handlers of their own (ids
 //! above the user's) and poll until every rank they need has answered.
 
+use symmetry_locks::spin_then_block::policy::FixedSpinC;
+
 use super::{Core, Endpoint, Need, REQUESTS, Scope};
 use crate::claim::Claim;
 use crate::error::AmError;
@@ -91,7 +93,7 @@ impl<C: Claim, S> Core<C, S> {
                 None,
                 Scope::Both,
             )?;
-            Core::poll_until(core, state, Need::Rank(from), |c, _| {
+            Core::poll_until(core, state, Need::Rank(from), &FixedSpinC, |c, _| {
                 c.barrier_arrivals[round] > epoch
             })?;
             round += 1;
@@ -109,7 +111,7 @@ impl<C: Claim, S> Core<C, S> {
         }
         if core.rank == 0 {
             let need = core.size - 1;
-            Core::poll_until(core, state, Need::Everyone, |c, _| {
+            Core::poll_until(core, state, Need::Everyone, &FixedSpinC, |c, _| {
                 c.reduce.count[parity] >= need
             })?;
             let mut result = value;
@@ -142,7 +144,9 @@ impl<C: Claim, S> Core<C, S> {
                 None,
                 Scope::Both,
             )?;
-            Core::poll_until(core, state, Need::Rank(0), |c, _| c.reduce.results > epoch)?;
+            Core::poll_until(core, state, Need::Rank(0), &FixedSpinC, |c, _| {
+                c.reduce.results > epoch
+            })?;
             Ok(core.reduce.result)
         }
     }

@@ -108,6 +108,7 @@ impl<C: Claim, S> Endpoint<C, S> {
             let mut route = Route {
                 views: None,
                 closed: None,
+                bell: None,
                 hints: [Hint::default(); 2],
                 gone: None,
             };
@@ -120,6 +121,9 @@ impl<C: Claim, S> Endpoint<C, S> {
                 // SAFETY: the flag is in the mapping, which lives as long
                 // as `core` (see `Route`).
                 route.closed = Some(unsafe { &*closed });
+                let bell: *const AtomicU32 = seg.bell();
+                // SAFETY: as for the closed flag.
+                route.bell = Some(unsafe { &*bell });
             }
             core.routes.push(route);
         }

@@ -39,6 +39,24 @@
 //! sender that waits on the dead peer's full queue. `barrier`,
 //! `allreduce` and `finish` need every rank and fail if one is gone.
 //!
+//! # Idle waits
+//!
+//! [`Endpoint::poll_until`] and the collectives poll while messages come,
+//! and keep polling for C after the last one, C being the cost of a
+//! futex block and wake-up ([KLMO91]'s `fixed-spin(C)`; other policies
+//! through [`Endpoint::poll_until_by`]). Then the receiver sleeps on the
+//! doorbell word in its own segment, a process-shared futex, and a sender
+//! wakes it after its message is in the queue. A sender pays for this one
+//! load of a line it reads already, unless the receiver sleeps (the
+//! protocol and why no message is slept through: `bell.rs`'s docs). A
+//! sleeping receiver still wakes every 100 ms, and whenever a sender
+//! rings without a message it can deliver (one queued behind a dead
+//! sender's claim), to repair its queues and check its peers. With
+//! ranks on other hosts, whose messages come by the wire and ring no
+//! bell, it polls and yields the CPU instead of sleeping.
+//!
+//! [KLMO91]: symmetry_locks::spin_then_block
+//!
 //! # Collectives complete
 //!
 //! While [`Endpoint::barrier`], [`Endpoint::allreduce`] or
@@ -101,6 +119,9 @@ mod send;
 mod wait;
 
 use std::time::Duration;
+
+use symmetry_locks::spin_then_block::SpinPolicy;
+use symmetry_locks::spin_then_block::policy::FixedSpinC;
 
 use crate::claim::{Claim, Hint};
 use crate::error::AmError;
@@ -288,6 +309,9 @@ struct Route<T: 'static> {
     views: Option<[Queue<'static, T>; 2]>,
     /// The closed flag in its segment's header (`None` on another host).
     closed: Option<&'static AtomicU32>,
+    /// Its doorbell (`None` on another host): rung after every send, in
+    /// case it sleeps (see `crate::bell`).
+    bell: Option<&'static AtomicU32>,
     /// What this sender remembers of the rank's two queues.
     hints: [Hint; 2],
     /// Whether it is known to be gone, and whether a wait has reported it.
@@ -435,20 +459,58 @@ impl<C: Claim, S> Endpoint<C, S> {
         Core::poll_queues(&mut self.core, &mut self.state, Scope::Both)
     }
 
-    /// Polls until `done(state)` holds, backing off (and yielding the CPU)
-    /// while nothing arrives. Every 20 ms of idling it recovers what dead
-    /// senders left in its queues (so that live senders' messages queued
-    /// behind them are delivered) and checks the peers: a peer found dead
-    /// or closed is returned as [`AmError::PeerDead`] /
-    /// [`AmError::PeerClosed`], once per peer; calling `poll_until` again
-    /// resumes the wait with the remaining peers (module docs, "Failures
-    /// are events"). A malformed message is dropped and returned as
-    /// [`AmError::Garbage`]; calling again goes on as well.
-    pub fn poll_until(&mut self, mut done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
+    /// Polls until `done(state)` holds, waiting between messages as
+    /// KLMO91's `fixed-spin(C)` does: it polls for C, the cost of a
+    /// futex block and wake-up as [`calibration`] knows it, then sleeps on
+    /// its doorbell until a sender rings it (module docs, "Idle waits").
+    /// So an idle receiver costs no CPU, and a wait costs at most twice
+    /// what the best choice, knowing when the next message comes, would.
+    ///
+    /// Every 20 ms of idling (100 ms once asleep, see the module docs) it
+    /// recovers what dead senders left in its
+    /// queues (so that live senders' messages queued behind them are
+    /// delivered) and checks the peers: a peer found dead or closed is
+    /// returned as [`AmError::PeerDead`] / [`AmError::PeerClosed`], once
+    /// per peer; calling `poll_until` again resumes the wait with the
+    /// remaining peers (module docs, "Failures are events"). A malformed
+    /// message is dropped and returned as [`AmError::Garbage`]; calling
+    /// again goes on as well.
+    ///
+    /// [`calibration`]: symmetry_locks::spin_then_block::calibration
+    pub fn poll_until(&mut self, done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
+        self.poll_until_by(&FixedSpinC, done)
+    }
+
+    /// [`poll_until`](Endpoint::poll_until) with another of KLMO91's
+    /// spin policies: how long it polls before it sleeps (`AlwaysSpin`
+    /// never sleeps, `AlwaysBlock` sleeps at once, an adaptive policy
+    /// learns from the gaps between messages it is told of).
+    ///
+    /// ```
+    /// use symmetry_am::{claim::Stamp, job, Config, Endpoint};
+    /// use symmetry_locks::spin_then_block::policy::AlwaysBlock;
+    ///
+    /// job::run_threads(1, |job| {
+    ///     let mut ep = Endpoint::<Stamp, u32>::join(&job, &Config::default(), 0).unwrap();
+    ///     ep.register(0, |t, _| { *t.state() += 1; Ok(()) }).unwrap();
+    ///     ep.request(0, 0, &[]).unwrap();
+    ///     ep.poll_until_by(&AlwaysBlock, |n| *n == 1).unwrap();
+    ///     ep.finish().unwrap();
+    /// });
+    /// ```
+    pub fn poll_until_by<P: SpinPolicy>(
+        &mut self,
+        policy: &P,
+        mut done: impl FnMut(&S) -> bool,
+    ) -> Result<(), AmError> {
         self.core.take_deferred()?;
-        Core::poll_until(&mut self.core, &mut self.state, Need::Report, |_, s| {
-            done(s)
-        })
+        Core::poll_until(
+            &mut self.core,
+            &mut self.state,
+            Need::Report,
+            policy,
+            |_, s| done(s),
+        )
     }
 }
 

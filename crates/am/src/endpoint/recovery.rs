@@ -146,6 +146,11 @@ impl<C: Claim, S> Core<C, S> {
     #[cold]
     #[inline(never)]
     pub(super) fn unstick(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
+        if q.ready(w, pos, C::RECEIVER_FREES).is_some() {
+            // A message after all (it came since the caller's poll): its
+            // sender may have died since, but the message is whole.
+            return;
+        }
         match state_of(w) {
             CLAIMED if C::RECEIVER_FREES || lap_of(w) == q.claimed_lap(pos) => {
                 self.recover(q, which, pos, w);

@@ -115,7 +115,8 @@ impl<C: Claim, S> Core<C, S> {
                 size: core.size,
             });
         };
-        let (Some(views), Some(closed)) = (&route.views, route.closed) else {
+        let (Some(views), Some(closed), Some(bell)) = (&route.views, route.closed, route.bell)
+        else {
             return Core::send_wire(core, state, dest, which, handler, args, data, scope);
         };
         let q = Self::unbound(&views[which]);
@@ -136,6 +137,7 @@ impl<C: Claim, S> Core<C, S> {
             None => Core::claim_slow(core, state, q, me, dest, which, data.is_some(), scope)?,
         };
         q.publish(&c, handler, core.rank, args, data);
+        crate::bell::ring(bell);
         core.stats.sent += 1;
         if dest == core.rank {
             core.self_unread += 1;

@@ -5,10 +5,13 @@
 
 use std::time::{Duration, Instant};
 
+use symmetry_locks::spin_then_block::{LockName, SpinPolicy, calibration};
+
 use super::{Core, Need, REPLIES, REQUESTS, Scope};
+use crate::bell;
 use crate::claim::Claim;
 use crate::error::AmError;
-use crate::sync::delay;
+use crate::sync::{AtomicU32, delay, spin_hint};
 
 /// Full-queue waits between checks of the receiver's liveness.
 const PEER_CHECK: u32 = 1 << 8;
@@ -37,30 +40,72 @@ impl<C: Claim, S> Core<C, S> {
         Ok(())
     }
 
-    /// Polls until `done`; every 20 ms of idling, repairs the heads of its
-    /// own queues (dead senders' claims, stranded positions) and checks
-    /// the peers that `need` names. A failed check is reported only if
-    /// one more poll does not finish the wait (a peer may send its last
-    /// message and close right away).
-    pub(super) fn poll_until(
+    /// Polls until `done`, waiting by the spin policy `policy` between
+    /// messages (module docs); every [`CHECK_EVERY`] of idling, repairs
+    /// the heads of its own queues (dead senders' claims, stranded
+    /// positions) and checks the peers that `need` names. A failed check
+    /// is reported only if one more poll does not finish the wait (a peer
+    /// may send its last message and close right away).
+    pub(super) fn poll_until<P: SpinPolicy>(
         core: &mut Self,
         state: &mut S,
         need: Need,
+        policy: &P,
         mut done: impl FnMut(&Self, &S) -> bool,
     ) -> Result<(), AmError> {
+        let c = calibration::c_spins_os();
+        let spin = spin_time(policy.threshold(c, &LockName::Named("am-poll")));
+        // Our own doorbell, if we can sleep: not with ranks on other
+        // hosts, whose messages come by the wire and ring no bell.
+        let bell = match core.remote {
+            None => core.routes[core.rank as usize].bell,
+            Some(_) => None,
+        };
         let mut idle = 0u32;
+        let mut idle_since = None::<Instant>;
         let mut last_check = Instant::now();
+        let mut woke = false;
         loop {
             if done(core, state) {
                 return Ok(());
             }
             if Core::poll_queues(core, state, Scope::Both)? > 0 {
+                if let Some(t) = idle_since.take() {
+                    policy.record(nanos_to_spins(t.elapsed()), c);
+                }
                 idle = 0;
+                woke = false;
                 continue;
             }
             idle = idle.saturating_add(1);
-            backoff(idle);
-            if idle.is_multiple_of(64) && last_check.elapsed() >= Duration::from_millis(20) {
+            match bell {
+                Some(bell) => {
+                    // The clock is read once per CLOCK_EVERY polls: a
+                    // poll of empty queues is a few ns, a clock read tens.
+                    if idle.is_multiple_of(CLOCK_EVERY) {
+                        let since = *idle_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= spin {
+                            if Core::sleep(core, state, bell, &mut done)? {
+                                policy.record(nanos_to_spins(since.elapsed()), c);
+                                idle_since = None;
+                                idle = 0;
+                                continue;
+                            }
+                            // Woken: poll first; if that finds nothing
+                            // to deliver (a timeout, or a sender's message
+                            // queued behind a dead sender's claim), check.
+                            woke = true;
+                            continue;
+                        }
+                    } else {
+                        spin_hint();
+                    }
+                }
+                None => backoff(idle),
+            }
+            if std::mem::take(&mut woke)
+                || (idle.is_multiple_of(64) && last_check.elapsed() >= CHECK_EVERY)
+            {
                 last_check = Instant::now();
                 // Repair the heads first: messages of live senders may be
                 // queued behind a dead one's claim.
@@ -86,6 +131,49 @@ impl<C: Claim, S> Core<C, S> {
             }
         }
     }
+
+    /// Announces that this receiver may sleep, polls once more, and
+    /// sleeps (at most [`SLEEP`]) only if that poll found nothing and
+    /// `done` still does not hold; whether the poll found something.
+    #[cold]
+    #[inline(never)]
+    fn sleep(
+        core: &mut Self,
+        state: &mut S,
+        bell: &AtomicU32,
+        done: &mut impl FnMut(&Self, &S) -> bool,
+    ) -> Result<bool, AmError> {
+        bell::doze(bell);
+        let got = Core::poll_queues(core, state, Scope::Both);
+        let found = !matches!(got, Ok(0)) || done(core, state);
+        if !found {
+            bell::sleep(bell, SLEEP);
+        }
+        bell::rise(bell);
+        got.map(|n| n > 0)
+    }
+}
+
+/// Polls between two reads of the clock while idle.
+const CLOCK_EVERY: u32 = 16;
+
+/// How often an idle wait that polls repairs its queues' heads and
+/// checks its peers.
+const CHECK_EVERY: Duration = Duration::from_millis(20);
+
+/// Longest sleep: a sleeping wait checks at every wake-up, so this is how
+/// long a dead peer may go unnoticed by a receiver that nothing else
+/// wakes. (Each wake-up costs the receiver tens of microseconds of CPU in
+/// a virtual machine: at 20 ms, half a percent.)
+const SLEEP: Duration = Duration::from_millis(100);
+
+/// The time `spins` polls of the spin policy stand for.
+fn spin_time(spins: u32) -> Duration {
+    Duration::from_nanos((f64::from(spins) * calibration::ns_per_spin()) as u64)
+}
+
+fn nanos_to_spins(d: Duration) -> u64 {
+    calibration::ns_to_spins(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// Backoff of the `n`-th consecutive unsuccessful wait: exponential spins
