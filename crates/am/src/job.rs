@@ -1,17 +1,32 @@
 //! SPMD jobs: N ranks that find each other's endpoints by name.
 //!
-//! A job has a name (`<launcher pid>-<nonce>`); rank `r`'s segment is
-//! `/symmetry-am.<job>.<r>`. Ranks are processes started by [`spawn`] (the
-//! launcher behind `symmetry am spawn -n N APP`, which re-executes a
-//! program with the rank in its environment) or threads of one process
-//! started by [`run_threads`] (for tests: the segments and the protocol are
-//! the same; only dead-process detection needs processes).
+//! A job has a name (`<launcher pid>-<128 random bits>`), which is its
+//! secret: rank `r`'s segment is `/symmetry-am.<launcher pid>-<tag>.<r>`,
+//! where `<tag>` is a keyed pseudo-random function of `r` under the name
+//! ([`segment_name`]). `/dev/shm` is listable by every user, so once rank
+//! 0's segment exists its name is public; the other ranks' names still
+//! cannot be derived from it, and another user's process cannot create
+//! one first to deny the job (an `O_EXCL` create would refuse it). The
+//! name reaches the ranks only through their environment ([`ENV_JOB`]),
+//! which `/proc/PID/environ` shows only to the same user (and root),
+//! never through a command line. A process of the same user can still do
+//! anything: read the name there, create or write the segments, or ptrace
+//! the ranks; the layer keeps its memory accesses in bounds and reports
+//! errors against any bytes such a process writes, but does not protect a
+//! job from its own user.
+//!
+//! Ranks are processes started by [`spawn`] (the launcher behind
+//! `symmetry am spawn -n N APP`, which re-executes a program with the rank
+//! in its environment) or threads of one process started by
+//! [`run_threads`] (for tests: the segments and the protocol are the same;
+//! only dead-process detection needs processes).
 //!
 //! No segment outlives its job: an endpoint unlinks its name when it is
 //! dropped, the launcher unlinks whatever a crashed rank left, children
 //! die with their launcher (`PR_SET_PDEATHSIG`), and [`cleanup_stale`]
 //! removes the segments of jobs whose launcher is gone.
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -20,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::AmError;
 use crate::net::Net;
-use crate::segment::pid_alive;
+use crate::segment::{pid_alive, segment_name};
 
 /// Environment variable holding the job name.
 pub const ENV_JOB: &str = "SYMMETRY_AM_JOB";
@@ -62,29 +77,31 @@ impl Job {
         }
     }
 
-    /// A fresh job name owned by this process: `<pid>-<64 random bits>`.
-    /// The random part comes from the kernel (`getrandom`), so another
-    /// process of the machine cannot guess the next job's segment names and
-    /// create them first; the pid lets [`cleanup_stale`] tell a dead
+    /// A fresh job name owned by this process: `<pid>-<128 random bits>`.
+    /// The random part comes from the kernel (`getrandom`) and is the
+    /// job's secret: it keys every segment name ([`segment_name`]) and
+    /// appears in none, so another process of the machine can guess
+    /// neither the next job's names nor, from one rank's name, another
+    /// rank's. The pid is public and lets [`cleanup_stale`] tell a dead
     /// launcher's jobs.
     pub fn new_name() -> String {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let mut r = [0u8; 8];
-        // SAFETY: `r` is valid for 8 bytes of writes.
+        let mut r = [0u8; 16];
+        // SAFETY: `r` is valid for 16 bytes of writes.
         let got = unsafe { libc::getrandom(r.as_mut_ptr().cast(), r.len(), 0) };
         let random = if got == r.len() as isize {
-            u64::from_ne_bytes(r)
+            u128::from_ne_bytes(r)
         } else {
             // No getrandom (very old kernels): the clock and a counter
             // still keep names unique, if guessable.
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
+                .map(|d| d.as_nanos())
                 .unwrap_or(0);
-            nanos ^ NEXT.fetch_add(1, Ordering::Relaxed).rotate_left(48)
+            nanos ^ (u128::from(NEXT.fetch_add(1, Ordering::Relaxed)) << 96)
         };
-        format!("{}-{random:016x}", std::process::id())
+        format!("{}-{random:032x}", std::process::id())
     }
 
     /// The job described by the environment, if this process is a rank.
@@ -304,12 +321,11 @@ fn list_segments() -> Vec<String> {
         .collect()
 }
 
-/// Removes every segment of `job`; returns how many there were.
+/// Removes every segment of `job` (a job's name or a host's
+/// [`Job::shm_name`]); returns how many there were.
 pub fn cleanup_job(job: &str) -> usize {
-    let prefix = format!("{PREFIX}{job}.");
-    list_segments()
+    job_segments(job)
         .into_iter()
-        .filter(|n| n.starts_with(&prefix))
         .filter(|n| crate::segment::unlink(&format!("/{n}")).is_ok())
         .count()
 }
@@ -334,12 +350,16 @@ pub fn cleanup_stale() -> usize {
         .count()
 }
 
-/// Segments of `job` that exist now (for tests and diagnostics).
+/// Segments of `job` (a job's name or a host's [`Job::shm_name`]) that
+/// exist now, without the leading `/` (for tests and diagnostics): the
+/// names of ranks `0..MAX_RANKS` that are in `/dev/shm`.
 pub fn job_segments(job: &str) -> Vec<String> {
-    let prefix = format!("{PREFIX}{job}.");
+    let names: HashSet<String> = (0..crate::MAX_RANKS as u32)
+        .map(|r| segment_name(job, r)[1..].to_string())
+        .collect();
     list_segments()
         .into_iter()
-        .filter(|n| n.starts_with(&prefix))
+        .filter(|n| names.contains(n))
         .collect()
 }
 

@@ -23,8 +23,16 @@
 //! * a segment must belong to this user and have mode 0600 (`fstat`): a
 //!   name pre-created by someone else is refused, never joined;
 //! * creation uses `O_EXCL`, so a name that exists already is an error
-//!   ([`AmError::NameTaken`]) unless it is our own stale segment (its
-//!   owner has died), which is removed and created afresh.
+//!   ([`AmError::NameTaken`], naming it) unless it is our own stale
+//!   segment (its owner has died), which is removed and created afresh;
+//! * names cannot be planted by another user: [`segment_name`] derives
+//!   each rank's name from the job's secret name, so seeing one rank's
+//!   segment in `/dev/shm` does not tell another's.
+//!
+//! A process of the same user is not kept out: it can read the job's name
+//! (`/proc/PID/environ`), create a rank's name first, write any byte of a
+//! segment or ptrace a rank. Against it the layer promises only that every
+//! access stays in bounds and that hostile bytes are reported as errors.
 
 use std::ffi::CString;
 use std::time::{Duration, Instant};
@@ -245,9 +253,27 @@ fn c_name(name: &str) -> Result<CString, AmError> {
     })
 }
 
-/// The segment name of `rank` in `job`.
+/// The segment name of `rank` in the shared-memory group `job` (a job's
+/// name, or [`Job::shm_name`](crate::Job::shm_name) for one host of a
+/// job on several): `/symmetry-am.<launcher>-<tag>.<rank>`.
+///
+/// `<launcher>` is the part of `job` before its first `-` (the launcher's
+/// pid in names from [`Job::new_name`](crate::Job::new_name), which
+/// [`cleanup_stale`](crate::job::cleanup_stale) reads; left out if `job`
+/// has no `-`). `<tag>` is SipHash-2-4, a keyed pseudo-random function,
+/// of the rank under a key derived from all of `job`: `job` is the secret
+/// and appears in no name, so one rank's name (listed in `/dev/shm` for
+/// every user to see) tells nothing about another's.
 pub fn segment_name(job: &str, rank: u32) -> String {
-    format!("/symmetry-am.{job}.{rank}")
+    use siphasher::{sip::SipHasher24, sip128::SipHasher24 as SipHasher24x128};
+    // SipHash's key is 128 bits; a name of any length is compressed to one
+    // (a fixed-key hash: the name's randomness becomes the key's).
+    let key = SipHasher24x128::new().hash(job.as_bytes()).as_bytes();
+    let tag = SipHasher24::new_with_key(&key).hash(&rank.to_le_bytes());
+    match job.split_once('-') {
+        Some((launcher, _)) => format!("/symmetry-am.{launcher}-{tag:016x}.{rank}"),
+        None => format!("/symmetry-am.{tag:016x}.{rank}"),
+    }
 }
 
 /// Removes a segment name (its memory stays while mapped).

@@ -382,7 +382,7 @@ fn as_nobody(job: &Job, rank: u32) -> Option<std::process::Child> {
         .stderr(Stdio::null());
     let mut child = cmd.spawn().expect("start am-selftest as nobody");
     // It creates its segment, then waits for ours; wait for its segment.
-    let want = format!("symmetry-am.{}.{rank}", job.name);
+    let want = segment::segment_name(&job.name, rank)[1..].to_string();
     for _ in 0..2_000 {
         if job::job_segments(&job.name).contains(&want) {
             return Some(child);

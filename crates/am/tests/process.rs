@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use common::{CFG, GUARD, Kid, SELFTEST, Stall, assert_cleaned, own_job};
 
-use symmetry_am::{AmError, Claim, Endpoint, Job, Msg, Token, claim::NAMES, job};
+use symmetry_am::{AmError, Claim, Endpoint, Job, Msg, Token, claim::NAMES, job, segment};
 
 /// Requests per source and destination in the launcher exchange.
 const EXCHANGE_N: &str = "600";
@@ -378,7 +378,7 @@ fn cleanup_stale_removes_a_custom_named_jobs_dead_rank() {
     drop(live);
     assert_eq!(
         left,
-        vec![format!("symmetry-am.{}.0", job.name)],
+        vec![segment::segment_name(&job.name, 0)[1..].to_string()],
         "only the live rank's segment stays"
     );
     assert_cleaned(&job.name);
