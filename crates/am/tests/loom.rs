@@ -702,7 +702,9 @@ mod stamp {
 fn doorbell(senders: u32) {
     builder(3).check(move || {
         let q = Arc::new(ModelQueue::<Stamp>::new(2, 0, PAYLOAD));
-        let bell = Arc::new(loom::sync::atomic::AtomicU32::new(symmetry_am::model::AWAKE));
+        let bell = Arc::new(loom::sync::atomic::AtomicU32::new(
+            symmetry_am::model::AWAKE,
+        ));
         let handles: Vec<_> = (0..senders)
             .map(|s| {
                 let (q, bell) = (q.clone(), bell.clone());

@@ -20,6 +20,31 @@
 //! | `lock-free` | [`LockFree`] | §3.2, Fig. 3 | CAS the tail, then CAS the packet FREE -> CLAIMED |
 //! | `stamp` | [`Stamp`] | (modern) | one CAS on the tail, guarded by a per-slot lap stamp; the receiver publishes its head instead of freeing packets |
 
+//!
+//! # Cache-line transfers per message
+//!
+//! What a message costs in coherence traffic, counted from the code as
+//! Linux's qspinlock documents its transitions: lines that move between
+//! the sender's core and the receiver's (a read of a line the other last
+//! wrote, or a write to a line the other holds), per message, in the
+//! steady state of one sender and one receiver whose ring is never full
+//! (`len` packets). The floor is the message itself: the sender takes the
+//! packet's line, which the receiver holds because it polls the head
+//! packet's word, and the receiver pulls it back: 2, the one-way trip of
+//! a cache-line ping-pong. A round trip (request and reply) is twice a
+//! message.
+//!
+//! | algorithm | packet line | other lines | per message | with `k` senders, more |
+//! |---|---|---|---|---|
+//! | `stamp` | sender writes READY (1), receiver reads it (1) | head: the receiver's store, which the sender reads once per lap (2 / `len`) | 2 + 2/`len` | the tail line moves between senders at each CAS (about 1) |
+//! | `lock-free` | sender's CAS FREE -> CLAIMED takes the line the receiver freed (1), receiver reads READY (1), frees it (1) | none | 3 | as `stamp` |
+//! | locked (`tas` ... `pthread`) | sender reads FREE (1) and writes CLAIMED (1), receiver reads READY (1), frees it (1) | the lock's line stays with a lone sender | 4 | the lock's line moves at each acquisition, and waiters' reads add more |
+//!
+//! Only `stamp` is at the floor with one sender; none is with several.
+//! The doorbell ([`crate::endpoint`]'s "Idle waits") adds nothing while
+//! the receiver polls: its word shares the segment header's line with the
+//! closed flag, which every sender reads already and nobody writes.
+
 use crate::error::AmError;
 use crate::layout::Queue;
 

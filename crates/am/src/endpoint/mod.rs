@@ -177,9 +177,10 @@ pub struct Stats {
     /// Malformed messages dropped.
     pub garbage: u64,
     /// Errors of other messages (a handler's error, garbage) raised while
-    /// a collective or `finish` waited: the collective completed, and the
-    /// first [`DEFERRED_KEPT`] of them are returned by the next `poll` or
-    /// `poll_until` (module docs, "Collectives complete").
+    /// a collective or `finish` waited: the collective completed, and up
+    /// to 64 of them are kept at a time and returned by the following
+    /// `poll` or `poll_until` calls, one per call (module docs,
+    /// "Collectives complete").
     pub deferred: u64,
 }
 

@@ -30,6 +30,7 @@
 //! ratios), which the verdict rules judge differences against.
 
 use crate::harness::prelude::*;
+use crate::kernels::machine;
 use crate::kernels::messages::{self as am_kernels, LogP};
 
 /// Catalogue entry.
@@ -79,7 +80,27 @@ const CLAIMS: &[Claim] = &[
         needs: Needs::cores(2),
         judge: |d, _| unless_shared(d, rtt_vs_pingpong(d)),
     },
+    Claim {
+        key: "idle-wake",
+        paper: "Target (this project's, after KLMO91): a receiver asleep in `poll_until` (it spins for C, then \
+                sleeps on its doorbell futex) is woken by a message within 2x a futex block+wake hand-off \
+                measured in the same run, so sleeping when idle costs a message no more than blocking costs \
+                a lock waiter.",
+        rule: "the median over repeats of `stamp`'s wake-up latency over the futex hand-off measured just before \
+               it is at most 2",
+        needs: Needs::cores(2),
+        judge: |d, _| unless_shared(d, idle_wake(d)),
+    },
 ];
+
+/// Series of the futex block+wake hand-off (`symmetry calibrate`'s
+/// `block_wake_ns`).
+const HANDOFF: &str = "futex-handoff";
+/// Metric: a sleeping receiver's wake-up latency over the futex hand-off
+/// measured just before it, paired by repeat.
+const WAKE_VS: &str = "wake_vs_handoff";
+/// The `idle-wake` target.
+const WAKE_TARGET: f64 = 2.0;
 
 /// Series of the cache-line ping-pong.
 const PINGPONG: &str = "cacheline-pingpong";
@@ -141,6 +162,14 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let mut pingpong: Vec<f64> = Vec::new();
     let mut samples: Vec<Vec<LogP>> = vec![Vec::new(); names.len()];
     let mut before: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    // The idle wake-up, each after a futex hand-off of its own (two CPUs
+    // only: with one, both would measure the scheduler).
+    let (wake_samples, handoff_rounds) = if ctx.quick {
+        (40, 2_000)
+    } else {
+        (100, 10_000)
+    };
+    let (mut wake, mut handoff) = (Vec::new(), Vec::new());
     for _ in 0..repeats {
         for (i, alg) in names.iter().enumerate() {
             bar.set_message(*alg);
@@ -149,6 +178,11 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             before[i].push(pp);
             samples[i].push(am_kernels::logp(alg, rounds)?);
             bar.inc(1);
+        }
+        if let Some(h) = machine::futex_handoff_ns(handoff_rounds) {
+            bar.set_message("idle wake-up");
+            handoff.push(h);
+            wake.push(am_kernels::wake_ns(wake_samples)?);
         }
     }
     bar.finish_and_clear();
@@ -202,6 +236,28 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             });
     let pp = spread_of(PINGPONG, &pingpong)?;
     let mut rows = vec![row(PINGPONG, "rtt_ns", pp.median, "ns", pp_rounds, &pp)];
+    if let (Some(h), Some(w)) = (Spread::of(&handoff), Spread::of(&wake)) {
+        let paired: Vec<f64> = wake.iter().zip(&handoff).map(|(w, h)| w / h).collect();
+        rows.push(row(
+            HANDOFF,
+            "block_wake_ns",
+            h.median,
+            "ns",
+            handoff_rounds,
+            &h,
+        ));
+        rows.push(row(
+            am_kernels::WAKE_ALGORITHM,
+            "wake_ns",
+            w.median,
+            "ns",
+            u64::from(wake_samples),
+            &w,
+        ));
+        if let Some(q) = Spread::median_interval(&paired) {
+            rows.push(ratio_row(am_kernels::WAKE_ALGORITHM, WAKE_VS, &q).with_spread(&q));
+        }
+    }
     if let Some(q) = vs_others {
         rows.push(ratio_row("pthread", VS_OTHERS, &q).with_spread(&q));
     }
@@ -490,6 +546,29 @@ fn rtt_vs_pingpong(d: &Data<'_>) -> Finding {
                 fmt::join(rs.iter().map(|(s, r)| format!("`{s}` {}", r.show(2))), ", ")
             ),
         ),
+    }
+}
+
+/// `idle-wake`: the default algorithm's sleeping receiver against the
+/// futex hand-off.
+fn idle_wake(d: &Data<'_>) -> Finding {
+    let alg = am_kernels::WAKE_ALGORITHM;
+    match (
+        est(d, alg, WAKE_VS),
+        est(d, alg, "wake_ns"),
+        est(d, HANDOFF, "block_wake_ns"),
+    ) {
+        (Some(q), Some(w), Some(h)) => Finding::new(
+            rule::at_most(q, WAKE_TARGET),
+            format!(
+                "a sleeping `{alg}` receiver woke in {} against a futex hand-off of {}: {} paired by repeat \
+                 (target at most {WAKE_TARGET})",
+                ns(w.value),
+                ns(h.value),
+                q.show(2)
+            ),
+        ),
+        _ => Finding::missing(&format!("`{alg}` {WAKE_VS}")),
     }
 }
 

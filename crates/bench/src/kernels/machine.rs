@@ -258,6 +258,16 @@ pub fn pair_rtt(quick: bool) -> Option<Spread> {
     }
 }
 
+/// One futex block+wake hand-off (half a futex round trip of `rounds`)
+/// between the first two allowed CPUs, as `symmetry calibrate` measures
+/// its `block_wake_ns`; `None` with fewer than two.
+pub fn futex_handoff_ns(rounds: u64) -> Option<f64> {
+    match allowed_cpus()[..] {
+        [a, b, ..] => Some(futex_rtt((a, b), rounds) / 2.0),
+        _ => None,
+    }
+}
+
 /// One spin-wait iteration (`core::hint::spin_loop`), over
 /// `SINGLE_REPEATS` runs of `iters`.
 pub fn spin_iter(iters: u64) -> Spread {

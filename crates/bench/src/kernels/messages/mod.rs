@@ -8,7 +8,8 @@
 //! One file per kernel: LogP ([`logp()`]), the cache-line ping-pong
 //! ([`pingpong_rtt_ns`]), the many-to-one stress test ([`stress()`],
 //! [`stress_within`]), bulk transfers ([`bulk()`]) and their two copy
-//! baselines ([`memcpy_run`], [`cross_core_run`]). This file holds what
+//! baselines ([`memcpy_run`], [`cross_core_run`]), and the wake-up of a
+//! receiver asleep in `poll_until` ([`wake_ns`]). This file holds what
 //! they share: a rank's life in a job, its waiting, timed blocks and
 //! pinning.
 //!
@@ -32,12 +33,14 @@ mod copy;
 mod logp;
 mod pingpong;
 mod stress;
+mod wake;
 
 pub use bulk::{BULK_WARMUP_BYTES, BulkOut, bulk, bulk_ring_shape};
 pub use copy::{cross_core_run, memcpy_run};
 pub use logp::{LogP, logp};
 pub use pingpong::pingpong_rtt_ns;
 pub use stress::{STOP_POLL, StressOut, StressRun, stress, stress_within};
+pub use wake::{WAKE_ALGORITHM, wake_ns};
 
 /// Empty polls between two checks that the peers are still open (a rank
 /// that failed drops its endpoint, which marks it closed).
