@@ -38,18 +38,7 @@ impl Scope {
 /// spuriously (see the module docs).
 #[inline]
 pub fn wait(word: &AtomicU32, expected: u32, scope: Scope) {
-    // SAFETY: FUTEX_WAIT on a valid, aligned u32 that outlives the call,
-    // with no timeout; EINTR and EAGAIN are spurious returns, which the
-    // caller's loop handles.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | scope.flag(),
-            expected,
-            std::ptr::null::<libc::timespec>(),
-        );
-    }
+    futex_wait(word, expected, scope, core::ptr::null());
 }
 
 /// As [`wait`], but for at most `timeout` (a relative time on the
@@ -61,16 +50,23 @@ pub fn wait_timeout(word: &AtomicU32, expected: u32, scope: Scope, timeout: std:
         tv_sec: timeout.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
+    futex_wait(word, expected, scope, &raw const ts);
+}
+
+/// FUTEX_WAIT with a relative timeout (`ts` null: none).
+#[inline]
+fn futex_wait(word: &AtomicU32, expected: u32, scope: Scope, ts: *const libc::timespec) {
     // SAFETY: FUTEX_WAIT on a valid, aligned u32 that outlives the call;
-    // `ts` is a valid relative timeout that outlives the call. ETIMEDOUT,
-    // EINTR and EAGAIN are returns the caller's loop handles.
+    // `ts` is null or a valid timespec that outlives the call (both
+    // callers). ETIMEDOUT, EINTR and EAGAIN are returns the caller's loop
+    // handles.
     unsafe {
         libc::syscall(
             libc::SYS_futex,
             word.as_ptr(),
             libc::FUTEX_WAIT | scope.flag(),
             expected,
-            &raw const ts,
+            ts,
         );
     }
 }

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use symmetry_am::{AmError, Claim, Endpoint, Msg, Token, job};
 
 use super::{
-    Blocks, cpus, idle, median_block, per_msg, pin_to_core, poll_one, root_cause, run_rank,
+    Blocks, cpus, idle, median_block, one_result, per_msg, pin_to_core, poll_one, run_rank,
 };
 use crate::kernels::am_job::unknown_algo;
 
@@ -148,17 +148,7 @@ fn logp_with<C: Claim>(rounds: u64) -> Result<LogP, String> {
             logp_rank(ep, job.rank, rounds, warm, polite)
         })
     });
-    let mut out = None;
-    let mut errors = Vec::new();
-    for (rank, r) in results.into_iter().enumerate() {
-        match r {
-            Ok(Some(o)) => out = Some(o),
-            Ok(None) => {}
-            Err(e) => errors.push((rank, e)),
-        }
-    }
-    root_cause("logp", C::NAME, errors)?;
-    let o = out.ok_or_else(|| format!("logp {}: rank 0 returned no result", C::NAME))?;
+    let o = one_result("logp", C::NAME, results)?;
     let rtt_ns = median_block(&o.rtt);
     let os_ns = (median_block(&o.os) - timer).max(0.0);
     let or_ns = (median_block(&o.or) - timer).max(0.0);

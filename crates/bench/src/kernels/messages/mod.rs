@@ -98,6 +98,26 @@ fn root_cause(what: &str, alg: &str, errors: Vec<(usize, AmError)>) -> Result<()
     }
 }
 
+/// The one result of a job whose ranks return `Some` on one rank and
+/// `None` on the others, or the job's error ([`root_cause`]).
+fn one_result<R>(
+    what: &str,
+    alg: &str,
+    results: Vec<Result<Option<R>, AmError>>,
+) -> Result<R, String> {
+    let mut out = None;
+    let mut errors = Vec::new();
+    for (rank, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(Some(o)) => out = Some(o),
+            Ok(None) => {}
+            Err(e) => errors.push((rank, e)),
+        }
+    }
+    root_cause(what, alg, errors)?;
+    out.ok_or_else(|| format!("{what} {alg}: no rank returned a result"))
+}
+
 /// Waits on a process-local barrier when dropped.
 struct Gate<'a>(&'a Barrier);
 

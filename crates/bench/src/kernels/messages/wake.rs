@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use symmetry_am::claim::Stamp;
 use symmetry_am::{AmError, Claim, Endpoint, Msg, Token, job};
 
-use super::{cpus, pin_to_core, root_cause, run_rank};
+use super::{cpus, one_result, pin_to_core, run_rank};
 use crate::stats::median;
 
 /// The claim algorithm measured (the endpoints' default).
@@ -60,17 +60,7 @@ pub fn wake_ns(samples: u32) -> Result<f64, String> {
         };
         run_rank::<Stamp, _, _>(&job, &gate, state, |ep| wake_rank(ep, job.rank, samples))
     });
-    let mut got = None;
-    let mut errors = Vec::new();
-    for (rank, r) in results.into_iter().enumerate() {
-        match r {
-            Ok(Some(v)) => got = Some(v),
-            Ok(None) => {}
-            Err(e) => errors.push((rank, e)),
-        }
-    }
-    root_cause("wake", WAKE_ALGORITHM, errors)?;
-    let v = got.ok_or("wake: rank 0 returned no samples")?;
+    let v = one_result("wake", WAKE_ALGORITHM, results)?;
     median(&v).ok_or_else(|| "wake: no sample".to_string())
 }
 
