@@ -209,12 +209,7 @@ impl<C: Claim> ModelQueue<C> {
     pub fn repair(&self) -> bool {
         let q = self.queue();
         let (pos, w) = q.head();
-        if q.ready(w, pos, C::RECEIVER_FREES).is_some() {
-            return false;
-        }
-        let unclaimed = !(C::RECEIVER_FREES && state_of(w) == CLAIMED);
-        if unclaimed && C::stranded(q.tail, pos) && C::owner_dead(&q, pos, w) && q.next_lap(pos, w)
-        {
+        if crate::claim::skippable::<C>(&q, pos, w) && q.next_lap(pos, w) {
             q.advance(pos);
             return true;
         }

@@ -172,6 +172,18 @@ impl Waiting {
         self.polls
     }
 
+    /// Time since the wait's first clock read (ns; 0 before it, and
+    /// always under loom): how long a wait bounded by
+    /// [`spin_within`](Waiting::spin_within) has spun.
+    #[inline]
+    pub fn elapsed_ns(&self) -> u64 {
+        #[cfg(not(loom))]
+        if self.since != 0 {
+            return crate::clock::now_ns().saturating_sub(self.since);
+        }
+        0
+    }
+
     /// Whether the wait has spent its spin budget and now yields.
     #[inline(always)]
     pub fn yielding(&self) -> bool {

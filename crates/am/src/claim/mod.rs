@@ -93,6 +93,20 @@ pub fn revive_all() {
     DEAD.with(|d| d.borrow_mut().clear());
 }
 
+/// Whether the receiver may skip its head position `pos`, whose packet
+/// word is `w`: the word shows neither a message for `pos` nor a claim
+/// the receiver recovers by its pid, the position was handed out
+/// ([`Claim::stranded`]), and every sender that may hold it is dead
+/// ([`Claim::owner_dead`]). The endpoint's repair and the loom models'
+/// ask this one question; a READY word is never skipped, even if its
+/// sender has died since it published.
+pub(crate) fn skippable<C: Claim>(q: &Queue<'_, C::Tail>, pos: u64, w: u64) -> bool {
+    q.ready(w, pos, C::RECEIVER_FREES).is_none()
+        && !(C::RECEIVER_FREES && crate::layout::state_of(w) == crate::layout::CLAIMED)
+        && C::stranded(q.tail, pos)
+        && C::owner_dead(q, pos, w)
+}
+
 /// Bits of a position kept in an intent word (`stamp`, `lock-free`):
 /// positions are compared modulo 2^40 (a stale intent would have to be
 /// 10^12 messages old to match).

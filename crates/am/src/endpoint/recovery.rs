@@ -146,17 +146,13 @@ impl<C: Claim, S> Core<C, S> {
     #[cold]
     #[inline(never)]
     pub(super) fn unstick(&mut self, q: &Queue<'_, C::Tail>, which: usize, pos: u64, w: u64) {
-        if q.ready(w, pos, C::RECEIVER_FREES).is_some() {
-            // A message after all (it came since the caller's poll): its
-            // sender may have died since, but the message is whole.
-            return;
-        }
         match state_of(w) {
             CLAIMED if C::RECEIVER_FREES || lap_of(w) == q.claimed_lap(pos) => {
                 self.recover(q, which, pos, w);
             }
-            _ if !C::stranded(q.tail, pos) => {}
-            _ if C::owner_dead(q, pos, w) => {
+            // A READY word (a message that came since the caller's poll,
+            // whose sender may have died since) is never skippable.
+            _ if crate::claim::skippable::<C>(q, pos, w) => {
                 // A dead sender's position: counted as its claim would be,
                 // and its bulk block (taken before the position) swept.
                 if self.skip(q, which, pos, w) {

@@ -5,13 +5,14 @@
 
 use std::time::{Duration, Instant};
 
+use symmetry_locks::backoff::Waiting;
 use symmetry_locks::spin_then_block::{LockName, SpinPolicy, calibration};
 
 use super::{Core, Need, REPLIES, REQUESTS, Scope};
 use crate::bell;
 use crate::claim::Claim;
 use crate::error::AmError;
-use crate::sync::{AtomicU32, delay, spin_hint};
+use crate::sync::{AtomicU32, delay};
 
 /// Full-queue waits between checks of the receiver's liveness.
 const PEER_CHECK: u32 = 1 << 8;
@@ -54,7 +55,10 @@ impl<C: Claim, S> Core<C, S> {
         mut done: impl FnMut(&Self, &S) -> bool,
     ) -> Result<(), AmError> {
         let c = calibration::c_spins_os();
-        let spin = spin_time(policy.threshold(c, &LockName::Named("am-poll")));
+        let threshold = policy.threshold(c, &LockName::Named("am-poll"));
+        // The policy counts spins; a poll of the queues is not one, so the
+        // budget is the time those spins stand for.
+        let spin_ns = (f64::from(threshold) * calibration::ns_per_spin()) as u64;
         // Our own doorbell, if we can sleep: not with ranks on other
         // hosts, whose messages come by the wire and ring no bell.
         let bell = match core.remote {
@@ -62,7 +66,7 @@ impl<C: Claim, S> Core<C, S> {
             Some(_) => None,
         };
         let mut idle = 0u32;
-        let mut idle_since = None::<Instant>;
+        let mut waiting = Waiting::new();
         let mut last_check = Instant::now();
         let mut woke = false;
         loop {
@@ -70,8 +74,9 @@ impl<C: Claim, S> Core<C, S> {
                 return Ok(());
             }
             if Core::poll_queues(core, state, Scope::Both)? > 0 {
-                if let Some(t) = idle_since.take() {
-                    policy.record(nanos_to_spins(t.elapsed()), c);
+                if waiting.polls() > 0 {
+                    policy.record(calibration::ns_to_spins(waiting.elapsed_ns()), c);
+                    waiting = Waiting::new();
                 }
                 idle = 0;
                 woke = false;
@@ -79,28 +84,22 @@ impl<C: Claim, S> Core<C, S> {
             }
             idle = idle.saturating_add(1);
             match bell {
-                Some(bell) => {
-                    // The clock is read once per CLOCK_EVERY polls: a
-                    // poll of empty queues is a few ns, a clock read tens.
-                    if idle.is_multiple_of(CLOCK_EVERY) {
-                        let since = *idle_since.get_or_insert_with(Instant::now);
-                        if since.elapsed() >= spin {
-                            if Core::sleep(core, state, bell, &mut done)? {
-                                policy.record(nanos_to_spins(since.elapsed()), c);
-                                idle_since = None;
-                                idle = 0;
-                                continue;
-                            }
-                            // Woken: poll first; if that finds nothing
-                            // to deliver (a timeout, or a sender's message
-                            // queued behind a dead sender's claim), check.
-                            woke = true;
-                            continue;
-                        }
-                    } else {
-                        spin_hint();
+                // Spun for the budget (polls, reading the clock once per
+                // 16): doze, and sleep unless a last poll finds something.
+                Some(bell) if !waiting.spin_within(spin_ns) => {
+                    if Core::sleep(core, state, bell, &mut done)? {
+                        policy.record(calibration::ns_to_spins(waiting.elapsed_ns()), c);
+                        waiting = Waiting::new();
+                        idle = 0;
+                        continue;
                     }
+                    // Woken: poll first; if that finds nothing to deliver
+                    // (a timeout, or a sender's message queued behind a
+                    // dead sender's claim), check.
+                    woke = true;
+                    continue;
                 }
+                Some(_) => {}
                 None => backoff(idle),
             }
             if std::mem::take(&mut woke)
@@ -154,9 +153,6 @@ impl<C: Claim, S> Core<C, S> {
     }
 }
 
-/// Polls between two reads of the clock while idle.
-const CLOCK_EVERY: u32 = 16;
-
 /// How often an idle wait that polls repairs its queues' heads and
 /// checks its peers.
 const CHECK_EVERY: Duration = Duration::from_millis(20);
@@ -166,15 +162,6 @@ const CHECK_EVERY: Duration = Duration::from_millis(20);
 /// wakes. (Each wake-up costs the receiver tens of microseconds of CPU in
 /// a virtual machine: at 20 ms, half a percent.)
 const SLEEP: Duration = Duration::from_millis(100);
-
-/// The time `spins` polls of the spin policy stand for.
-fn spin_time(spins: u32) -> Duration {
-    Duration::from_nanos((f64::from(spins) * calibration::ns_per_spin()) as u64)
-}
-
-fn nanos_to_spins(d: Duration) -> u64 {
-    calibration::ns_to_spins(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
 
 /// Backoff of the `n`-th consecutive unsuccessful wait: exponential spins
 /// up to 1024 pause instructions, then yield the processor too (waiting
