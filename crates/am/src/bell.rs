@@ -45,10 +45,13 @@ pub(crate) const AWAKE: u32 = 0;
 pub(crate) const ASLEEP: u32 = 1;
 
 /// Sender, after publishing a message into the bell owner's queues: wakes
-/// the owner if it sleeps.
+/// the owner if it sleeps. `announce` runs after the light fence, before
+/// the bell is loaded: a store-load ordering that the same fence pair
+/// gives (the lanes' announcements, `claim::rings`).
 #[inline(always)]
-pub(crate) fn ring(bell: &AtomicU32) {
+pub(crate) fn ring(bell: &AtomicU32, announce: impl FnOnce()) {
     light();
+    announce();
     // Relaxed: ordered after our READY store by the fence pair (module
     // docs); nothing else is published through the word.
     if bell.load(Ordering::Relaxed) != AWAKE {

@@ -17,6 +17,14 @@
 //!   and the Release store of the head): one iteration of the endpoint's
 //!   `poll_queue`.
 //!
+//! Under an algorithm with a lane per sender (`rings`), a queue made
+//! [`ModelQueue::for_senders`] has one lane per sender: the method
+//! [`ModelQueue::send`] claims in the lane of the body's source rank and
+//! rings the queue's doorbell with the lane's announcement, and
+//! [`ModelQueue::recv`] polls the announced lanes (and those a
+//! [`ModelQueue::doze`] cleared, until found drained), as the endpoint's
+//! `poll_lanes` does.
+//!
 //! Nothing of the protocol is written twice: these functions only call the
 //! `pub(crate)` methods of [`crate::layout`] and the claim algorithm that
 //! the endpoint calls.
@@ -54,6 +62,14 @@ pub struct ModelQueue<C: Claim> {
     bulk_bytes: usize,
     /// One loom-checked cell per bulk block (module docs).
     shadow: Vec<loom::cell::UnsafeCell<u64>>,
+    /// Senders (lanes, under an algorithm with lanes).
+    senders: u32,
+    /// The receiver's lanes to poll besides the announced ones (only the
+    /// receiver's thread touches it, so it is not a loom atomic).
+    unannounced: std::sync::atomic::AtomicU64,
+    /// The queue owner's doorbell (rung by [`ModelQueue::send`] under an
+    /// algorithm with lanes).
+    bell: crate::sync::AtomicU32,
 }
 
 // SAFETY: the tail, head, packets and bulk words are `Sync` (atomics and
@@ -82,7 +98,19 @@ impl<C: Claim> ModelQueue<C> {
     /// here: the protocol does not depend on them. Call it inside a loom
     /// model (the atomics and cells are loom's).
     pub fn new(packets: usize, bulk_blocks: usize, bulk_bytes: usize) -> Self {
+        Self::for_senders(1, packets, bulk_blocks, bulk_bytes)
+    }
+
+    /// A queue for `senders` senders (ranks `0..senders`) of `packets`
+    /// packets (per sender, under an algorithm with lanes).
+    pub fn for_senders(
+        senders: u32,
+        packets: usize,
+        bulk_blocks: usize,
+        bulk_bytes: usize,
+    ) -> Self {
         assert!(packets >= 1, "a queue needs a packet");
+        let packets = packets * crate::claim::lanes::<C>(senders);
         let mut tail = Box::new(MaybeUninit::<C::Tail>::uninit());
         // SAFETY: a fresh, aligned allocation that nobody else uses.
         unsafe { C::init(tail.as_mut_ptr()) };
@@ -100,7 +128,26 @@ impl<C: Claim> ModelQueue<C> {
             shadow: (0..bulk_blocks)
                 .map(|_| loom::cell::UnsafeCell::new(0))
                 .collect(),
+            senders,
+            unannounced: std::sync::atomic::AtomicU64::new(0),
+            bell: crate::sync::AtomicU32::new(crate::bell::AWAKE),
         }
+    }
+
+    /// The doorbell of the queue's owner.
+    pub fn bell(&self) -> &crate::sync::AtomicU32 {
+        &self.bell
+    }
+
+    /// Receiver: announces that it may sleep (`bell::doze`), first
+    /// clearing the lanes' announcements (under an algorithm with lanes),
+    /// which the following [`recv`](ModelQueue::recv) calls poll until
+    /// found drained; as the endpoint's `sleep` does.
+    pub fn doze(&self) {
+        let forgot = C::forget(self.queue().tail);
+        self.unannounced
+            .fetch_or(forgot, std::sync::atomic::Ordering::Relaxed);
+        crate::bell::doze(&self.bell);
     }
 
     /// The view that [`send`], [`recv`] and the claim algorithms work on.
@@ -121,6 +168,17 @@ impl<C: Claim> ModelQueue<C> {
 
     /// Position of the next message to deliver (messages delivered so far).
     pub fn delivered(&self) -> u64 {
+        if C::PER_SENDER {
+            let q = self.queue();
+            return (0..self.senders)
+                .map(|r| {
+                    C::lane(&q, r, self.senders)
+                        .head
+                        .pos
+                        .load(Ordering::Relaxed)
+                })
+                .sum();
+        }
         self.head.pos.load(Ordering::Relaxed)
     }
 
@@ -160,7 +218,8 @@ impl<C: Claim> ModelQueue<C> {
     where
         W: FnMut() -> Result<(), AmError>,
     {
-        send::<C, W>(&self.queue(), pid, hint, body, data, wait, |c| {
+        let lane = C::lane(&self.queue(), body.src, self.senders);
+        let c = send::<C, W>(&lane, pid, hint, body, data, wait, |c| {
             if let (Some(d), Some((b, _))) = (data, c.bulk) {
                 // The block is ours from the claim until the receiver frees
                 // it: loom checks that no other access races this one.
@@ -170,7 +229,15 @@ impl<C: Claim> ModelQueue<C> {
                     unsafe { *p = checksum(d) }
                 });
             }
-        })
+        })?;
+        if C::PER_SENDER {
+            let me = crate::claim::Holder {
+                pid,
+                rank: body.src,
+            };
+            crate::bell::ring(&self.bell, || C::announce(&lane, me));
+        }
+        Ok(c)
     }
 
     /// Sends as [`ModelQueue::send`] up to the point where the claim is
@@ -220,7 +287,11 @@ impl<C: Claim> ModelQueue<C> {
     /// bytes), then frees it; `None` when the head is not READY. Panics if
     /// the bulk bytes differ from what the sender wrote.
     pub fn recv<R>(&self, handler: impl FnOnce(&Body, &[u8]) -> R) -> Option<R> {
-        recv::<C, _>(&self.queue(), |body, bulk, slot| {
+        let mut q = self.queue();
+        if C::PER_SENDER {
+            q = self.announced_lane()?;
+        }
+        recv::<C, _>(&q, |body, bulk, slot| {
             if let Some(b) = slot {
                 // After `take`, before `free`: where the handler reads the
                 // block.
@@ -231,6 +302,29 @@ impl<C: Claim> ModelQueue<C> {
             }
             handler(body, bulk)
         })
+    }
+}
+
+impl<C: Claim> ModelQueue<C> {
+    /// The first lane, among those announced or left to poll after a doze,
+    /// whose head holds a message; lanes left to poll that hold none are
+    /// dropped from that list.
+    fn announced_lane(&self) -> Option<Queue<'_, C::Tail>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let q = self.queue();
+        let all = (1u64 << self.senders) - 1;
+        let mut todo = (C::announced(q.tail) | self.unannounced.load(Relaxed)) & all;
+        while todo != 0 {
+            let r = todo.trailing_zeros();
+            todo &= todo - 1;
+            let lane = C::lane(&q, r, self.senders);
+            let (pos, w) = lane.head();
+            if lane.ready(w, pos, C::RECEIVER_FREES).is_some() {
+                return Some(lane);
+            }
+            self.unannounced.fetch_and(!(1 << r), Relaxed);
+        }
+        None
     }
 }
 
@@ -259,7 +353,7 @@ pub const AWAKE: u32 = crate::bell::AWAKE;
 /// A sender's ring after its publication (`bell::ring`; under loom the
 /// futex wake is a no-op, and the word shows whether it was rung).
 pub fn ring(bell: &crate::sync::AtomicU32) {
-    crate::bell::ring(bell);
+    crate::bell::ring(bell, || {});
 }
 
 /// A receiver's announcement that it may sleep (`bell::doze`): poll once

@@ -51,7 +51,8 @@ pub const HEADER_BYTES: usize = 4096;
 /// Sizes of an endpoint's queues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
-    /// Packets per queue (at least 2).
+    /// Packets per queue (at least 2); under an algorithm with a lane per
+    /// sender (`rings`), packets per sender in each queue.
     pub packets: u32,
     /// Bulk blocks per queue (at least 1).
     pub bulk_blocks: u32,
@@ -98,19 +99,27 @@ impl Config {
         Ok(())
     }
 
-    /// The queue layout for claim algorithm `C`.
-    pub fn queue_layout<C: Claim>(&self) -> QueueLayout {
+    /// Packets in each queue's ring for claim algorithm `C` in a job of
+    /// `size` ranks: `packets`, or `packets` per sender under an
+    /// algorithm with a lane per sender ([`Claim::PER_SENDER`]).
+    pub fn ring_packets<C: Claim>(&self, size: u32) -> usize {
+        self.packets as usize * crate::claim::lanes::<C>(size)
+    }
+
+    /// The queue layout for claim algorithm `C` in a job of `size` ranks.
+    pub fn queue_layout<C: Claim>(&self, size: u32) -> QueueLayout {
         QueueLayout::new(
             core::mem::size_of::<C::Tail>(),
-            self.packets as usize,
+            self.ring_packets::<C>(size),
             self.bulk_blocks as usize,
             self.bulk_bytes as usize,
         )
     }
 
-    /// Total segment bytes for claim algorithm `C`.
-    pub fn segment_bytes<C: Claim>(&self) -> usize {
-        HEADER_BYTES + 2 * self.queue_layout::<C>().bytes
+    /// Total segment bytes for claim algorithm `C` in a job of `size`
+    /// ranks.
+    pub fn segment_bytes<C: Claim>(&self, size: u32) -> usize {
+        HEADER_BYTES + 2 * self.queue_layout::<C>(size).bytes
     }
 }
 
@@ -334,8 +343,16 @@ impl Segment {
         size: u32,
     ) -> Result<Self, AmError> {
         cfg.validate()?;
+        if size == 0 || size as usize > crate::MAX_RANKS || rank >= size {
+            return Err(AmError::Config {
+                detail: format!(
+                    "rank {rank} of {size} ranks (accepted: 1..={} ranks, rank < size)",
+                    crate::MAX_RANKS
+                ),
+            });
+        }
         let c = c_name(name)?;
-        let len = cfg.segment_bytes::<C>();
+        let len = cfg.segment_bytes::<C>(size);
         let mut retried = false;
         let fd = loop {
             // SAFETY: valid C string; the flags create a new object or fail.
@@ -433,7 +450,7 @@ impl Segment {
     unsafe fn init<C: Claim>(&self) {
         let s = self.snap;
         let cfg = s.config;
-        let ql = cfg.queue_layout::<C>();
+        let ql = cfg.queue_layout::<C>(s.size);
         let h = self.base.cast::<SegHeader>();
         // SAFETY: the header fits in the first page; we have exclusive
         // access (caller).
@@ -465,7 +482,7 @@ impl Segment {
                 C::init(start.cast::<C::Tail>());
                 start.add(ql.head).cast::<HeadInfo>().write(HeadInfo::new());
                 let packets = start.add(ql.packets).cast::<Packet>();
-                for i in 0..cfg.packets as usize {
+                for i in 0..cfg.ring_packets::<C>(s.size) {
                     packets.add(i).write(Packet::new());
                 }
                 let bulk = start.add(ql.bulk).cast::<BulkSlot>();
@@ -608,10 +625,19 @@ impl Segment {
         let cfg = s.config;
         cfg.validate()
             .map_err(|e| bad(format!("invalid queue sizes in the header: {e}")))?;
-        if cfg.segment_bytes::<C>() != self.len {
+        if s.size == 0 || s.size as usize > crate::MAX_RANKS || s.rank >= s.size {
             return Err(bad(format!(
-                "queue sizes {cfg:?} need {} bytes, the segment has {}",
-                cfg.segment_bytes::<C>(),
+                "rank {} of {} ranks (accepted: 1..={} ranks, rank < size)",
+                s.rank,
+                s.size,
+                crate::MAX_RANKS
+            )));
+        }
+        if cfg.segment_bytes::<C>(s.size) != self.len {
+            return Err(bad(format!(
+                "queue sizes {cfg:?} for {} ranks need {} bytes, the segment has {}",
+                s.size,
+                cfg.segment_bytes::<C>(s.size),
                 self.len
             )));
         }
@@ -682,7 +708,8 @@ impl Segment {
     /// must not outlive the mapping (`'a` is chosen by the caller).
     pub unsafe fn queue<'a, C: Claim>(&self, which: usize) -> Queue<'a, C::Tail> {
         let cfg = self.snap.config;
-        let ql = cfg.queue_layout::<C>();
+        let size = self.snap.size;
+        let ql = cfg.queue_layout::<C>(size);
         assert!(
             which < 2 && HEADER_BYTES + 2 * ql.bytes <= self.len,
             "queue view outside the mapping"
@@ -697,7 +724,7 @@ impl Segment {
                 head: &*start.add(ql.head).cast::<HeadInfo>(),
                 packets: core::slice::from_raw_parts(
                     start.add(ql.packets).cast::<Packet>(),
-                    cfg.packets as usize,
+                    cfg.ring_packets::<C>(size),
                 ),
                 bulk: core::slice::from_raw_parts(
                     start.add(ql.bulk).cast::<BulkSlot>(),
@@ -705,7 +732,7 @@ impl Segment {
                 ),
                 bulk_data: start.add(ql.data),
                 bulk_bytes: cfg.bulk_bytes as usize,
-                shift: crate::layout::shift_for(cfg.packets as usize),
+                shift: crate::layout::shift_for(cfg.ring_packets::<C>(size)),
             }
         }
     }

@@ -129,7 +129,7 @@ fn foreign_segment_is_bad_magic() {
 fn valid_segment_opens_and_header_layout_is_stable() {
     let s = ShmName::new("valid");
     let len = s.create::<Stamp>();
-    assert_eq!(len as usize, CFG.segment_bytes::<Stamp>());
+    assert_eq!(len as usize, CFG.segment_bytes::<Stamp>(1));
     let seg = Segment::open::<Stamp>(&s.name, SHORT).expect("open a valid segment");
     assert_eq!(seg.config(), CFG);
     assert_eq!(seg.owner_pid(), std::process::id());

@@ -201,6 +201,7 @@ tests! {
     killed_senders_lose_nothing_pthread => symmetry_am::claim::PthreadClaim, 4;
     killed_senders_lose_nothing_lock_free => symmetry_am::claim::LockFree, 5;
     killed_senders_lose_nothing_stamp => symmetry_am::claim::Stamp, 6;
+    killed_senders_lose_nothing_rings => symmetry_am::claim::Rings, 7;
 }
 
 // ---------------------------------------------------------------------------
@@ -314,6 +315,7 @@ fn killed_receivers_end_their_peers_with_an_error() {
     killed_receiver::<symmetry_am::claim::PthreadClaim>(4);
     killed_receiver::<symmetry_am::claim::LockFree>(5);
     killed_receiver::<symmetry_am::claim::Stamp>(6);
+    killed_receiver::<symmetry_am::claim::Rings>(7);
 }
 
 // ---------------------------------------------------------------------------
@@ -467,4 +469,5 @@ stop_tests! {
     stopped_senders_lose_nothing_pthread => symmetry_am::claim::PthreadClaim, 4;
     stopped_senders_lose_nothing_lock_free => symmetry_am::claim::LockFree, 5;
     stopped_senders_lose_nothing_stamp => symmetry_am::claim::Stamp, 6;
+    stopped_senders_lose_nothing_rings => symmetry_am::claim::Rings, 7;
 }

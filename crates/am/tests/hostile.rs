@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use symmetry_am::claim::{LockFree, Stamp};
+use symmetry_am::claim::{LockFree, Rings, Stamp};
 use symmetry_am::segment::{self, HEADER_BYTES, Segment};
 use symmetry_am::{AmError, Claim, Endpoint, Job, Msg, Token, job};
 
@@ -232,7 +232,7 @@ fn header_rewritten_after_join_changes_nothing() {
 
 /// Byte offset of packet `i` of rank 0's request queue for `C`.
 fn packet_offset<C: Claim>(i: usize) -> usize {
-    HEADER_BYTES + CFG.queue_layout::<C>().packets + 128 * i
+    HEADER_BYTES + CFG.queue_layout::<C>(2).packets + 128 * i
 }
 
 fn count(t: &mut Token<'_, Stamp, u64>, _m: &Msg<'_>) -> Result<(), AmError> {
@@ -303,9 +303,11 @@ fn random_words<C: Claim>() {
         for _ in 0..2_000 {
             let x = rng.next_u64();
             let off = if x & 1 == 0 {
-                packet_offset::<C>((x >> 8) as usize % 4)
+                packet_offset::<C>((x >> 8) as usize % CFG.ring_packets::<C>(2))
             } else {
-                HEADER_BYTES + (x >> 8) as usize % 256
+                // The header, then the queue's tail (under `rings`, the
+                // summary word and the lanes' heads).
+                HEADER_BYTES + (x >> 8) as usize % (256 + core::mem::size_of::<C::Tail>())
             };
             raw.write_u64(off & !7, x);
             let _ = ep.poll();
@@ -319,6 +321,7 @@ fn random_words<C: Claim>() {
 fn random_words_in_live_queues() {
     random_words::<Stamp>();
     random_words::<LockFree>();
+    random_words::<Rings>();
 }
 
 // ---------------------------------------------------------------------------

@@ -19,7 +19,10 @@
 //! * every model checks that each message arrives exactly once and intact,
 //!   and that the queue ends with every packet and block FREE.
 //!
-//! The claim algorithms checked are `lock-free` (LC98 Fig. 3) and `stamp`.
+//! The claim algorithms checked are `lock-free` (LC98 Fig. 3), `stamp`
+//! and `rings` (whose models give each sender its own lane; `dead_sender`
+//! is not one of them: a dead sender of `rings` leaves nothing in anyone
+//! else's way).
 //! The locking ones (Fig. 2 under tas/ttas/ticket/anderson/pthread) are the
 //! locks of `symmetry-locks`, which have their own loom models, around a
 //! critical section that is plain loads and stores; they are not compiled
@@ -40,6 +43,7 @@
 //! | `dead_sender` | 2 packets | 1 killed after its claim (`stamp`) or between assignment and claim (`lock-free`) + 1 live with 2 short | 2 | the killed sender's position is skipped once it is dead, never before; the live sender's messages all arrive once (in order under `stamp`), and the ring wraps past the skipped slot |
 //!
 //! | `doorbell` (stamp) | 2 packets | 1 or 2 short, each rings after it publishes | 3 | a receiver that dozes and then finds no message was rung: no message is slept through (`bell.rs`) |
+//! | `announcements` (rings) | 2 packets per lane | 1 or 2 senders of 2 short, each announces and rings after it publishes | 3 | the receiver clears the announcements while senders announce: no message is slept through or left unannounced (`claim::rings`) |
 //!
 //! In every model with two senders and none dead, the receiver, whenever
 //! its head holds no message, also runs the endpoint's repair of a stuck
@@ -77,7 +81,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use symmetry_am::AmError;
-use symmetry_am::claim::{Claim, Hint, LockFree, Stamp};
+use symmetry_am::claim::{Claim, Hint, LockFree, Rings, Stamp};
 use symmetry_am::layout::{Body, MAX_ARGS};
 use symmetry_am::model::ModelQueue;
 
@@ -333,7 +337,8 @@ fn run<C: Claim>(
         // Nobody is dead here (an earlier model on this thread may have
         // killed pid 100, and the receiver's repair asks who is).
         symmetry_am::model::revive_all();
-        let q = Arc::new(ModelQueue::<C>::new(
+        let q = Arc::new(ModelQueue::<C>::for_senders(
+            plan.senders.len() as u32,
             plan.packets,
             plan.bulk_blocks,
             PAYLOAD,
@@ -438,8 +443,10 @@ fn full_ring<C: Claim>() {
         },
         |_| {},
     );
+    // With a lane per sender, one message each never fills a lane
+    // (`full_ring_one_sender` fills one).
     assert!(
-        outcome.waited.load(Ordering::Relaxed),
+        C::PER_SENDER || outcome.waited.load(Ordering::Relaxed),
         "no execution found the one-packet ring full"
     );
 }
@@ -451,8 +458,10 @@ fn full_ring_one_sender<C: Claim>() {
         senders: const { &[short(3)] },
         preemptions: 8,
     });
+    // With a lane per sender, one message each never fills a lane
+    // (`full_ring_one_sender` fills one).
     assert!(
-        outcome.waited.load(Ordering::Relaxed),
+        C::PER_SENDER || outcome.waited.load(Ordering::Relaxed),
         "no execution found the one-packet ring full"
     );
 }
@@ -753,4 +762,70 @@ fn doorbell_one_sender() {
 #[test]
 fn doorbell_two_senders() {
     doorbell(2);
+}
+
+mod rings {
+    use super::*;
+    models!(Rings);
+
+    /// Each sender has its own lane, delivered in position order: its
+    /// messages arrive in the order sent.
+    #[test]
+    fn sender_order() {
+        assert!(!super::sender_order::<Rings>(true));
+    }
+}
+
+/// The lanes' announcements (`claim::rings`): `senders` senders each send
+/// two messages into their lane of two, announcing and ringing after each;
+/// the receiver takes what is announced, dozes (clears the announcements,
+/// then the doorbell's fence), polls once, and would sleep if that found
+/// nothing. It must have been rung whenever it would sleep, and afterwards
+/// every message must be found by polling only the announced lanes and
+/// those the doze cleared: no message is left unannounced, though the
+/// receiver cleared its sender's bit while it announced.
+fn announcements(senders: u32) {
+    builder(3).check(move || {
+        let q = Arc::new(ModelQueue::<Rings>::for_senders(senders, 2, 0, PAYLOAD));
+        let handles: Vec<_> = (0..senders)
+            .map(|s| {
+                let q = q.clone();
+                thread::spawn(move || {
+                    let mut hint = Hint::default();
+                    for seq in 0..2 {
+                        q.send(100 + s, &mut hint, body(s, seq), None, &mut || Ok(()))
+                            .expect("a lane of two has room for both messages");
+                    }
+                })
+            })
+            .collect();
+        let mut n = u32::from(q.recv(|b, bulk| check(b, bulk, false)).is_some());
+        q.doze();
+        let found = q.recv(|b, bulk| check(b, bulk, false)).is_some();
+        n += u32::from(found);
+        for h in handles {
+            h.join().unwrap();
+        }
+        if !found {
+            assert_eq!(
+                q.bell().load(Ordering::Relaxed),
+                symmetry_am::model::AWAKE,
+                "the receiver would sleep through a message nobody rang for"
+            );
+        }
+        while q.recv(|b, bulk| check(b, bulk, false)).is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 2 * senders, "a message was left unannounced");
+    });
+}
+
+#[test]
+fn announcements_one_sender() {
+    announcements(1);
+}
+
+#[test]
+fn announcements_two_senders() {
+    announcements(2);
 }

@@ -19,6 +19,7 @@
 //! | `pthread` | [`PthreadClaim`] | §3.1 | Fig. 2 under a process-shared, robust pthread mutex |
 //! | `lock-free` | [`LockFree`] | §3.2, Fig. 3 | CAS the tail, then CAS the packet FREE -> CLAIMED |
 //! | `stamp` | [`Stamp`] | (modern) | one CAS on the tail, guarded by a per-slot lap stamp; the receiver publishes its head instead of freeing packets |
+//! | `rings` | [`Rings`] | (modern) | no atomic step: one single-producer ring (lane) per sender, `stamp`'s lap stamps, a summary word of the lanes to poll |
 
 //!
 //! # Cache-line transfers per message
@@ -38,9 +39,11 @@
 //! |---|---|---|---|---|
 //! | `stamp` | sender writes READY (1), receiver reads it (1) | head: the receiver's store, which the sender reads once per lap (2 / `len`) | 2 + 2/`len` | the tail line moves between senders at each CAS (about 1) |
 //! | `lock-free` | sender's CAS FREE -> CLAIMED takes the line the receiver freed (1), receiver reads READY (1), frees it (1) | none | 3 | as `stamp` |
+//! | `rings` | as `stamp` (2) | head: as `stamp` (2 / `len`); the summary word, while the sender's bit stays set, is only read | 2 + 2/`len` | none: each sender has its own lane, and the summary line moves only when the receiver dozes |
 //! | locked (`tas` ... `pthread`) | sender reads FREE (1) and writes CLAIMED (1), receiver reads READY (1), frees it (1) | the lock's line stays with a lone sender | 4 | the lock's line moves at each acquisition, and waiters' reads add more |
 //!
-//! Only `stamp` is at the floor with one sender; none is with several.
+//! `stamp` and `rings` are at the floor with one sender; with several,
+//! only `rings` is.
 //! The doorbell ([`crate::endpoint`]'s "Idle waits") adds nothing while
 //! the receiver polls: its word shares the segment header's line with the
 //! closed flag, which every sender reads already and nobody writes.
@@ -55,6 +58,7 @@ pub mod lock_free;
 pub mod locked;
 #[cfg(not(loom))]
 pub mod pthread;
+pub mod rings;
 pub mod stamp;
 
 pub use lock_free::LockFree;
@@ -62,6 +66,7 @@ pub use lock_free::LockFree;
 pub use locked::{AndersonClaim, Locked, ShmLock, TasClaim, TicketClaim, TtasClaim};
 #[cfg(not(loom))]
 pub use pthread::{PthreadClaim, PthreadShm};
+pub use rings::Rings;
 pub use stamp::Stamp;
 
 pub use crate::layout::Claimed;
@@ -137,6 +142,16 @@ pub struct Hint {
     /// consumed (used where the receiver does not free packets, so that
     /// the shared head is read once per ring, not once per message).
     pub head: u64,
+    /// The next position of the sender's own lane (`rings`, whose lanes
+    /// have one sender and so keep their tail in its private memory).
+    pub tail: u64,
+}
+
+/// How many lanes a queue of a job of `size` ranks has: one per sender
+/// under an algorithm with [`Claim::PER_SENDER`], else one, shared.
+#[inline(always)]
+pub fn lanes<C: Claim>(size: u32) -> usize {
+    if C::PER_SENDER { size as usize } else { 1 }
 }
 
 /// A concurrent-access algorithm for claiming packets of a queue.
@@ -183,6 +198,44 @@ pub trait Claim: Sized + Send + Sync + 'static {
     /// message it sends after it.
     const SENDER_FIFO: bool = true;
 
+    /// Whether each sender has its own lane (a single-producer ring) in
+    /// each queue, instead of all sharing the queue's one ring. With lanes
+    /// the queue's ring holds [`lanes`] x `packets` packets; a sender
+    /// claims in its lane ([`Claim::lane`]), announces it after the READY
+    /// store ([`Claim::announce`]), and the receiver polls the lanes
+    /// announced ([`Claim::announced`]) and clears the announcements when
+    /// it dozes ([`Claim::forget`]).
+    const PER_SENDER: bool = false;
+
+    /// The view sender rank `r` claims in, of queue `q` of a job of `size`
+    /// ranks; the receiver delivers from the same views. The default: the
+    /// queue itself (one lane).
+    #[inline(always)]
+    fn lane<'a>(q: &Queue<'a, Self::Tail>, _r: u32, _size: u32) -> Queue<'a, Self::Tail> {
+        *q
+    }
+
+    /// Sender, after its READY store and the doorbell's light fence: makes
+    /// its lane one the receiver polls. The default: nothing (one lane,
+    /// always polled).
+    #[inline(always)]
+    fn announce(_q: &Queue<'_, Self::Tail>, _me: Holder) {}
+
+    /// Receiver: the lanes that may hold messages, bit `r` for lane `r`
+    /// (only read where [`Claim::PER_SENDER`]).
+    #[inline(always)]
+    fn announced(_tail: &Self::Tail) -> u64 {
+        1
+    }
+
+    /// Receiver, before the doorbell's heavy fence: clears the
+    /// announcements and returns them; the receiver polls those lanes once
+    /// more after the fence.
+    #[inline(always)]
+    fn forget(_tail: &Self::Tail) -> u64 {
+        0
+    }
+
     /// Whether the receiver's head position `pos`, which holds no message
     /// and no claim the receiver can see, was handed out to a sender (the
     /// algorithm hands out positions before the packet shows it). The
@@ -212,7 +265,7 @@ pub trait Claim: Sized + Send + Sync + 'static {
     /// path. It keeps the waiting machinery (the closure `claim` takes) off
     /// the path of a send that does not wait.
     #[inline(always)]
-    fn try_claim(_q: &Queue<'_, Self::Tail>, _me: Holder, _hint: &Hint) -> Option<Claimed> {
+    fn try_claim(_q: &Queue<'_, Self::Tail>, _me: Holder, _hint: &mut Hint) -> Option<Claimed> {
         None
     }
 
@@ -248,7 +301,7 @@ pub trait Claim: Sized + Send + Sync + 'static {
 }
 
 /// Calls `$callback! { "name" => Type; ... }` with every claim algorithm, in
-/// LC98's table order, then `stamp`.
+/// LC98's table order, then `stamp` and `rings`.
 ///
 /// ```
 /// macro_rules! names {
@@ -256,7 +309,7 @@ pub trait Claim: Sized + Send + Sync + 'static {
 /// }
 /// let all = symmetry_am::for_each_claim!(names);
 /// assert_eq!(all[0], "tas");
-/// assert_eq!(all.len(), 7);
+/// assert_eq!(all.len(), 8);
 /// ```
 #[macro_export]
 macro_rules! for_each_claim {
@@ -269,6 +322,7 @@ macro_rules! for_each_claim {
             "pthread" => $crate::claim::PthreadClaim;
             "lock-free" => $crate::claim::LockFree;
             "stamp" => $crate::claim::Stamp;
+            "rings" => $crate::claim::Rings;
         }
     };
 }
@@ -293,6 +347,6 @@ mod tests {
             ($($name:literal => $ty:ty;)*) => { $( assert_eq!(<$ty as super::Claim>::NAME, $name); )* };
         }
         crate::for_each_claim!(check);
-        assert_eq!(super::NAMES.len(), 7);
+        assert_eq!(super::NAMES.len(), 8);
     }
 }

@@ -185,7 +185,7 @@ fn consumed(q: &Queue<'_, StampTail>, hint: &mut Hint, p: u64) -> bool {
 /// Claims one position of a ring whose words the receiver frees (the
 /// bulk ring): `words(i)` is the handshake word of slot `i`.
 #[inline(always)]
-fn take_freed<'q, F, W>(
+pub(super) fn take_freed<'q, F, W>(
     tail: &AtomicU64,
     len: usize,
     words: F,
@@ -293,7 +293,7 @@ impl Claim for Stamp {
     /// receiver waits for a live sender's stale intent as for a claim
     /// (see `owner_dead`), and the next claim overwrites it.
     #[inline(always)]
-    fn try_claim(q: &Queue<'_, Self::Tail>, me: Holder, hint: &Hint) -> Option<Claimed> {
+    fn try_claim(q: &Queue<'_, Self::Tail>, me: Holder, hint: &mut Hint) -> Option<Claimed> {
         // Relaxed: a guess until the CAS, as in `take_packet`.
         let p = q.tail.packets.load(Ordering::Relaxed);
         if p >= hint.head.saturating_add(q.packets.len() as u64) {

@@ -54,6 +54,15 @@ impl<C: Claim, S> Endpoint<C, S> {
         // SAFETY: our own segment was created for `C`; the views live in
         // `core` with the mapping (see `Route`).
         let own_views = unsafe { [own.queue::<C>(REQUESTS), own.queue::<C>(REPLIES)] };
+        let lanes = own_views.map(|q| {
+            (0..job.size)
+                .filter(|_| C::PER_SENDER)
+                .map(|r| C::lane(&q, r, job.size))
+                .collect::<Vec<_>>()
+        });
+        let lane_mask = (0..job.size)
+            .filter(|&r| local(r))
+            .fold(0u64, |m, r| m | 1 << r);
         let mut core = Core {
             rank: job.rank,
             size: job.size,
@@ -69,6 +78,10 @@ impl<C: Claim, S> Endpoint<C, S> {
             stats: Stats::default(),
             stall: [Stall::default(); 2],
             head: [0; 2],
+            lane_heads: lanes.each_ref().map(|l| vec![0; l.len()]),
+            lanes,
+            unannounced: [0; 2],
+            lane_mask,
             barrier_epoch: 0,
             barrier_arrivals: vec![0; 64],
             reduce_epoch: 0,
@@ -116,7 +129,11 @@ impl<C: Claim, S> Endpoint<C, S> {
                 let seg = core.segment(r);
                 // SAFETY: every segment was created or validated for `C`;
                 // the views live in `core` with the mappings (see `Route`).
-                route.views = Some(unsafe { [seg.queue::<C>(REQUESTS), seg.queue::<C>(REPLIES)] });
+                // A sender claims in its own lane of each queue.
+                route.views = Some(
+                    unsafe { [seg.queue::<C>(REQUESTS), seg.queue::<C>(REPLIES)] }
+                        .map(|q| C::lane(&q, job.rank, job.size)),
+                );
                 let closed: *const AtomicU32 = seg.closed_flag();
                 // SAFETY: the flag is in the mapping, which lives as long
                 // as `core` (see `Route`).

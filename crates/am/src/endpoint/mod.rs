@@ -170,7 +170,8 @@ pub struct Stats {
     pub full_waits: u64,
     /// Positions of dead senders recovered by this receiver: packets left
     /// CLAIMED, and (`stamp`, `lock-free`) positions handed out and never
-    /// claimed or published.
+    /// claimed or published. (None under `rings`: what a dead sender
+    /// leaves is in its own lane, in nobody's way.)
     pub recovered_packets: u64,
     /// Bulk blocks of dead senders recovered by this receiver.
     pub recovered_bulk: u64,
@@ -278,6 +279,16 @@ pub struct Core<C: Claim, S> {
     /// Next position to deliver of each own queue. Kept here, not in the
     /// shared head (which only mirrors it), so no peer can move it.
     head: [u64; 2],
+    /// Under an algorithm with a lane per sender ([`Claim::PER_SENDER`]):
+    /// each own queue's lanes, by sender rank (empty otherwise).
+    lanes: [Vec<Queue<'static, C::Tail>>; 2],
+    /// The next position to deliver of each lane (as `head`).
+    lane_heads: [Vec<u64>; 2],
+    /// Lanes to poll besides those announced: those whose announcements
+    /// a doze cleared, until a poll finds them drained (see `poll`).
+    unannounced: [u64; 2],
+    /// The lanes a sender may announce: the ranks on this host.
+    lane_mask: u64,
     barrier_epoch: u64,
     barrier_arrivals: Vec<u64>,
     reduce_epoch: u64,
@@ -306,7 +317,9 @@ const DEFERRED_KEPT: usize = 64;
 /// hands out references only to code that holds `&self` or `&mut self`).
 #[derive(Debug)]
 struct Route<T: 'static> {
-    /// Views of the rank's two queues (`None` for a rank on another host).
+    /// Views of the rank's two queues (`None` for a rank on another
+    /// host): the lanes this rank claims in, under an algorithm with a
+    /// lane per sender ([`Claim::lane`]).
     views: Option<[Queue<'static, T>; 2]>,
     /// The closed flag in its segment's header (`None` on another host).
     closed: Option<&'static AtomicU32>,

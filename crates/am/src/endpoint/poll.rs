@@ -43,6 +43,9 @@ impl<C: Claim, S> Core<C, S> {
     /// delivery loop only if a message is there.
     #[inline(always)]
     fn poll_queue(core: &mut Self, state: &mut S, which: usize) -> Result<usize, AmError> {
+        if C::PER_SENDER {
+            return Core::poll_lanes(core, state, which);
+        }
         let q = core.own_queue(which);
         let pos = core.head[which];
         let w = q.word_at(pos);
@@ -53,28 +56,61 @@ impl<C: Claim, S> Core<C, S> {
             core.stalled(q, which, pos, w);
             return Ok(0);
         }
-        Core::deliver(core, state, which, q)
+        Core::deliver(core, state, which, q, 0)
     }
 
-    /// Delivers the messages at the head of own queue `which`, at most one
-    /// ring's worth (so a flood cannot starve the caller).
+    /// Polls own queue `which` of an algorithm with a lane per sender:
+    /// the lanes announced in its summary word (one line), and those whose
+    /// announcements a doze cleared until a poll finds them drained.
+    #[inline(always)]
+    fn poll_lanes(core: &mut Self, state: &mut S, which: usize) -> Result<usize, AmError> {
+        let q = core.own_queue(which);
+        let mut todo = (C::announced(q.tail) | core.unannounced[which]) & core.lane_mask;
+        let mut n = 0;
+        while todo != 0 {
+            let r = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            let lane = Self::unbound(&core.lanes[which][r]);
+            let pos = core.lane_heads[which][r];
+            let got = match lane.ready(lane.word_at(pos), pos, false) {
+                Some(_) => Core::deliver(core, state, which, lane, r)?,
+                None => 0,
+            };
+            // Drained (the delivery stopped short of its limit at a word
+            // that is no message): an unannounced lane needs no more
+            // looks; its sender's next message announces it again.
+            if got < lane.len() {
+                core.unannounced[which] &= !(1 << r);
+            }
+            n += got;
+        }
+        if n == 0 {
+            core.idle_lanes(q, which);
+        }
+        Ok(n)
+    }
+
+    /// Delivers the messages at the head of own queue `which` (of its lane
+    /// `lane`, under an algorithm with lanes), at most one ring's worth
+    /// (so a flood cannot starve the caller).
     #[inline(never)]
     fn deliver(
         core: &mut Self,
         state: &mut S,
         which: usize,
         q: &Queue<'_, C::Tail>,
+        lane: usize,
     ) -> Result<usize, AmError> {
         let len = q.packets.len();
         let mut delivered = 0usize;
         while delivered < len {
-            let pos = core.head[which];
+            let pos = *core.head_mut(which, lane);
             let w = q.word_at(pos);
             let Some(st) = q.ready(w, pos, C::RECEIVER_FREES) else {
                 break;
             };
             let body = q.take(pos, st == READY_BULK);
-            core.head[which] = pos + 1;
+            *core.head_mut(which, lane) = pos + 1;
             // The packet goes back to the senders now that its body is
             // copied; a bulk block, read in place, after the handler.
             q.release(pos, w, C::RECEIVER_FREES);
@@ -106,6 +142,17 @@ impl<C: Claim, S> Core<C, S> {
             }
         }
         Ok(delivered)
+    }
+
+    /// The next position to deliver of own queue `which`, or of its lane
+    /// `lane` under an algorithm with lanes.
+    #[inline(always)]
+    fn head_mut(&mut self, which: usize, lane: usize) -> &mut u64 {
+        if C::PER_SENDER {
+            &mut self.lane_heads[which][lane]
+        } else {
+            &mut self.head[which]
+        }
     }
 
     /// What is wrong with a taken packet's body, if anything, against

@@ -121,6 +121,32 @@ impl<C: Claim, S> Core<C, S> {
         }
     }
 
+    /// No lane of own queue `which` (an algorithm with lanes) held a
+    /// message: every [`STALL_CHECK`] such polls, frees the bulk blocks
+    /// dead senders left claimed (nothing else of theirs holds anyone up:
+    /// each lane has one sender).
+    #[inline(always)]
+    pub(super) fn idle_lanes(&mut self, q: &Queue<'_, C::Tail>, which: usize) {
+        let s = &mut self.stall[which];
+        s.count = s.count.wrapping_add(1);
+        if s.count.is_multiple_of(STALL_CHECK) {
+            self.sweep_dead_bulk(q, which);
+        }
+    }
+
+    /// Repairs what dead senders left in own queue `which`: a stuck head
+    /// ([`Core::unstick`], where senders share one ring) and bulk blocks.
+    #[cold]
+    pub(super) fn repair(&mut self, which: usize) {
+        let q = self.own_queue(which);
+        if !C::PER_SENDER {
+            let pos = self.head[which];
+            let w = q.word_at(pos);
+            self.unstick(q, which, pos, w);
+        }
+        self.sweep_dead_bulk(q, which);
+    }
+
     /// The head holds no message: after a while, repair it if a sender
     /// holds it up and can be got past.
     #[inline(always)]
@@ -219,19 +245,27 @@ impl<C: Claim, S> Core<C, S> {
             return;
         }
         let mut referenced = vec![false; q.bulk.len()];
-        let head = self.head[which];
-        for pos in head..head + q.packets.len() as u64 {
-            let p = &q.packets[q.slot_of(pos)];
-            // Acquire: as in `poll_queue`, for the body read below.
-            let w = p.state.load(Ordering::Acquire);
-            if q.ready(w, pos, C::RECEIVER_FREES) == Some(READY_BULK) {
-                // SAFETY: a message not yet delivered is not written until
-                // the head passes it, which only we move.
-                let b = unsafe { p.body.read() }.bulk_slot as usize;
-                if b < referenced.len() {
-                    referenced[b] = true;
+        let mut mark = |q: &Queue<'_, C::Tail>, head: u64| {
+            for pos in head..head + q.packets.len() as u64 {
+                let p = &q.packets[q.slot_of(pos)];
+                // Acquire: as in `poll_queue`, for the body read below.
+                let w = p.state.load(Ordering::Acquire);
+                if q.ready(w, pos, C::RECEIVER_FREES) == Some(READY_BULK) {
+                    // SAFETY: a message not yet delivered is not written
+                    // until the head passes it, which only we move.
+                    let b = unsafe { p.body.read() }.bulk_slot as usize;
+                    if b < referenced.len() {
+                        referenced[b] = true;
+                    }
                 }
             }
+        };
+        if C::PER_SENDER {
+            for (lane, &head) in self.lanes[which].iter().zip(&self.lane_heads[which]) {
+                mark(lane, head);
+            }
+        } else {
+            mark(q, self.head[which]);
         }
         for (b, slot) in q.bulk.iter().enumerate() {
             let bw = slot.load(Ordering::Acquire);

@@ -109,7 +109,7 @@ impl<C: Claim, S> Core<C, S> {
         data: Option<&[u8]>,
         scope: Scope,
     ) -> Result<(), AmError> {
-        let Some(route) = core.routes.get(dest as usize) else {
+        let Some(route) = core.routes.get_mut(dest as usize) else {
             return Err(AmError::NoSuchRank {
                 rank: dest,
                 size: core.size,
@@ -129,7 +129,7 @@ impl<C: Claim, S> Core<C, S> {
             rank: core.rank,
         };
         let fast = match data {
-            None => C::try_claim(q, me, &route.hints[which]),
+            None => C::try_claim(q, me, &mut route.hints[which]),
             Some(_) => None,
         };
         let c = match fast {
@@ -137,7 +137,7 @@ impl<C: Claim, S> Core<C, S> {
             None => Core::claim_slow(core, state, q, me, dest, which, data.is_some(), scope)?,
         };
         q.publish(&c, handler, core.rank, args, data);
-        crate::bell::ring(bell);
+        crate::bell::ring(bell, || C::announce(q, me));
         core.stats.sent += 1;
         if dest == core.rank {
             core.self_unread += 1;

@@ -110,11 +110,7 @@ impl<C: Claim, S> Core<C, S> {
                 // queued behind a dead one's claim.
                 let before = core.stats.recovered_packets;
                 for which in [REQUESTS, REPLIES] {
-                    let q = core.own_queue(which);
-                    let pos = core.head[which];
-                    let w = q.word_at(pos);
-                    core.unstick(q, which, pos, w);
-                    core.sweep_dead_bulk(q, which);
+                    core.repair(which);
                 }
                 if core.stats.recovered_packets > before {
                     idle = 0;
@@ -142,6 +138,14 @@ impl<C: Claim, S> Core<C, S> {
         bell: &AtomicU32,
         done: &mut impl FnMut(&Self, &S) -> bool,
     ) -> Result<bool, AmError> {
+        if C::PER_SENDER {
+            // Cleared before the doze's fence, polled after it (see
+            // `claim::rings`, "Announcements").
+            for which in [REQUESTS, REPLIES] {
+                let q = core.own_queue(which);
+                core.unannounced[which] |= C::forget(q.tail);
+            }
+        }
         bell::doze(bell);
         let got = Core::poll_queues(core, state, Scope::Both);
         let found = !matches!(got, Ok(0)) || done(core, state);
