@@ -617,6 +617,12 @@ impl<C: Claim, S> Core<C, S> {
 /// statistics in the shared head, for diagnostics).
 #[inline(always)]
 fn bump(counter: &crate::sync::AtomicU64) {
+    add(counter, 1);
+}
+
+/// Adds `n` to a counter that only this receiver writes (as [`bump`]).
+#[inline(always)]
+fn add(counter: &crate::sync::AtomicU64, n: u64) {
     // Relaxed: only we write it, and nothing is ordered by it.
-    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
 }
