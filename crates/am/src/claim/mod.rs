@@ -69,6 +69,12 @@ pub use pthread::{PthreadClaim, PthreadShm};
 pub use rings::Rings;
 pub use stamp::Stamp;
 
+/// The default claim algorithm: [`Rings`], which keeps every guarantee of
+/// [`Stamp`] (a killed sender costs only its own message; each sender's
+/// messages arrive in order) with no atomic step per send. `Config::packets`
+/// is per sender under it, so a segment grows with the job's size.
+pub type DefaultClaim = Rings;
+
 pub use crate::layout::Claimed;
 
 /// Whether `pid` is a dead process (under loom, one the model killed:

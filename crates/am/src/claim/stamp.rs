@@ -1,7 +1,8 @@
 //! `stamp`: positions handed out by one CAS on the tail, each guarded by
 //! a per-slot lap stamp, and a receiver that never writes the packets (the
 //! form of Vyukov's bounded MPMC queue, here many-to-one); the modern
-//! comparison point for LC98's algorithms, and the default.
+//! comparison point for LC98's algorithms (and the default before
+//! [`Rings`](super::Rings)).
 //!
 //! # Packets
 //!

@@ -95,10 +95,9 @@ pub struct ClumpsArgs {
 }
 
 /// The claim algorithm of `am spawn` and `am rank` unless `--algo` names
-/// one: `stamp` keeps every guarantee `lock-free` gives (a killed sender
-/// costs only its own message), adds per-sender FIFO, and moves a packet's
-/// line once per message (the README's table).
-pub const DEFAULT_ALGO: &str = "stamp";
+/// one: the library's default (`rings`: a killed sender costs only its own
+/// message, per-sender FIFO, no atomic step per send; the README's table).
+pub const DEFAULT_ALGO: &str = <symmetry_am::claim::DefaultClaim as symmetry_am::Claim>::NAME;
 
 /// The application and how to run it (shared by `spawn` and `rank`).
 #[derive(Args, Debug, Clone)]

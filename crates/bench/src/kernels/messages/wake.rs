@@ -15,14 +15,14 @@
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use symmetry_am::claim::Stamp;
+use symmetry_am::claim::DefaultClaim;
 use symmetry_am::{AmError, Claim, Endpoint, Msg, Token, job};
 
 use super::{cpus, one_result, pin_to_core, run_rank};
 use crate::stats::median;
 
 /// The claim algorithm measured (the endpoints' default).
-pub const WAKE_ALGORITHM: &str = Stamp::NAME;
+pub const WAKE_ALGORITHM: &str = DefaultClaim::NAME;
 
 /// The sender's pause before each message.
 const GAP: Duration = Duration::from_micros(500);
@@ -36,7 +36,7 @@ struct WakeState {
     samples: Vec<f64>,
 }
 
-fn on_time(t: &mut Token<'_, Stamp, WakeState>, m: &Msg<'_>) -> Result<(), AmError> {
+fn on_time(t: &mut Token<'_, DefaultClaim, WakeState>, m: &Msg<'_>) -> Result<(), AmError> {
     let st = t.state();
     let now = st.epoch.elapsed().as_nanos() as f64;
     st.samples.push(now - m.args[0] as f64);
@@ -58,14 +58,14 @@ pub fn wake_ns(samples: u32) -> Result<f64, String> {
             epoch,
             samples: Vec::with_capacity(samples as usize),
         };
-        run_rank::<Stamp, _, _>(&job, &gate, state, |ep| wake_rank(ep, job.rank, samples))
+        run_rank::<DefaultClaim, _, _>(&job, &gate, state, |ep| wake_rank(ep, job.rank, samples))
     });
     let v = one_result("wake", WAKE_ALGORITHM, results)?;
     median(&v).ok_or_else(|| "wake: no sample".to_string())
 }
 
 fn wake_rank(
-    ep: &mut Endpoint<Stamp, WakeState>,
+    ep: &mut Endpoint<DefaultClaim, WakeState>,
     rank: u32,
     samples: u32,
 ) -> Result<Option<Vec<f64>>, AmError> {
