@@ -17,6 +17,20 @@
 //!   and a full receive queue blocks the senders, which is the flow control
 //!   of the AM queues too). No path in the file system is needed.
 //!
+//! * **iceoryx2** (with the `iceoryx2` feature), Eclipse iceoryx2's
+//!   zero-copy publish-subscribe over its inter-process service
+//!   (`ipc::Service`: shared memory that separate processes map, as
+//!   symmetry-am's segments are): [`iceoryx2_rtt_ns`] bounces a `u64`
+//!   between two pinned threads over a ping and a pong service set up as
+//!   iceoryx2's own latency benchmark sets them up (buffer of one sample,
+//!   no history, busy-polling `receive`); [`iceoryx2_many_to_one`] has
+//!   `writers` publishers send the integers to one subscriber of one
+//!   service, with safe overflow off so that no sample is dropped: a
+//!   publisher that finds its queue full waits by iceoryx2's `Block`
+//!   strategy (it yields the CPU, then sleeps, until there is room). Each
+//!   run names its services by the process id and a
+//!   counter and removes them (and its node) when it ends.
+//!
 //! The peer processes are made with `fork(2)` and run only raw system calls
 //! (`read`, `write`, `send`, `sched_setaffinity`, `prctl`, `close`,
 //! `_exit`): after a fork of a multi-threaded program the child may use
@@ -535,6 +549,250 @@ fn unix_many_to_one_with(writers: u32, ints: u64, fork: bool) -> Result<ManyToOn
     Ok(ManyToOne::new(elapsed, ints, verified, mode))
 }
 
+// ---------------------------------------------------------------------------
+// iceoryx2
+
+/// iceoryx2's publish-subscribe peer (`ipc::Service`, the inter-process
+/// kind) with a `u64` payload.
+#[cfg(feature = "iceoryx2")]
+mod iox {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    use iceoryx2::port::publisher::Publisher;
+    use iceoryx2::port::subscriber::Subscriber;
+    use iceoryx2::prelude::*;
+    use iceoryx2::service::port_factory::publish_subscribe::PortFactory;
+
+    use super::*;
+
+    /// A publish-subscribe service of `u64` between processes.
+    type Service = PortFactory<ipc::Service, u64, ()>;
+
+    fn err(what: &str, e: impl std::fmt::Debug) -> String {
+        format!("iceoryx2: {what}: {e:?}")
+    }
+
+    /// A node of this process with iceoryx2's default configuration (not
+    /// a configuration file of the machine) that installs no signal
+    /// handlers (the harness keeps its own).
+    fn node() -> Result<Node<ipc::Service>, String> {
+        NodeBuilder::new()
+            .config(&Config::default())
+            .signal_handling_mode(SignalHandlingMode::Disabled)
+            .create::<ipc::Service>()
+            .map_err(|e| err("node", e))
+    }
+
+    /// A service name no other run uses: the process id, a counter, `what`.
+    fn unique(what: &str) -> Result<ServiceName, String> {
+        static RUN: AtomicU64 = AtomicU64::new(0);
+        let run = RUN.fetch_add(1, Ordering::Relaxed);
+        let name = format!("symmetry/peer-messages/{}/{run}/{what}", std::process::id());
+        ServiceName::new(&name).map_err(|e| err("service name", e))
+    }
+
+    /// A publisher that waits while the subscriber's queue is full (where
+    /// safe overflow is off), iceoryx2's way not to lose a sample: it
+    /// yields the CPU, then sleeps, until there is room.
+    fn publisher(s: &Service) -> Result<Publisher<ipc::Service, u64, ()>, String> {
+        s.publisher_builder()
+            .unable_to_deliver_strategy(UnableToDeliverStrategy::Block)
+            .create()
+            .map_err(|e| err("publisher", e))
+    }
+
+    fn subscriber(s: &Service) -> Result<Subscriber<ipc::Service, u64, ()>, String> {
+        s.subscriber_builder()
+            .create()
+            .map_err(|e| err("subscriber", e))
+    }
+
+    /// Sends `v` in a loaned sample (zero-copy: the payload is written in
+    /// the shared segment) to the one subscriber.
+    fn send(p: &Publisher<ipc::Service, u64, ()>, v: u64) -> Result<(), String> {
+        let sample = p.loan_uninit().map_err(|e| err("loan", e))?;
+        match sample.write_payload(v).send().map_err(|e| err("send", e))? {
+            1 => Ok(()),
+            n => Err(format!("iceoryx2: a sample reached {n} subscribers, not 1")),
+        }
+    }
+
+    /// Busy-polls `s` for the next value, as iceoryx2's benchmarks do
+    /// (yielding after a while: participants may outnumber cores); fails
+    /// once `quit` is set (the other side gave up).
+    fn receive(s: &Subscriber<ipc::Service, u64, ()>, quit: &AtomicBool) -> Result<u64, String> {
+        spin_until(|| {
+            if quit.load(Ordering::Relaxed) {
+                return Some(Err("iceoryx2: the other side failed".to_string()));
+            }
+            let got = s.receive().map_err(|e| err("receive", e));
+            got.map(|x| x.map(|x| *x)).transpose()
+        })
+    }
+
+    /// Runs `body`, setting `quit` if it fails so that the other side stops
+    /// waiting.
+    fn or_quit<T>(
+        quit: &AtomicBool,
+        body: impl FnOnce() -> Result<T, String>,
+    ) -> Result<T, String> {
+        let out = body();
+        if out.is_err() {
+            quit.store(true, Ordering::Relaxed);
+        }
+        out
+    }
+
+    /// See [`super::iceoryx2_rtt_ns`].
+    pub(super) fn rtt_ns(rounds: u64) -> Result<f64, String> {
+        let node = node()?;
+        // iceoryx2's publish-subscribe latency benchmark: one publisher and
+        // one subscriber, no history, a buffer of one sample that a newer
+        // one replaces (safe overflow).
+        let service = |what| -> Result<Service, String> {
+            node.service_builder(&unique(what)?)
+                .publish_subscribe::<u64>()
+                .max_publishers(1)
+                .max_subscribers(1)
+                .history_size(0)
+                .subscriber_max_buffer_size(1)
+                .enable_safe_overflow(true)
+                .create()
+                .map_err(|e| err("service", e))
+        };
+        let (ping, pong) = (service("ping")?, service("pong")?);
+        let cpus = cpus_for(2);
+        let (ready, quit) = (Barrier::new(2), AtomicBool::new(false));
+        let total = WARMUP_ROUNDS + rounds;
+        std::thread::scope(|s| {
+            let echo = s.spawn(|| {
+                pin(&cpus, 1);
+                let ports = or_quit(&quit, || Ok((subscriber(&ping)?, publisher(&pong)?)));
+                ready.wait();
+                or_quit(&quit, || {
+                    let (rx, tx) = ports?;
+                    for _ in 0..total {
+                        send(&tx, receive(&rx, &quit)? + 1)?;
+                    }
+                    Ok(())
+                })
+            });
+            let timed = s.spawn(|| {
+                pin(&cpus, 0);
+                let ports = or_quit(&quit, || Ok((publisher(&ping)?, subscriber(&pong)?)));
+                ready.wait();
+                or_quit(&quit, || {
+                    let (tx, rx) = ports?;
+                    let round = |i: u64| -> Result<(), String> {
+                        send(&tx, i)?;
+                        match receive(&rx, &quit)? {
+                            r if r == i + 1 => Ok(()),
+                            r => Err(format!("iceoryx2: sent {i}, echo gave {r}")),
+                        }
+                    };
+                    (0..WARMUP_ROUNDS).try_for_each(round)?;
+                    let start = Instant::now();
+                    (WARMUP_ROUNDS..total).try_for_each(round)?;
+                    Ok(start.elapsed().as_nanos() as f64 / rounds.max(1) as f64)
+                })
+            });
+            let ns = timed
+                .join()
+                .map_err(|_| "iceoryx2 ping thread panicked")??;
+            echo.join().map_err(|_| "iceoryx2 echo thread panicked")??;
+            Ok(ns)
+        })
+    }
+
+    /// See [`super::iceoryx2_many_to_one`].
+    pub(super) fn many_to_one(writers: u32, ints: u64) -> Result<ManyToOne, String> {
+        let writers = u64::from(writers.max(1));
+        let node = node()?;
+        // No sample may be lost: with safe overflow off, a publisher whose
+        // queue to the subscriber is full waits (`Block`) instead of
+        // replacing the oldest sample.
+        let service = node
+            .service_builder(&unique("many-to-one")?)
+            .publish_subscribe::<u64>()
+            .max_publishers(writers as usize)
+            .max_subscribers(1)
+            .history_size(0)
+            .subscriber_max_buffer_size(QUEUE_SLOTS)
+            .enable_safe_overflow(false)
+            .create()
+            .map_err(|e| err("service", e))?;
+        let cpus = cpus_for(writers as usize + 1);
+        let (gate, quit) = (Barrier::new(writers as usize + 1), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            let senders: Vec<_> = (0..writers)
+                .map(|w| {
+                    let (service, gate, quit, cpus) = (&service, &gate, &quit, &cpus);
+                    s.spawn(move || {
+                        pin(cpus, w as usize + 1);
+                        let tx = or_quit(quit, || publisher(service));
+                        gate.wait();
+                        or_quit(quit, || {
+                            let tx = tx?;
+                            share(w, writers, ints).try_for_each(|v| send(&tx, v))
+                        })
+                    })
+                })
+                .collect();
+            let got = s
+                .spawn(|| {
+                    pin(&cpus, 0);
+                    let rx = or_quit(&quit, || subscriber(&service));
+                    gate.wait();
+                    or_quit(&quit, || {
+                        let rx = rx?;
+                        let start = Instant::now();
+                        let (mut count, mut sum) = (0u64, 0u64);
+                        while count < ints {
+                            sum = sum.wrapping_add(receive(&rx, &quit)?);
+                            count += 1;
+                        }
+                        let elapsed = start.elapsed();
+                        // Nothing more may arrive: every integer came once.
+                        let extra = rx.receive().map_err(|e| err("receive", e))?.is_some();
+                        let verified = !extra && sum == expected_sum(ints);
+                        Ok(ManyToOne::new(elapsed, ints, verified, Mode::Threads))
+                    })
+                })
+                .join()
+                .map_err(|_| "iceoryx2 receiver thread panicked")?;
+            for t in senders {
+                t.join().map_err(|_| "iceoryx2 writer thread panicked")??;
+            }
+            got
+        })
+    }
+}
+
+/// Round trip of a `u64` between two pinned threads over iceoryx2's
+/// inter-process publish-subscribe (a ping and a pong service, each with
+/// one publisher, one subscriber and a buffer of one sample, as iceoryx2's
+/// latency benchmark sets them; each side busy-polls `receive` and the echo
+/// sends the value + 1 in a loaned sample), in nanoseconds: the mean of
+/// `rounds` after a warm-up. An echo that is not the ping's value + 1 is an
+/// error.
+#[cfg(feature = "iceoryx2")]
+pub fn iceoryx2_rtt_ns(rounds: u64) -> Result<f64, String> {
+    iox::rtt_ns(rounds)
+}
+
+/// LC98 §4.2 through iceoryx2: `writers` publisher threads send the
+/// integers `1..=ints` (one loaned sample each) to one subscriber of one
+/// inter-process publish-subscribe service. Each publisher has its own
+/// queue of [`QUEUE_SLOTS`] samples to the subscriber; safe overflow is off
+/// and a publisher waits while its queue is full (iceoryx2's `Block`:
+/// yielding, then sleeping), so nothing is dropped.
+/// Timed from the start barrier to the subscriber's last receive;
+/// `verified` checks the count and sum and that nothing more arrived.
+#[cfg(feature = "iceoryx2")]
+pub fn iceoryx2_many_to_one(writers: u32, ints: u64) -> Result<ManyToOne, String> {
+    iox::many_to_one(writers, ints)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -565,6 +823,16 @@ mod tests {
         assert!(ns > 0.0);
         for w in 1..=3 {
             let out = unix_many_to_one(w, 5_000).unwrap();
+            assert!(out.verified, "{w} writers: {out:?}");
+        }
+    }
+
+    #[cfg(feature = "iceoryx2")]
+    #[test]
+    fn iceoryx2_patterns_deliver_everything() {
+        assert!(iceoryx2_rtt_ns(2_000).unwrap() > 0.0);
+        for w in 1..=3 {
+            let out = iceoryx2_many_to_one(w, 20_000).unwrap();
             assert!(out.verified, "{w} writers: {out:?}");
         }
     }
