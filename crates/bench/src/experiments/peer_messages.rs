@@ -14,6 +14,11 @@
 //!   ([`crate::peers::messages::unix_rtt_ns`] over a stream socket pair,
 //!   [`crate::peers::messages::unix_many_to_one`] over a datagram socket
 //!   pair; parameter `mode` says whether `fork` was allowed, else threads);
+//! - `iceoryx2` (built with the `iceoryx2` feature): Eclipse iceoryx2's
+//!   inter-process publish-subscribe, set up by its own latency benchmark
+//!   ([`crate::peers::messages`]'s `iceoryx2_rtt_ns` and
+//!   `iceoryx2_many_to_one`); without the feature its rows are absent and
+//!   the claim `ahead-of-iceoryx2` is not measurable;
 //! - `cacheline-pingpong` (RTT only): one cache line bounced between two
 //!   cores ([`crate::kernels::messages::pingpong_rtt_ns`]), the physical limit of a
 //!   shared-memory message.
@@ -33,6 +38,8 @@ use crate::kernels::messages::{logp, pingpong_rtt_ns, stress};
 use crate::peers::messages::{
     Mode, arrayqueue_many_to_one, arrayqueue_rtt_ns, unix_many_to_one, unix_rtt_ns,
 };
+#[cfg(feature = "iceoryx2")]
+use crate::peers::messages::{iceoryx2_many_to_one, iceoryx2_rtt_ns};
 
 /// Catalogue entry.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -102,6 +109,15 @@ const CLAIMS: &[Claim] = &[
             )
         },
     },
+    Claim {
+        key: "ahead-of-iceoryx2",
+        paper: "Target (this project's, issue 40; no paper states it): symmetry-am is ahead of iceoryx2, the \
+                shared-memory channel users compare it with, run with iceoryx2's own settings for lowest \
+                latency: for LC98's round trip (§4.1) and for many-to-one with one writer (§4.2).",
+        rule: "`am-stamp`'s round trip and its one-writer time per message are each at most `iceoryx2`'s",
+        needs: Needs::cores(2),
+        judge: |d, _| ahead_of_iceoryx2(d),
+    },
 ];
 
 /// symmetry-am's default algorithm, which the rules judge.
@@ -110,16 +126,37 @@ const STAMP: &str = "am-stamp";
 const LOCK_FREE: &str = "am-lock-free";
 const CROSSBEAM: &str = "crossbeam-arrayqueue";
 const UNIX: &str = "unix-socket";
+const ICEORYX2: &str = "iceoryx2";
 const LINE: &str = "cacheline-pingpong";
 const RTT: &str = "rtt_ns";
 const MTO: &str = "ns_per_msg";
-/// Series of both patterns, in report order.
+/// Series of both patterns, in report order (and [`ICEORYX2`] after them
+/// where it was measured).
 const SERIES: [&str; 5] = [AM, STAMP, LOCK_FREE, CROSSBEAM, UNIX];
 /// Targets of this harness (no paper states one): symmetry-am at most this
 /// many times slower than the in-process queue ...
 const VS_QUEUE: f64 = 2.0;
 /// ... and at least this many times faster than the kernel's path.
 const VS_SOCKET: f64 = 5.0;
+/// This project's target against iceoryx2: no slower.
+const VS_ICEORYX2: f64 = 1.0;
+
+/// The series of both patterns this build measures: [`SERIES`], and
+/// [`ICEORYX2`] with the `iceoryx2` feature.
+fn measured() -> Vec<&'static str> {
+    let with_iceoryx2 = cfg!(feature = "iceoryx2").then_some(ICEORYX2);
+    SERIES.into_iter().chain(with_iceoryx2).collect()
+}
+
+/// The series of both patterns `rows` hold, in report order: [`SERIES`],
+/// and [`ICEORYX2`] where it was measured.
+fn reported(rows: &[Row]) -> Vec<&'static str> {
+    let with_iceoryx2 = rows
+        .iter()
+        .any(|r| r.series == ICEORYX2)
+        .then_some(ICEORYX2);
+    SERIES.into_iter().chain(with_iceoryx2).collect()
+}
 
 /// One measured value and how it was run.
 #[derive(Debug, Clone, Copy)]
@@ -154,6 +191,8 @@ fn rtt_sample(series: &str, rounds: u64) -> Result<Sample, String> {
             }
         }
         LINE => threads(pingpong_rtt_ns(rounds)),
+        #[cfg(feature = "iceoryx2")]
+        ICEORYX2 => threads(iceoryx2_rtt_ns(rounds)?),
         _ => return Err(format!("peer-messages: unknown series `{series}`")),
     })
 }
@@ -178,6 +217,8 @@ fn mto_sample(series: &str, writers: u32, ints: u64) -> Result<Sample, String> {
         LOCK_FREE => am("lock-free"),
         CROSSBEAM => Ok(peer(arrayqueue_many_to_one(writers, ints))),
         UNIX => Ok(peer(unix_many_to_one(writers, ints)?)),
+        #[cfg(feature = "iceoryx2")]
+        ICEORYX2 => Ok(peer(iceoryx2_many_to_one(writers, ints)?)),
         _ => Err(format!("peer-messages: unknown series `{series}`")),
     }
 }
@@ -209,12 +250,13 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             .collect(),
         None => (1..=(2 * ctx.cores).saturating_sub(1).max(1) as u32).collect(),
     };
-    let rtt_series: Vec<&str> = std::iter::once(LINE).chain(SERIES).collect();
+    let series = measured();
+    let rtt_series: Vec<&str> = std::iter::once(LINE).chain(series.clone()).collect();
     let rtt_repeats = ctx.repeats(2);
     let len = rtt_repeats * rtt_series.len()
         + writers
             .iter()
-            .map(|&w| ctx.repeats(w as usize + 1) * SERIES.len())
+            .map(|&w| ctx.repeats(w as usize + 1) * series.len())
             .sum::<usize>();
     let bar = ctx.bar(EXPERIMENT.id, len);
     let row = |s: &str, t: usize, metric: &str, spread: &Spread| {
@@ -241,13 +283,13 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     }
     for &w in &writers {
         let threads = w as usize + 1;
-        let samples = try_in_rounds(ctx.repeats(threads), SERIES.len(), |_, i| {
-            bar.set_message(format!("{} x{w} writers", SERIES[i]));
-            let sample = mto_sample(SERIES[i], w, ints);
+        let samples = try_in_rounds(ctx.repeats(threads), series.len(), |_, i| {
+            bar.set_message(format!("{} x{w} writers", series[i]));
+            let sample = mto_sample(series[i], w, ints);
             bar.inc(1);
             sample
         })?;
-        for (s, v) in SERIES.iter().zip(samples) {
+        for (s, v) in series.iter().zip(samples) {
             let (spread, verified, mode) = summarize(s, &v)?;
             rows.push(
                 row(s, threads, MTO, &spread)
@@ -347,6 +389,30 @@ fn rtt(
     compare(e(num), e(den), &what, rule, threshold)
 }
 
+/// `am-stamp` against `iceoryx2`: the round trip and the one-writer time
+/// per message each at most iceoryx2's (medians of the interleaved
+/// repeats with their spread); not measurable without `iceoryx2` rows.
+fn ahead_of_iceoryx2(d: &Data<'_>) -> Finding {
+    if !reported(d.rows()).contains(&ICEORYX2) {
+        return Finding::not_measurable(
+            "no `iceoryx2` rows: the run's binary was built without the `iceoryx2` feature \
+             (`cargo build --release -p symmetry-bench --features iceoryx2`)",
+        );
+    }
+    let one_writer = compare(
+        mto_e(d, STAMP, 1),
+        mto_e(d, ICEORYX2, 1),
+        "1 writer: am-stamp / iceoryx2",
+        rule::at_most,
+        VS_ICEORYX2,
+    );
+    let parts = [
+        rtt(d, (STAMP, ICEORYX2), rule::at_most, VS_ICEORYX2),
+        one_writer,
+    ];
+    Finding::all(parts.map(|f| (f.outcome, f.evidence)), "; ")
+}
+
 /// The writer counts of the many-to-one points, ascending.
 fn writers_of(d: &Data<'_>) -> Vec<u32> {
     let mut writers: Vec<u32> = d
@@ -406,7 +472,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         let over = if w + 1 > cores { " (over)" } else { "" };
         format!("{w} writer{}{over}", if *w == 1 { "" } else { "s" })
     }));
-    let series: Vec<&str> = std::iter::once(LINE).chain(SERIES).collect();
+    let series: Vec<&str> = std::iter::once(LINE).chain(reported(rows)).collect();
     let table = table::by_series(&header, &series, |s| {
         let cells = writers.iter().map(|&w| match mto(rows, s, w) {
             Some(v) => {
@@ -441,6 +507,14 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             param(rows, UNIX, RTT, "mode").map_or("n/a".into(), |m| format!("between {m}")),
         )
     };
+    let iceoryx2 = reported(rows).contains(&ICEORYX2);
+    if iceoryx2 {
+        measured.push_str(&format!(
+            " `iceoryx2` {} (am-stamp / iceoryx2 = {}).",
+            na(rtt(ICEORYX2), ns),
+            r(q(rtt(STAMP), rtt(ICEORYX2))),
+        ));
+    }
     if !writers.is_empty() {
         measured.push_str("\n\nMany-to-one, time per message:\n\n");
     }
@@ -452,9 +526,15 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         } else {
             ""
         };
+        let vs_iceoryx2 = if iceoryx2 {
+            let x = r(q(mto(rows, AM, w), mto(rows, ICEORYX2, w)));
+            format!(", am-rings / iceoryx2 = {x}")
+        } else {
+            String::new()
+        };
         measured.push_str(&format!(
             "- {w} writer{}{note}: am-rings / arrayqueue = {}, unix-socket / am-rings = {}, \
-             am-stamp / am-rings = {}, am-lock-free / am-rings = {}\n",
+             am-stamp / am-rings = {}, am-lock-free / am-rings = {}{vs_iceoryx2}\n",
             if w == 1 { "" } else { "s" },
             r(q(mto(rows, AM, w), mto(rows, CROSSBEAM, w))),
             r(q(mto(rows, UNIX, w), mto(rows, AM, w))),
@@ -476,7 +556,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let unix_mode = param(rows, UNIX, MTO, "mode")
         .or(param(rows, UNIX, RTT, "mode"))
         .unwrap_or("processes");
-    let notes = format!(
+    let mut notes = format!(
         "The ratios are taken within one run (medians of interleaved repeats), so they do not depend on the \
          machine's absolute speed. What each message costs: a symmetry-am short message is a claim (no atomic \
          step for `rings`, whose senders each own a lane; one CAS for `stamp`, two for `lock-free`), a packet on its own cache line written and marked READY, and a poll \
@@ -493,6 +573,16 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             |w| format!("{w} writer{}", if w == 1 { "" } else { "s" })
         )
     );
+    if iceoryx2 {
+        notes.push_str(
+            " An iceoryx2 message is a sample loaned from the publisher's shared-memory pool, written in \
+             place, and its offset pushed into the subscriber's queue of that publisher; the subscriber \
+             busy-polls its queues and returns the sample to the pool when done with it. iceoryx2 runs as \
+             its latency benchmark sets it up (one-sample buffers for the round trip); many-to-one gives \
+             each publisher a queue of 256 samples, with safe overflow off so that a full queue makes the \
+             publisher wait (iceoryx2's `Block`: it yields, then sleeps) instead of dropping a sample.",
+        );
+    }
     Assessment {
         measured,
         notes,
@@ -556,6 +646,34 @@ mod tests {
         let v = testing::verdict(&EXPERIMENT, &holds(&one), &one);
         assert_eq!(v, Verdict::NotMeasurable);
         assert_eq!(draw(&holds(&m), &m).panels.len(), 2);
+    }
+
+    #[test]
+    fn iceoryx2_is_judged_where_measured() {
+        let m = small_vm();
+        let ahead = |rows: &[Row]| testing::findings(&EXPERIMENT, rows, &m).pop().unwrap();
+        let without = ahead(&holds(&m));
+        assert!(matches!(without.outcome, Outcome::NotMeasurable(_)));
+        testing::assert_says(&without.evidence, "without the `iceoryx2` feature");
+        // iceoryx2 at `x` ns round trip and `x / 4` per message.
+        let with = |x: f64| {
+            let r = testing::Rows::new(&EXPERIMENT, &m).rel(0.01);
+            let mut v = holds(&m);
+            v.push(r.row(ICEORYX2, 2, RTT, x));
+            v.push(r.row(ICEORYX2, 2, MTO, x / 4.0).param("writers", 1));
+            v
+        };
+        assert_eq!(ahead(&with(600.0)).outcome, Outcome::Holds);
+        assert_eq!(ahead(&with(150.0)).outcome, Outcome::Fails);
+        let s = EXPERIMENT.section(&with(600.0), &m);
+        testing::assert_says(&s.measured, "`iceoryx2` 600.0 ns");
+        assert!(
+            !EXPERIMENT
+                .section(&holds(&m), &m)
+                .measured
+                .contains("iceoryx2")
+        );
+        assert_eq!(draw(&with(600.0), &m).panels.len(), 2);
     }
 
     #[test]
