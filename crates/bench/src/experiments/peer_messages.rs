@@ -510,7 +510,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let iceoryx2 = reported(rows).contains(&ICEORYX2);
     if iceoryx2 {
         measured.push_str(&format!(
-            " `iceoryx2` {} (am-stamp / iceoryx2 = {}).",
+            " The same for `iceoryx2`: {} (am-stamp / iceoryx2 = {}).",
             na(rtt(ICEORYX2), ns),
             r(q(rtt(STAMP), rtt(ICEORYX2))),
         ));
@@ -666,7 +666,7 @@ mod tests {
         assert_eq!(ahead(&with(600.0)).outcome, Outcome::Holds);
         assert_eq!(ahead(&with(150.0)).outcome, Outcome::Fails);
         let s = EXPERIMENT.section(&with(600.0), &m);
-        testing::assert_says(&s.measured, "`iceoryx2` 600.0 ns");
+        testing::assert_says(&s.measured, "The same for `iceoryx2`: 600.0 ns");
         assert!(
             !EXPERIMENT
                 .section(&holds(&m), &m)
