@@ -20,16 +20,16 @@
 //! * **iceoryx2** (with the `iceoryx2` feature), Eclipse iceoryx2's
 //!   zero-copy publish-subscribe over its inter-process service
 //!   (`ipc::Service`: shared memory that separate processes map, as
-//!   symmetry-am's segments are): [`iceoryx2_rtt_ns`] bounces a `u64`
+//!   symmetry-am's segments are): `iceoryx2_rtt_ns` bounces a `u64`
 //!   between two pinned threads over a ping and a pong service set up as
 //!   iceoryx2's own latency benchmark sets them up (buffer of one sample,
-//!   no history, busy-polling `receive`); [`iceoryx2_many_to_one`] has
+//!   no history, busy-polling `receive`); `iceoryx2_many_to_one` has
 //!   `writers` publishers send the integers to one subscriber of one
 //!   service, with safe overflow off so that no sample is dropped: a
 //!   publisher that finds its queue full waits by iceoryx2's `Block`
 //!   strategy (it yields the CPU, then sleeps, until there is room). Each
-//!   run names its services by the process id and a
-//!   counter and removes them (and its node) when it ends.
+//!   run names its services by the process id and a counter and removes
+//!   them (and its node) when it ends.
 //!
 //! The peer processes are made with `fork(2)` and run only raw system calls
 //! (`read`, `write`, `send`, `sched_setaffinity`, `prctl`, `close`,
