@@ -23,7 +23,9 @@
 //!   symmetry-am's segments are): `iceoryx2_rtt_ns` bounces a `u64`
 //!   between two pinned threads over a ping and a pong service set up as
 //!   iceoryx2's own latency benchmark sets them up (buffer of one sample,
-//!   no history, busy-polling `receive`); `iceoryx2_many_to_one` has
+//!   no history, busy-polling `receive`, the next sample loaned before
+//!   waiting; that benchmark prints half the round trip as its latency,
+//!   this is the whole round trip); `iceoryx2_many_to_one` has
 //!   `writers` publishers send the integers to one subscriber of one
 //!   service, with safe overflow off so that no sample is dropped: a
 //!   publisher that finds its queue full waits by iceoryx2's `Block`
@@ -556,17 +558,23 @@ fn unix_many_to_one_with(writers: u32, ints: u64, fork: bool) -> Result<ManyToOn
 /// kind) with a `u64` payload.
 #[cfg(feature = "iceoryx2")]
 mod iox {
+    use std::mem::MaybeUninit;
+    use std::ops::Range;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
     use iceoryx2::port::publisher::Publisher;
     use iceoryx2::port::subscriber::Subscriber;
     use iceoryx2::prelude::*;
+    use iceoryx2::sample_mut_uninit::SampleMutUninit;
     use iceoryx2::service::port_factory::publish_subscribe::PortFactory;
 
     use super::*;
 
     /// A publish-subscribe service of `u64` between processes.
     type Service = PortFactory<ipc::Service, u64, ()>;
+    /// A sample loaned from a publisher's shared-memory pool, not yet
+    /// written.
+    type Loan = SampleMutUninit<ipc::Service, MaybeUninit<u64>, ()>;
 
     fn err(what: &str, e: impl std::fmt::Debug) -> String {
         format!("iceoryx2: {what}: {e:?}")
@@ -607,10 +615,13 @@ mod iox {
             .map_err(|e| err("subscriber", e))
     }
 
-    /// Sends `v` in a loaned sample (zero-copy: the payload is written in
-    /// the shared segment) to the one subscriber.
-    fn send(p: &Publisher<ipc::Service, u64, ()>, v: u64) -> Result<(), String> {
-        let sample = p.loan_uninit().map_err(|e| err("loan", e))?;
+    fn loan(p: &Publisher<ipc::Service, u64, ()>) -> Result<Loan, String> {
+        p.loan_uninit().map_err(|e| err("loan", e))
+    }
+
+    /// Writes `v` in the loaned `sample` (zero-copy: the payload is written
+    /// in the shared segment) and sends it to the one subscriber.
+    fn send(sample: Loan, v: u64) -> Result<(), String> {
         match sample.write_payload(v).send().map_err(|e| err("send", e))? {
             1 => Ok(()),
             n => Err(format!("iceoryx2: a sample reached {n} subscribers, not 1")),
@@ -643,6 +654,30 @@ mod iox {
         out
     }
 
+    /// The ping side's rounds `rounds`: each sends its value in the sample
+    /// `next` loaned before, loans the next sample before it waits for the
+    /// echo (off the round trip's path, as iceoryx2's benchmark loans), and
+    /// checks that the echo is the value + 1; returns the loan left over.
+    fn ping_rounds(
+        (tx, rx): (
+            &Publisher<ipc::Service, u64, ()>,
+            &Subscriber<ipc::Service, u64, ()>,
+        ),
+        quit: &AtomicBool,
+        rounds: Range<u64>,
+        mut next: Loan,
+    ) -> Result<Loan, String> {
+        for i in rounds {
+            send(next, i)?;
+            next = loan(tx)?;
+            match receive(rx, quit)? {
+                r if r == i + 1 => {}
+                r => return Err(format!("iceoryx2: sent {i}, echo gave {r}")),
+            }
+        }
+        Ok(next)
+    }
+
     /// See [`super::iceoryx2_rtt_ns`].
     pub(super) fn rtt_ns(rounds: u64) -> Result<f64, String> {
         let node = node()?;
@@ -672,7 +707,10 @@ mod iox {
                 or_quit(&quit, || {
                     let (rx, tx) = ports?;
                     for _ in 0..total {
-                        send(&tx, receive(&rx, &quit)? + 1)?;
+                        // Loaned before the ping arrives, as iceoryx2's
+                        // benchmark loans.
+                        let next = loan(&tx)?;
+                        send(next, receive(&rx, &quit)? + 1)?;
                     }
                     Ok(())
                 })
@@ -683,16 +721,9 @@ mod iox {
                 ready.wait();
                 or_quit(&quit, || {
                     let (tx, rx) = ports?;
-                    let round = |i: u64| -> Result<(), String> {
-                        send(&tx, i)?;
-                        match receive(&rx, &quit)? {
-                            r if r == i + 1 => Ok(()),
-                            r => Err(format!("iceoryx2: sent {i}, echo gave {r}")),
-                        }
-                    };
-                    (0..WARMUP_ROUNDS).try_for_each(round)?;
+                    let next = ping_rounds((&tx, &rx), &quit, 0..WARMUP_ROUNDS, loan(&tx)?)?;
                     let start = Instant::now();
-                    (WARMUP_ROUNDS..total).try_for_each(round)?;
+                    ping_rounds((&tx, &rx), &quit, WARMUP_ROUNDS..total, next)?;
                     Ok(start.elapsed().as_nanos() as f64 / rounds.max(1) as f64)
                 })
             });
@@ -733,7 +764,7 @@ mod iox {
                         gate.wait();
                         or_quit(quit, || {
                             let tx = tx?;
-                            share(w, writers, ints).try_for_each(|v| send(&tx, v))
+                            share(w, writers, ints).try_for_each(|v| send(loan(&tx)?, v))
                         })
                     })
                 })
@@ -771,8 +802,9 @@ mod iox {
 /// Round trip of a `u64` between two pinned threads over iceoryx2's
 /// inter-process publish-subscribe (a ping and a pong service, each with
 /// one publisher, one subscriber and a buffer of one sample, as iceoryx2's
-/// latency benchmark sets them; each side busy-polls `receive` and the echo
-/// sends the value + 1 in a loaned sample), in nanoseconds: the mean of
+/// latency benchmark sets them; each side busy-polls `receive`, having
+/// loaned its next sample before, and the echo sends the value + 1), in
+/// nanoseconds: the mean of
 /// `rounds` after a warm-up. An echo that is not the ping's value + 1 is an
 /// error.
 #[cfg(feature = "iceoryx2")]
