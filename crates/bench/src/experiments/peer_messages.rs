@@ -578,7 +578,9 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
             " An iceoryx2 message is a sample loaned from the publisher's shared-memory pool, written in \
              place, and its offset pushed into the subscriber's queue of that publisher; the subscriber \
              busy-polls its queues and returns the sample to the pool when done with it. iceoryx2 runs as \
-             its latency benchmark sets it up (one-sample buffers for the round trip); many-to-one gives \
+             its latency benchmark sets it up (one-sample buffers for the round trip, the next sample loaned \
+             before waiting), its round trip timed as am-stamp's is (the median of blocks of 1,000 rounds, so \
+             that a block in which the scheduler ran another task does not count); many-to-one gives \
              each publisher a queue of 256 samples, with safe overflow off so that a full queue makes the \
              publisher wait (iceoryx2's `Block`: it yields, then sleeps) instead of dropping a sample.",
         );

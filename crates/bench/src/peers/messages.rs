@@ -24,8 +24,9 @@
 //!   between two pinned threads over a ping and a pong service set up as
 //!   iceoryx2's own latency benchmark sets them up (buffer of one sample,
 //!   no history, busy-polling `receive`, the next sample loaned before
-//!   waiting; that benchmark prints half the round trip as its latency,
-//!   this is the whole round trip); `iceoryx2_many_to_one` has
+//!   waiting; that benchmark prints the mean of half round trips as its
+//!   latency, this is the whole round trip, timed in blocks as
+//!   symmetry-am's is); `iceoryx2_many_to_one` has
 //!   `writers` publishers send the integers to one subscriber of one
 //!   service, with safe overflow off so that no sample is dropped: a
 //!   publisher that finds its queue full waits by iceoryx2's `Block`
@@ -569,6 +570,7 @@ mod iox {
     use iceoryx2::service::port_factory::publish_subscribe::PortFactory;
 
     use super::*;
+    use crate::stats::median;
 
     /// A publish-subscribe service of `u64` between processes.
     type Service = PortFactory<ipc::Service, u64, ()>;
@@ -721,10 +723,19 @@ mod iox {
                 ready.wait();
                 or_quit(&quit, || {
                     let (tx, rx) = ports?;
-                    let next = ping_rounds((&tx, &rx), &quit, 0..WARMUP_ROUNDS, loan(&tx)?)?;
-                    let start = Instant::now();
-                    ping_rounds((&tx, &rx), &quit, WARMUP_ROUNDS..total, next)?;
-                    Ok(start.elapsed().as_nanos() as f64 / rounds.max(1) as f64)
+                    let mut next = ping_rounds((&tx, &rx), &quit, 0..WARMUP_ROUNDS, loan(&tx)?)?;
+                    // Timed in blocks, as symmetry-am's round trip is: a
+                    // block in which the scheduler ran something else on
+                    // one of the two CPUs does not move the median.
+                    let block = (rounds / 5).clamp(1, 1_000);
+                    let mut per_round = Vec::new();
+                    for first in (WARMUP_ROUNDS..total).step_by(block as usize) {
+                        let last = (first + block).min(total);
+                        let start = Instant::now();
+                        next = ping_rounds((&tx, &rx), &quit, first..last, next)?;
+                        per_round.push(start.elapsed().as_nanos() as f64 / (last - first) as f64);
+                    }
+                    median(&per_round).ok_or_else(|| "iceoryx2: no round was timed".to_string())
                 })
             });
             let ns = timed
@@ -804,9 +815,9 @@ mod iox {
 /// one publisher, one subscriber and a buffer of one sample, as iceoryx2's
 /// latency benchmark sets them; each side busy-polls `receive`, having
 /// loaned its next sample before, and the echo sends the value + 1), in
-/// nanoseconds: the mean of
-/// `rounds` after a warm-up. An echo that is not the ping's value + 1 is an
-/// error.
+/// nanoseconds: the median of the mean round trips of blocks of up to
+/// 1,000 of `rounds` after a warm-up, as symmetry-am's round trip is
+/// timed. An echo that is not the ping's value + 1 is an error.
 #[cfg(feature = "iceoryx2")]
 pub fn iceoryx2_rtt_ns(rounds: u64) -> Result<f64, String> {
     iox::rtt_ns(rounds)
