@@ -114,7 +114,7 @@ const CLAIMS: &[Claim] = &[
         paper: "Target (this project's, issue 40; no paper states it): symmetry-am is ahead of iceoryx2, the \
                 shared-memory channel users compare it with, run with iceoryx2's own settings for lowest \
                 latency: for LC98's round trip (§4.1) and for many-to-one with one writer (§4.2).",
-        rule: "`am-stamp`'s round trip and its one-writer time per message are each at most `iceoryx2`'s",
+        rule: "`am-rings`'s round trip and its one-writer time per message are each at most `iceoryx2`'s",
         needs: Needs::cores(2),
         judge: |d, _| ahead_of_iceoryx2(d),
     },
@@ -389,7 +389,7 @@ fn rtt(
     compare(e(num), e(den), &what, rule, threshold)
 }
 
-/// `am-stamp` against `iceoryx2`: the round trip and the one-writer time
+/// `am-rings` against `iceoryx2`: the round trip and the one-writer time
 /// per message each at most iceoryx2's (medians of the interleaved
 /// repeats with their spread); not measurable without `iceoryx2` rows.
 fn ahead_of_iceoryx2(d: &Data<'_>) -> Finding {
@@ -400,14 +400,14 @@ fn ahead_of_iceoryx2(d: &Data<'_>) -> Finding {
         );
     }
     let one_writer = compare(
-        mto_e(d, STAMP, 1),
+        mto_e(d, AM, 1),
         mto_e(d, ICEORYX2, 1),
-        "1 writer: am-stamp / iceoryx2",
+        "1 writer: am-rings / iceoryx2",
         rule::at_most,
         VS_ICEORYX2,
     );
     let parts = [
-        rtt(d, (STAMP, ICEORYX2), rule::at_most, VS_ICEORYX2),
+        rtt(d, (AM, ICEORYX2), rule::at_most, VS_ICEORYX2),
         one_writer,
     ];
     Finding::all(parts.map(|f| (f.outcome, f.evidence)), "; ")
@@ -510,9 +510,9 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
     let iceoryx2 = reported(rows).contains(&ICEORYX2);
     if iceoryx2 {
         measured.push_str(&format!(
-            " The same for `iceoryx2`: {} (am-stamp / iceoryx2 = {}).",
+            " The same for `iceoryx2`: {} (am-rings / iceoryx2 = {}).",
             na(rtt(ICEORYX2), ns),
-            r(q(rtt(STAMP), rtt(ICEORYX2))),
+            r(q(rtt(AM), rtt(ICEORYX2))),
         ));
     }
     if !writers.is_empty() {
@@ -579,7 +579,7 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
              place, and its offset pushed into the subscriber's queue of that publisher; the subscriber \
              busy-polls its queues and returns the sample to the pool when done with it. iceoryx2 runs as \
              its latency benchmark sets it up (one-sample buffers for the round trip, the next sample loaned \
-             before waiting), its round trip timed as am-stamp's is (the median of blocks of 1,000 rounds, so \
+             before waiting), its round trip timed as symmetry-am's is (the median of blocks of 1,000 rounds, so \
              that a block in which the scheduler ran another task does not count); many-to-one gives \
              each publisher a queue of 256 samples, with safe overflow off so that a full queue makes the \
              publisher wait (iceoryx2's `Block`: it yields, then sleeps) instead of dropping a sample.",
