@@ -64,7 +64,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use super::stamp::take_freed;
+use super::stamp::bulk_block;
 use super::{Claim, Claimed, Hint, Holder};
 use crate::error::AmError;
 use crate::layout::{CLAIMED, HeadInfo, Queue, word};
@@ -165,17 +165,7 @@ impl Claim for Rings {
     where
         W: FnMut() -> Result<(), AmError>,
     {
-        let bulk = if bulk {
-            Some(take_freed(
-                &q.tail.bulk,
-                q.bulk.len(),
-                |i| &*q.bulk[i],
-                me.pid,
-                wait,
-            )?)
-        } else {
-            None
-        };
+        let bulk = bulk_block(q, &q.tail.bulk, bulk, me.pid, wait)?;
         loop {
             if let Some(c) = Self::try_claim(q, me, hint) {
                 return Ok(Claimed { bulk, ..c });

@@ -183,10 +183,30 @@ fn consumed(q: &Queue<'_, StampTail>, hint: &mut Hint, p: u64) -> bool {
     p < hint.head.saturating_add(q.packets.len() as u64)
 }
 
+/// A bulk block of queue `q` for sender `pid` if `bulk` (positions
+/// handed out by the bulk tail `tail`, see [`take_freed`]), claimed
+/// before the packet (LC98 §3.2).
+#[inline(always)]
+pub(super) fn bulk_block<T, W>(
+    q: &Queue<'_, T>,
+    tail: &AtomicU64,
+    bulk: bool,
+    pid: u32,
+    wait: &mut W,
+) -> Result<Option<(usize, u64)>, AmError>
+where
+    W: FnMut() -> Result<(), AmError>,
+{
+    if !bulk {
+        return Ok(None);
+    }
+    take_freed(tail, q.bulk.len(), |i| &*q.bulk[i], pid, wait).map(Some)
+}
+
 /// Claims one position of a ring whose words the receiver frees (the
 /// bulk ring): `words(i)` is the handshake word of slot `i`.
 #[inline(always)]
-pub(super) fn take_freed<'q, F, W>(
+fn take_freed<'q, F, W>(
     tail: &AtomicU64,
     len: usize,
     words: F,
@@ -319,17 +339,7 @@ impl Claim for Stamp {
     where
         W: FnMut() -> Result<(), AmError>,
     {
-        let bulk = if bulk {
-            Some(take_freed(
-                &q.tail.bulk,
-                q.bulk.len(),
-                |i| &*q.bulk[i],
-                me.pid,
-                wait,
-            )?)
-        } else {
-            None
-        };
+        let bulk = bulk_block(q, &q.tail.bulk, bulk, me.pid, wait)?;
         let (slot, word) = take_packet(q, me, hint, wait)?;
         Ok(Claimed { slot, word, bulk })
     }
