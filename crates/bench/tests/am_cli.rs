@@ -131,12 +131,13 @@ fn list_and_clean() {
         "sample",
         "lock-free",
         "stamp",
+        "rings",
         "pthread",
     ] {
         assert!(stdout.contains(want), "missing `{want}` in:\n{stdout}");
     }
     // The default the README names.
-    assert!(stdout.contains("(--algo, default stamp)"), "{stdout}");
+    assert!(stdout.contains("(--algo, default rings)"), "{stdout}");
     let out = symmetry(&["am", "clean"]);
     assert!(out.status.success());
     assert!(text(&out.stdout).contains("removed"));
