@@ -783,7 +783,12 @@ mod rings {
 /// nothing. It must have been rung whenever it would sleep, and afterwards
 /// every message must be found by polling only the announced lanes and
 /// those the doze cleared: no message is left unannounced, though the
-/// receiver cleared its sender's bit while it announced.
+/// receiver cleared its sender's bit while it announced. With the
+/// sender's fence removed both models fail, as the doorbell's do; an
+/// announcement moved before the fence (the load of the summary word
+/// ahead of it) is not caught: loom does not produce the store-buffering
+/// outcome that would lose it, so that order rests on the fence pair's
+/// argument (`claim::rings`, "Announcements").
 fn announcements(senders: u32) {
     builder(3).check(move || {
         let q = Arc::new(ModelQueue::<Rings>::for_senders(senders, 2, 0, PAYLOAD));
