@@ -137,7 +137,9 @@ pub type BulkSlot = CachePadded<AtomicU64>;
 #[derive(Debug)]
 pub struct HeadInfo {
     /// Every position below it is consumed: the receiver stores it (Release)
-    /// once it has copied each message out, and `stamp`'s senders load it
+    /// once it has copied the messages out (after each one under LC98's
+    /// handshake; every quarter ring and at the end of each delivery where
+    /// it does not free packets), and `stamp`'s and `rings`' senders load it
     /// (Acquire) to know a packet may be reused. The receiver's own copy of
     /// its head is private ([`Queue::word_at`]); this one is only
     /// published.

@@ -99,6 +99,21 @@ impl Config {
         Ok(())
     }
 
+    /// Checks a rank and job size: `1..=MAX_RANKS` ranks, `rank < size`
+    /// (what `Endpoint::join`, `Segment::create` and the validation of a
+    /// peer's header accept).
+    pub fn check_rank(rank: u32, size: u32) -> Result<(), AmError> {
+        if size == 0 || size as usize > crate::MAX_RANKS || rank >= size {
+            return Err(AmError::Config {
+                detail: format!(
+                    "rank {rank} of {size} ranks (accepted: 1..={} ranks, rank < size)",
+                    crate::MAX_RANKS
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// Packets in each queue's ring for claim algorithm `C` in a job of
     /// `size` ranks: `packets`, or `packets` per sender under an
     /// algorithm with a lane per sender ([`Claim::PER_SENDER`]).
@@ -343,14 +358,7 @@ impl Segment {
         size: u32,
     ) -> Result<Self, AmError> {
         cfg.validate()?;
-        if size == 0 || size as usize > crate::MAX_RANKS || rank >= size {
-            return Err(AmError::Config {
-                detail: format!(
-                    "rank {rank} of {size} ranks (accepted: 1..={} ranks, rank < size)",
-                    crate::MAX_RANKS
-                ),
-            });
-        }
+        Config::check_rank(rank, size)?;
         let c = c_name(name)?;
         let len = cfg.segment_bytes::<C>(size);
         let mut retried = false;
@@ -625,14 +633,7 @@ impl Segment {
         let cfg = s.config;
         cfg.validate()
             .map_err(|e| bad(format!("invalid queue sizes in the header: {e}")))?;
-        if s.size == 0 || s.size as usize > crate::MAX_RANKS || s.rank >= s.size {
-            return Err(bad(format!(
-                "rank {} of {} ranks (accepted: 1..={} ranks, rank < size)",
-                s.rank,
-                s.size,
-                crate::MAX_RANKS
-            )));
-        }
+        Config::check_rank(s.rank, s.size).map_err(|e| bad(format!("in the header: {e}")))?;
         if cfg.segment_bytes::<C>(s.size) != self.len {
             return Err(bad(format!(
                 "queue sizes {cfg:?} for {} ranks need {} bytes, the segment has {}",

@@ -18,11 +18,12 @@
 //!   writes the body and then the READY word stamped with lap
 //!   `p / len + 1` (Release), on the packet's line;
 //! * the receiver delivers a word only if it carries its head position's
-//!   lap, never writes a packet, and stores its head (Release) after it
-//!   copied a message out, to the lane's head line, which stays in its
-//!   cache: the sender reads it (Acquire, into [`Hint::head`]) only when
-//!   its cached head says the lane is full, about once per lap, so the
-//!   head costs two line transfers per `len` messages.
+//!   lap, never writes a packet, and publishes its head (Release, to the
+//!   lane's head line) every quarter lane and at the end of each
+//!   delivery, once it copied the messages out; the sender reads it
+//!   (Acquire, into [`Hint::head`]) only when its cached head says the
+//!   lane is full, so the head's line moves per publication the sender
+//!   reads, never per message.
 //!
 //! # Announcements
 //!

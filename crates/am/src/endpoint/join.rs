@@ -3,9 +3,7 @@
 //! [`Endpoint::finish`] leaves after a barrier, and dropping the endpoint
 //! closes the wire, marks the segment closed and unlinks it.
 
-use super::{
-    Core, Endpoint, HANDLERS, MAX_RANKS, REPLIES, REQUESTS, Reduce, Remote, Route, Stall, Stats,
-};
+use super::{Core, Endpoint, HANDLERS, REPLIES, REQUESTS, Reduce, Remote, Route, Stall, Stats};
 use crate::claim::{Claim, Hint};
 use crate::error::AmError;
 use crate::job::Job;
@@ -16,14 +14,7 @@ impl<C: Claim, S> Endpoint<C, S> {
     /// Creates this rank's endpoint in `job` and maps every other rank's
     /// (waiting up to `job.timeout` for them to appear).
     pub fn join(job: &Job, cfg: &Config, state: S) -> Result<Self, AmError> {
-        if job.size == 0 || job.size as usize > MAX_RANKS || job.rank >= job.size {
-            return Err(AmError::Config {
-                detail: format!(
-                    "rank {} of {} ranks (accepted: 1..={MAX_RANKS} ranks, rank < size)",
-                    job.rank, job.size
-                ),
-            });
-        }
+        Config::check_rank(job.rank, job.size)?;
         if let Some(net) = &job.net
             && net.hosts().len() != job.size as usize
         {
