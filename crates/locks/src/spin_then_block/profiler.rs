@@ -31,8 +31,18 @@
 //! file; [`dump_at_exit`] (or the environment variable
 //! `SYMMETRY_LOCK_PROFILE=PATH`, read at the first registration) saves it
 //! when the process exits. The file is CSV with `#` header lines: the
-//! machine constants, then one row per lock and non-empty bucket. `symmetry
-//! analyze FILE` prices every spin policy on it.
+//! machine constants, then one row per lock and non-empty bucket, then one
+//! row per lock with its counts (see [`LockRecord`]). `symmetry analyze
+//! FILE` prices every spin policy on it.
+//!
+//! Kinds and counts. An entry has a [`LockKind`] (a reader-writer lock's
+//! readers and writers are two entries) and, beside the histogram, the
+//! counts a recorder can see: acquisitions (the interposition library sees
+//! every pthread call; a lock whose fast path is inline, as a futex's,
+//! counts none), the longest wait, and sampled hold times.
+//!
+//! Versions. Files of [`VERSION_1`] (histograms only, every lock a mutex)
+//! are still read; their counts read as not recorded.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -50,8 +60,61 @@ pub const UNIT: u64 = 16;
 pub const BUCKETS: usize = 64;
 /// Longest wait that is not overflow, spins.
 pub const CAP: u64 = UNIT * (BUCKETS as u64 - 1);
-/// First line of a profile file.
-pub const MAGIC: &str = "# symmetry lock-wait profile, version 1";
+/// First line of a profile file (the current version, 2).
+pub const MAGIC: &str = "# symmetry lock-wait profile, version 2";
+/// First line of a version-1 file (histograms only), which
+/// [`Profile::parse`] still reads.
+pub const VERSION_1: &str = "# symmetry lock-wait profile, version 1";
+
+/// What kind of lock an entry is, and for a reader-writer lock which side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum LockKind {
+    /// A mutual-exclusion lock (a pthread mutex, a [`SpinThenBlock`](super::SpinThenBlock)).
+    #[default]
+    Mutex,
+    /// A reader-writer lock, taken to read.
+    Read,
+    /// A reader-writer lock, taken to write.
+    Write,
+    /// A spin lock (`pthread_spin_lock`): its waits never block.
+    Spin,
+    /// A futex word waited on with the futex system call: whatever lock
+    /// (or condition) the program built on it, seen only when it blocks.
+    Futex,
+}
+
+impl LockKind {
+    /// Every kind, in file order.
+    pub const ALL: [LockKind; 5] = [
+        LockKind::Mutex,
+        LockKind::Read,
+        LockKind::Write,
+        LockKind::Spin,
+        LockKind::Futex,
+    ];
+
+    /// The kind's name in profile files.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockKind::Mutex => "mutex",
+            LockKind::Read => "rwlock-read",
+            LockKind::Write => "rwlock-write",
+            LockKind::Spin => "spin",
+            LockKind::Futex => "futex",
+        }
+    }
+
+    /// The kind named `name` in a profile file.
+    pub fn from_name(name: &str) -> Option<LockKind> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+impl std::fmt::Display for LockKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
 
@@ -85,13 +148,19 @@ pub fn bucket_upper(j: usize) -> u64 {
     }
 }
 
-/// A live histogram's counters per bucket: waits, their sum and the waits
-/// that blocked.
+/// A live histogram's counters per bucket (waits, their sum and the waits
+/// that blocked) and per lock (acquisitions, the longest wait, sampled
+/// hold times).
 #[derive(Debug)]
 struct Counters {
     counts: [AtomicU64; BUCKETS],
     sums: [AtomicU64; BUCKETS],
     blocked: [AtomicU64; BUCKETS],
+    acquisitions: AtomicU64,
+    wait_max: AtomicU64,
+    hold_samples: AtomicU64,
+    hold_sum_ns: AtomicU64,
+    hold_max_ns: AtomicU64,
 }
 
 impl Counters {
@@ -100,7 +169,23 @@ impl Counters {
             counts: std::array::from_fn(|_| AtomicU64::new(0)),
             sums: std::array::from_fn(|_| AtomicU64::new(0)),
             blocked: std::array::from_fn(|_| AtomicU64::new(0)),
+            acquisitions: AtomicU64::new(0),
+            wait_max: AtomicU64::new(0),
+            hold_samples: AtomicU64::new(0),
+            hold_sum_ns: AtomicU64::new(0),
+            hold_max_ns: AtomicU64::new(0),
         }
+    }
+
+    /// The per-lock words (not the buckets).
+    fn words(&self) -> [&AtomicU64; 5] {
+        [
+            &self.acquisitions,
+            &self.wait_max,
+            &self.hold_samples,
+            &self.hold_sum_ns,
+            &self.hold_max_ns,
+        ]
     }
 
     /// Adds one wait of `waited` spins with `bump`, the writers' way of
@@ -112,6 +197,23 @@ impl Counters {
         bump(&self.sums[j], waited);
         if blocked {
             bump(&self.blocked[j], 1);
+        }
+        // Relaxed: a counter, read only by snapshots. Not a
+        // read-modify-write unless it grows, which is rare after the
+        // first waits.
+        if waited > self.wait_max.load(Ordering::Relaxed) {
+            self.wait_max.fetch_max(waited, Ordering::Relaxed);
+        }
+    }
+
+    /// Adds one hold time of `ns` with `bump`.
+    #[inline]
+    fn hold(&self, ns: u64, bump: impl Fn(&AtomicU64, u64)) {
+        bump(&self.hold_samples, 1);
+        bump(&self.hold_sum_ns, ns);
+        // Relaxed: as for `wait_max`.
+        if ns > self.hold_max_ns.load(Ordering::Relaxed) {
+            self.hold_max_ns.fetch_max(ns, Ordering::Relaxed);
         }
     }
 
@@ -126,6 +228,22 @@ impl Counters {
             add(&mut r.sums[j], &self.sums[j]);
             add(&mut r.blocked[j], &self.blocked[j]);
         }
+        let n = self.acquisitions.load(Ordering::Relaxed);
+        if n > 0 {
+            r.acquisitions = Some(r.acquisitions.unwrap_or(0).saturating_add(n));
+        }
+        let w = self.wait_max.load(Ordering::Relaxed);
+        if w > 0 || self.counts.iter().any(|c| c.load(Ordering::Relaxed) > 0) {
+            r.wait_max = Some(r.wait_max.unwrap_or(0).max(w));
+        }
+        let h = &mut r.hold;
+        h.samples = h
+            .samples
+            .saturating_add(self.hold_samples.load(Ordering::Relaxed));
+        h.sum_ns = h
+            .sum_ns
+            .saturating_add(self.hold_sum_ns.load(Ordering::Relaxed));
+        h.max_ns = h.max_ns.max(self.hold_max_ns.load(Ordering::Relaxed));
     }
 
     fn zero(&self) {
@@ -134,6 +252,9 @@ impl Counters {
                 x.store(0, Ordering::Relaxed);
             }
         }
+        for x in self.words() {
+            x.store(0, Ordering::Relaxed);
+        }
     }
 }
 
@@ -141,32 +262,70 @@ impl Counters {
 #[derive(Debug)]
 pub struct LockProfile {
     name: String,
+    kind: LockKind,
     blocker: &'static str,
     c_spins: fn() -> u32,
+    stack: Vec<String>,
     counters: Counters,
 }
 
+/// Bumps a counter that several threads write.
+fn shared_bump(a: &AtomicU64, by: u64) {
+    // Relaxed: counters, read only by snapshots.
+    a.fetch_add(by, Ordering::Relaxed);
+}
+
+/// Bumps a counter that only its taking thread writes (a [`Shard`]'s).
+fn private_bump(a: &AtomicU64, by: u64) {
+    // Relaxed load and store, no read-modify-write: the taking thread is
+    // the only writer, so it always reads its own last store (coherence),
+    // and readers (snapshots) need no order with anything else, only
+    // whole words.
+    a.store(
+        a.load(Ordering::Relaxed).wrapping_add(by),
+        Ordering::Relaxed,
+    );
+}
+
 impl LockProfile {
-    fn new(name: String, blocker: &'static str, c_spins: fn() -> u32) -> Self {
+    fn new(spec: &Entry<'_>, c_spins: fn() -> u32) -> Self {
         LockProfile {
-            name,
-            blocker,
+            name: spec.name.to_owned(),
+            kind: spec.kind,
+            blocker: spec.blocker,
             c_spins,
+            stack: spec.stack.to_vec(),
             counters: Counters::new(),
         }
+    }
+
+    /// The lock's kind.
+    pub fn kind(&self) -> LockKind {
+        self.kind
+    }
+
+    /// Counts `n` acquisitions (contended or not).
+    #[inline]
+    pub fn acquired(&self, n: u64) {
+        shared_bump(&self.counters.acquisitions, n);
+    }
+
+    /// Records one (sampled) hold time, ns.
+    #[inline]
+    pub fn record_hold(&self, ns: u64) {
+        self.counters.hold(ns, shared_bump);
     }
 
     /// Records one contended wait.
     #[inline]
     pub fn record(&self, waited: u64, blocked: bool) {
-        // Relaxed: counters, read only by snapshots.
-        self.counters.record(waited, blocked, |a, by| {
-            a.fetch_add(by, Ordering::Relaxed);
-        });
+        self.counters.record(waited, blocked, shared_bump);
     }
 
     fn snapshot(&self) -> LockRecord {
         let mut r = LockRecord::new(self.name.clone(), self.blocker, (self.c_spins)());
+        r.kind = self.kind;
+        r.stack = self.stack.clone();
         self.counters.add_to(&mut r);
         r
     }
@@ -200,22 +359,26 @@ impl Shard {
     /// shard).
     #[inline]
     pub fn record(&self, waited: u64, blocked: bool) {
-        // Relaxed load and store, no read-modify-write: the taking thread
-        // is the only writer, so it always reads its own last store
-        // (coherence), and readers (snapshots) need no order with anything
-        // else, only whole words.
-        self.counters.record(waited, blocked, |a, by| {
-            a.store(
-                a.load(Ordering::Relaxed).wrapping_add(by),
-                Ordering::Relaxed,
-            );
-        });
+        self.counters.record(waited, blocked, private_bump);
+    }
+
+    /// Counts `n` acquisitions (only from the thread that took the shard).
+    #[inline]
+    pub fn acquired(&self, n: u64) {
+        private_bump(&self.counters.acquisitions, n);
+    }
+
+    /// Records one (sampled) hold time, ns (only from the thread that took
+    /// the shard).
+    #[inline]
+    pub fn record_hold(&self, ns: u64) {
+        self.counters.hold(ns, private_bump);
     }
 }
 
 #[derive(Default)]
 struct Registry {
-    by_key: HashMap<(String, &'static str), &'static LockProfile>,
+    by_key: HashMap<(String, LockKind, &'static str), &'static LockProfile>,
     order: Vec<&'static LockProfile>,
     /// Every shard ever made (shards are leaked, like entries).
     shards: Vec<&'static Shard>,
@@ -254,24 +417,54 @@ fn registry() -> &'static Mutex<Registry> {
     R.get_or_init(Default::default)
 }
 
-/// The entry of the lock named `name` blocking through `blocker`
+/// The entry of the mutex named `name` blocking through `blocker`
 /// (registering it on first use).
 #[cold]
 pub fn entry(name: &LockName, blocker: &'static str, c_spins: fn() -> u32) -> &'static LockProfile {
+    let name = name.key();
+    entry_of(
+        &Entry {
+            name: &name,
+            kind: LockKind::Mutex,
+            blocker,
+            stack: &[],
+        },
+        c_spins,
+    )
+}
+
+/// What identifies a profile entry: its name, kind and blocker, and the
+/// stack it was first contended at (kept from the first registration).
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'a> {
+    /// The lock's name.
+    pub name: &'a str,
+    /// Its kind.
+    pub kind: LockKind,
+    /// Its blocker's registry name.
+    pub blocker: &'static str,
+    /// Frames of the stack it was first contended at, innermost first
+    /// (empty: none taken).
+    pub stack: &'a [String],
+}
+
+/// The entry `spec` names (registering it on first use; C of its blocker
+/// is read from `c_spins` at each snapshot).
+#[cold]
+pub fn entry_of(spec: &Entry<'_>, c_spins: fn() -> u32) -> &'static LockProfile {
     static ENV: Once = Once::new();
     ENV.call_once(|| {
         if let Some(p) = std::env::var_os("SYMMETRY_LOCK_PROFILE") {
             dump_at_exit(PathBuf::from(p));
         }
     });
-    let key = name.key().into_owned();
+    let key = (spec.name.to_owned(), spec.kind, spec.blocker);
     let mut r = registry().lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(e) = r.by_key.get(&(key.clone(), blocker)) {
+    if let Some(e) = r.by_key.get(&key) {
         return e;
     }
-    let e: &'static LockProfile =
-        Box::leak(Box::new(LockProfile::new(key.clone(), blocker, c_spins)));
-    r.by_key.insert((key, blocker), e);
+    let e: &'static LockProfile = Box::leak(Box::new(LockProfile::new(spec, c_spins)));
+    r.by_key.insert(key, e);
     r.order.push(e);
     e
 }
@@ -347,15 +540,35 @@ pub fn dump_at_exit(path: PathBuf) {
 pub struct Profile {
     /// Length of one spin on the recording machine, ns.
     pub ns_per_spin: f64,
-    /// One entry per lock (name and blocker).
+    /// One entry per lock (name, kind and blocker).
     pub locks: Vec<LockRecord>,
 }
 
-/// One lock's histogram in a [`Profile`].
+/// Sampled hold times of one lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HoldTimes {
+    /// Acquisitions whose hold was timed (0: none).
+    pub samples: u64,
+    /// Sum of the timed holds, ns.
+    pub sum_ns: u64,
+    /// Longest timed hold, ns.
+    pub max_ns: u64,
+}
+
+impl HoldTimes {
+    /// The mean timed hold, ns, if any was timed.
+    pub fn mean_ns(&self) -> Option<f64> {
+        (self.samples > 0).then(|| self.sum_ns as f64 / self.samples as f64)
+    }
+}
+
+/// One lock's histogram and counts in a [`Profile`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct LockRecord {
     /// The lock's name (see [`LockName::key`]).
     pub name: String,
+    /// Its kind ([`LockKind::Mutex`] in a version-1 file).
+    pub kind: LockKind,
     /// Its blocker's registry name (`os`, `user`, ...).
     pub blocker: String,
     /// C of that blocker when the profile was taken, spins.
@@ -366,18 +579,35 @@ pub struct LockRecord {
     pub sums: [u64; BUCKETS],
     /// Waits per bucket that blocked.
     pub blocked: [u64; BUCKETS],
+    /// Acquisitions, contended or not, where the recorder sees them all
+    /// (`None`: not seen, as for a futex, whose fast path never calls the
+    /// kernel, and in a version-1 file).
+    pub acquisitions: Option<u64>,
+    /// The longest wait, spins (`None`: not recorded, as in a version-1
+    /// file; the histogram's overflow bucket keeps only a sum).
+    pub wait_max: Option<u64>,
+    /// Sampled hold times.
+    pub hold: HoldTimes,
+    /// The stack the lock was first contended at, innermost frame first
+    /// (empty: none taken).
+    pub stack: Vec<String>,
 }
 
 impl LockRecord {
-    /// An empty record.
+    /// An empty record of a mutex.
     pub fn new(name: impl Into<String>, blocker: impl Into<String>, c_spins: u32) -> Self {
         LockRecord {
             name: name.into(),
+            kind: LockKind::Mutex,
             blocker: blocker.into(),
             c_spins,
             counts: [0; BUCKETS],
             sums: [0; BUCKETS],
             blocked: [0; BUCKETS],
+            acquisitions: None,
+            wait_max: None,
+            hold: HoldTimes::default(),
+            stack: Vec::new(),
         }
     }
 
@@ -387,6 +617,7 @@ impl LockRecord {
         self.counts[j] = self.counts[j].saturating_add(1);
         self.sums[j] = self.sums[j].saturating_add(waited);
         self.blocked[j] = self.blocked[j].saturating_add(u64::from(blocked));
+        self.wait_max = Some(self.wait_max.unwrap_or(0).max(waited));
     }
 
     /// Contended acquisitions recorded (saturating).
@@ -397,6 +628,11 @@ impl LockRecord {
     /// Acquisitions that blocked (saturating).
     pub fn blocked_total(&self) -> u64 {
         self.blocked.iter().fold(0u64, |a, &b| a.saturating_add(b))
+    }
+
+    /// Total wait, spins (saturating).
+    pub fn wait_total(&self) -> u64 {
+        self.sums.iter().fold(0u64, |a, &b| a.saturating_add(b))
     }
 
     /// The histogram as [`Bucket`]s.
@@ -438,7 +674,15 @@ impl std::fmt::Display for ProfileError {
 
 impl std::error::Error for ProfileError {}
 
-const HEADER: &str = "lock,blocker,c_spins,bucket,lo_spins,hi_spins,count,sum_spins,blocked";
+/// Header of the histogram rows of a version-1 file.
+const HEADER_1: &str = "lock,blocker,c_spins,bucket,lo_spins,hi_spins,count,sum_spins,blocked";
+/// Header of the histogram rows.
+const HEADER: &str = "lock,kind,blocker,c_spins,bucket,lo_spins,hi_spins,count,sum_spins,blocked";
+/// Header of the per-lock rows (version 2).
+const COUNTS_HEADER: &str =
+    "lock,kind,blocker,acquisitions,wait_max_spins,hold_samples,hold_sum_ns,hold_max_ns,stack";
+/// Separates a stack's frames in its field.
+const FRAME_SEP: &str = " < ";
 
 fn quote(s: &str) -> Cow<'_, str> {
     if s.contains([',', '"', '\n', '\r']) {
@@ -488,6 +732,17 @@ fn split_csv(line: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// Which table of a file the parser is in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Section {
+    /// Before the histogram header.
+    Start,
+    /// Histogram rows (of a file of the version given).
+    Buckets(u8),
+    /// Per-lock rows (version 2).
+    Counts,
+}
+
 impl Profile {
     /// The profile as its file format (see the module docs).
     pub fn to_csv(&self) -> String {
@@ -517,8 +772,9 @@ impl Profile {
                 };
                 let _ = writeln!(
                     s,
-                    "{},{},{},{j},{lo},{hi},{},{},{}",
+                    "{},{},{},{},{j},{lo},{hi},{},{},{}",
                     quote(&l.name),
+                    l.kind,
                     quote(&l.blocker),
                     l.c_spins,
                     l.counts[j],
@@ -527,26 +783,59 @@ impl Profile {
                 );
             }
         }
+        let _ = writeln!(
+            s,
+            "# one row per lock: acquisitions (empty: not seen), longest wait, sampled hold times, \
+             and the stack it was first contended at (innermost frame first, frames separated by `{}`)",
+            FRAME_SEP.trim()
+        );
+        let _ = writeln!(s, "{COUNTS_HEADER}");
+        let opt = |v: Option<u64>| v.map_or_else(String::new, |v| v.to_string());
+        for l in &self.locks {
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{},{},{},{}",
+                quote(&l.name),
+                l.kind,
+                quote(&l.blocker),
+                opt(l.acquisitions),
+                opt(l.wait_max),
+                l.hold.samples,
+                l.hold.sum_ns,
+                l.hold.max_ns,
+                quote(&l.stack.join(FRAME_SEP))
+            );
+        }
         s
     }
 
-    /// Parses a profile file.
+    /// Parses a profile file (version 2, or version 1, whose counts read
+    /// as not recorded).
     pub fn parse(text: &str) -> Result<Profile, ProfileError> {
         let err = |line: usize, message: String| ProfileError { line, message };
         let mut lines = text.lines().enumerate();
-        match lines.next() {
-            Some((_, l)) if l.trim_end() == MAGIC => {}
+        let version = match lines.next().map(|(_, l)| l.trim_end()) {
+            Some(MAGIC) => 2,
+            Some(VERSION_1) => 1,
+            Some(l) if l.starts_with("# symmetry lock-wait profile, version ") => {
+                return Err(err(
+                    1,
+                    format!(
+                        "`{l}`: this symmetry reads versions 1 and 2 (a newer symmetry wrote the file?)"
+                    ),
+                ));
+            }
             _ => {
                 return Err(err(
                     1,
                     format!("not a symmetry lock-wait profile (the first line must be `{MAGIC}`)"),
                 ));
             }
-        }
+        };
         let mut ns_per_spin = None;
-        let mut header_seen = false;
+        let mut section = Section::Start;
         let mut locks: Vec<LockRecord> = Vec::new();
-        let mut index: HashMap<(String, String), usize> = HashMap::new();
+        let mut index: HashMap<(String, LockKind, String), usize> = HashMap::new();
         for (i, raw) in lines {
             let n = i + 1;
             let line = raw.trim_end();
@@ -581,16 +870,33 @@ impl Profile {
                 }
                 continue;
             }
-            if !header_seen {
-                if line != HEADER {
-                    return Err(err(n, format!("expected the header `{HEADER}`")));
+            let expected = match (section, version) {
+                (Section::Start, 1) => Some(HEADER_1),
+                (Section::Start, _) => Some(HEADER),
+                _ => None,
+            };
+            if let Some(h) = expected {
+                if line != h {
+                    return Err(err(n, format!("expected the header `{h}`")));
                 }
-                header_seen = true;
+                section = Section::Buckets(version);
+                continue;
+            }
+            if section == Section::Buckets(2) && line == COUNTS_HEADER {
+                section = Section::Counts;
                 continue;
             }
             let f = split_csv(line).map_err(|m| err(n, m))?;
-            if f.len() != 9 {
-                return Err(err(n, format!("expected 9 fields, found {}", f.len())));
+            let width = match section {
+                Section::Buckets(1) => 9,
+                Section::Buckets(_) => 10,
+                _ => 9,
+            };
+            if f.len() != width {
+                return Err(err(
+                    n,
+                    format!("expected {width} fields, found {}", f.len()),
+                ));
             }
             let num = |k: usize, what: &str| -> Result<u64, ProfileError> {
                 f[k].trim().parse::<u64>().map_err(|_| {
@@ -600,36 +906,98 @@ impl Profile {
                     )
                 })
             };
-            let c = num(2, "c_spins")?;
-            let j = num(3, "bucket")? as usize;
+            let opt = |k: usize, what: &str| -> Result<Option<u64>, ProfileError> {
+                if f[k].trim().is_empty() {
+                    Ok(None)
+                } else {
+                    num(k, what).map(Some)
+                }
+            };
+            // Version 1 has no kind column: every lock a mutex.
+            let (kind, at) = if section == Section::Buckets(1) {
+                (LockKind::Mutex, 1)
+            } else {
+                let kind = LockKind::from_name(f[1].trim()).ok_or_else(|| {
+                    let known: Vec<&str> = LockKind::ALL.iter().map(|k| k.name()).collect();
+                    err(
+                        n,
+                        format!("kind `{}` is not one of {}", f[1], known.join(", ")),
+                    )
+                })?;
+                (kind, 2)
+            };
+            let key = (f[0].clone(), kind, f[at].clone());
+            if section == Section::Counts {
+                let Some(&i) = index.get(&key) else {
+                    // A lock with counts but no wait: nothing to price;
+                    // kept for its counts.
+                    let mut l = LockRecord::new(f[0].clone(), f[at].clone(), 0);
+                    l.kind = kind;
+                    index.insert(key, locks.len());
+                    locks.push(l);
+                    Self::counts_into(locks.last_mut().expect("just pushed"), &f, opt, num)?;
+                    continue;
+                };
+                Self::counts_into(&mut locks[i], &f, opt, num)?;
+                continue;
+            }
+            let c = num(at + 1, "c_spins")?;
+            let j = num(at + 2, "bucket")? as usize;
             if j >= BUCKETS {
                 return Err(err(n, format!("bucket {j} out of range 0..{BUCKETS}")));
             }
-            let (count, sum, blocked) =
-                (num(6, "count")?, num(7, "sum_spins")?, num(8, "blocked")?);
+            let (count, sum, blocked) = (
+                num(at + 5, "count")?,
+                num(at + 6, "sum_spins")?,
+                num(at + 7, "blocked")?,
+            );
             if blocked > count {
                 return Err(err(n, format!("blocked {blocked} exceeds count {count}")));
             }
-            let key = (f[0].clone(), f[1].clone());
-            let at = *index.entry(key).or_insert_with(|| {
-                locks.push(LockRecord::new(
+            let i = *index.entry(key).or_insert_with(|| {
+                let mut l = LockRecord::new(
                     f[0].clone(),
-                    f[1].clone(),
+                    f[at].clone(),
                     c.min(u64::from(u32::MAX)) as u32,
-                ));
+                );
+                l.kind = kind;
+                locks.push(l);
                 locks.len() - 1
             });
-            let l = &mut locks[at];
+            let l = &mut locks[i];
             l.counts[j] = l.counts[j].saturating_add(count);
             l.sums[j] = l.sums[j].saturating_add(sum);
             l.blocked[j] = l.blocked[j].saturating_add(blocked);
         }
-        if !header_seen {
-            return Err(err(0, format!("no header line `{HEADER}`")));
+        if section == Section::Start {
+            let h = if version == 1 { HEADER_1 } else { HEADER };
+            return Err(err(0, format!("no header line `{h}`")));
         }
         let ns_per_spin =
             ns_per_spin.ok_or_else(|| err(0, "no `# ... ns_per_spin=X` line".into()))?;
         Ok(Profile { ns_per_spin, locks })
+    }
+
+    /// Fills `l`'s counts from per-lock row `f`.
+    fn counts_into(
+        l: &mut LockRecord,
+        f: &[String],
+        opt: impl Fn(usize, &str) -> Result<Option<u64>, ProfileError>,
+        num: impl Fn(usize, &str) -> Result<u64, ProfileError>,
+    ) -> Result<(), ProfileError> {
+        l.acquisitions = opt(3, "acquisitions")?;
+        l.wait_max = opt(4, "wait_max_spins")?;
+        l.hold = HoldTimes {
+            samples: num(5, "hold_samples")?,
+            sum_ns: num(6, "hold_sum_ns")?,
+            max_ns: num(7, "hold_max_ns")?,
+        };
+        l.stack = f[8]
+            .split(FRAME_SEP)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+        Ok(())
     }
 
     /// Reads and parses a profile file.
@@ -672,12 +1040,39 @@ mod tests {
         for w in [0, 5, 17, 900, 5000, 100_000] {
             a.add(w, w > 1000);
         }
+        let mut b = LockRecord::new("rw", "glibc", 300);
+        b.kind = LockKind::Read;
+        b.add(3, false);
+        b.acquisitions = Some(1000);
+        b.hold = HoldTimes {
+            samples: 10,
+            sum_ns: 2000,
+            max_ns: 900,
+        };
+        b.stack = vec!["f+0x1 (/bin/x+0x10)".into(), "main, \"q\"".into()];
+        let mut c = b.clone();
+        c.kind = LockKind::Write;
         let p = Profile {
             ns_per_spin: 12.5,
-            locks: vec![a],
+            locks: vec![a, b, c],
         };
         let q = Profile::parse(&p.to_csv()).expect("parses");
         assert_eq!(p, q);
+    }
+
+    #[test]
+    fn version_1_files_are_read() {
+        let v1 = format!(
+            "{VERSION_1}\n# unit_spins=16 buckets=64 ns_per_spin=2.0\n{HEADER_1}\nm,glibc,300,0,0,16,4,20,0\n"
+        );
+        let p = Profile::parse(&v1).expect("a version-1 file parses");
+        let l = &p.locks[0];
+        assert_eq!(
+            (l.kind, l.contended(), l.acquisitions, l.wait_max),
+            (LockKind::Mutex, 4, None, None)
+        );
+        let e = Profile::parse("# symmetry lock-wait profile, version 9\n").unwrap_err();
+        assert!(e.message.contains("reads versions 1 and 2"), "{e}");
     }
 
     #[test]
@@ -689,11 +1084,16 @@ mod tests {
                 .contains("not a symmetry")
         );
         let head = format!("{MAGIC}\n# ns_per_spin=1\n{HEADER}\n");
-        let e = Profile::parse(&format!("{head}x,os,1,64,0,,1,1,0\n")).unwrap_err();
+        let e = Profile::parse(&format!("{head}x,mutex,os,1,64,0,,1,1,0\n")).unwrap_err();
         assert!(e.message.contains("out of range"), "{e}");
-        let e = Profile::parse(&format!("{head}x,os,1,2,0,,1,1,5\n")).unwrap_err();
+        let e = Profile::parse(&format!("{head}x,mutex,os,1,2,0,,1,1,5\n")).unwrap_err();
         assert!(e.message.contains("exceeds"), "{e}");
         let e = Profile::parse(&format!("{head}x,os\n")).unwrap_err();
         assert_eq!(e.line, 4);
+        let e = Profile::parse(&format!("{head}x,lock,os,1,2,0,,1,1,0\n")).unwrap_err();
+        assert!(e.message.contains("kind `lock`"), "{e}");
+        let e =
+            Profile::parse(&format!("{head}{COUNTS_HEADER}\nx,mutex,os,z,,0,0,0,\n")).unwrap_err();
+        assert!(e.message.contains("acquisitions `z`"), "{e}");
     }
 }
