@@ -2,26 +2,32 @@
 //! any registry lock, for programs nobody rewrote.
 //!
 //! Loaded with `LD_PRELOAD`, the library interposes every pthread call
-//! that takes, waits on or releases a mutex (the table below). It has two
-//! modes:
+//! that takes, waits on or releases a mutex (the table below), the
+//! reader-writer and spin lock calls ([`rwlock`]), and libc's `syscall()`
+//! for futex waits ([`futex`]: Rust's `std` locks, `parking_lot`). It has
+//! two modes:
 //!
-//! - **Profile** (default): the program keeps glibc's mutexes. Each lock
-//!   call first tries the real `pthread_mutex_trylock`; if that succeeds
-//!   the acquisition was uncontended and nothing is recorded. Otherwise
-//!   the library times the real blocking call and records the wait, in
-//!   spins of this machine, in the histogram of that mutex: the same
-//!   profiler, file format and `symmetry analyze` as the Rust locks use
-//!   (`symmetry_locks::spin_then_block::profiler`). `symmetry profile --
-//!   CMD` runs a command this way and prices every spin-or-block policy.
+//! - **Profile** (default): the program keeps glibc's locks. Each lock
+//!   call first tries the real `try` call; if that succeeds the
+//!   acquisition was uncontended: it is counted (for a lock that has
+//!   waited before) and one in [`HOLD_EVERY`] has its hold timed.
+//!   Otherwise the library times the real blocking call and records the
+//!   wait, in spins of this machine, in the histogram of that lock: the
+//!   same profiler, file format and `symmetry analyze` as the Rust locks
+//!   use (`symmetry_locks::spin_then_block::profiler`). `symmetry profile
+//!   -- CMD` runs a command this way, names each lock by its user's call
+//!   site and prices every spin-or-block policy.
 //! - **Replace** (`SYMMETRY_LOCK=NAME`): every normal mutex runs on lock
 //!   algorithm `NAME` from the registry; recursive, error-checking,
 //!   adaptive, robust, process-shared and priority-protocol mutexes stay
-//!   glibc's (stderr says so once). See [`replace`].
+//!   glibc's (stderr says so once), and so do reader-writer locks, spin
+//!   locks and futex calls. See [`replace`].
 //!
 //! # Entry points
 //!
-//! The set audited is every `pthread_mutex_*`, `pthread_cond_*`, `mtx_*`
-//! and `cnd_*` symbol glibc 2.36 exports on x86-64 (`nm -D libc.so.6`);
+//! The set audited is every `pthread_mutex_*`, `pthread_cond_*`,
+//! `pthread_rwlock_*`, `pthread_spin_*`, `mtx_*` and `cnd_*` symbol glibc
+//! 2.36 exports on x86-64 (`nm -D libc.so.6`);
 //! the `clock` variants exist from glibc 2.30, and on an older glibc the
 //! library finds none to call (a program linked against them cannot run
 //! there anyway).
@@ -41,6 +47,13 @@
 //! | `pthread_cond_timedwait` | as `wait` | as `wait`, with glibc's deadline |
 //! | `pthread_cond_clockwait` (2.30) | as `wait` | as `wait`, with glibc's clock and deadline |
 //! | `pthread_cond_signal`, `_broadcast` | glibc's | glibc's, inside the inner mutex of the condition's last waiter's mutex |
+//! | `pthread_rwlock_rdlock`, `_wrlock`, `_timed*`, `_clock*` (2.30) | glibc's; a contended acquisition's wait is recorded, readers and writers apart | glibc's |
+//! | `pthread_rwlock_tryrdlock`, `_trywrlock` | glibc's; counted when it acquires | glibc's |
+//! | `pthread_rwlock_unlock` | glibc's; ends a timed hold, records the pending wait | glibc's |
+//! | `pthread_rwlock_init`, `_destroy` | glibc's; the address loses its entries | glibc's |
+//! | `pthread_spin_lock` | glibc's; a contended acquisition's wait (all spinning) is recorded | glibc's |
+//! | `pthread_spin_trylock`, `_unlock`, `_init`, `_destroy` | as for reader-writer locks | glibc's |
+//! | `syscall` | glibc's; `SYS_futex` waits are recorded, wakes end a timed hold | glibc's |
 //!
 //! Left to glibc in both modes, and why that is right for a marked mutex:
 //!
@@ -64,32 +77,45 @@
 //!
 //! # Naming
 //!
-//! In profile mode a mutex is known by its address. At its first
-//! contended acquisition it gets a name: the address of the instruction
-//! after the call to `pthread_mutex_lock` (its acquisition site), written
-//! as `symbol+0xOFF (object+0xOFF)` through `dladdr`, plus `#k` when several
-//! mutexes were first contended at one site (a lock wrapper such as
-//! pigz's `possess` is one site for every lock). `symmetry profile`
-//! resolves `object+0xOFF` to a function and line with `addr2line` where
-//! the object has debug information. A mutex destroyed (or initialized
-//! again) loses its name, so a new mutex at the same address gets its own.
+//! In profile mode a lock is known by its address and kind (a
+//! reader-writer lock's readers and writers apart; a futex word in the
+//! waiting thread's own storage by its call stack, see [`futex`]). At its
+//! first contended acquisition the library walks the stack (libgcc's
+//! unwinder, on that cold path only) and names the lock by the first frame
+//! outside the C library, its threads library, the loader, libgcc, the C++
+//! runtime and this library, written as `symbol+0xOFF (object+0xOFF)`
+//! through `dladdr`, plus `#k` when several locks were first contended at
+//! one site. The entry keeps the stack (16 frames at most). `symmetry
+//! profile` then reads the program's debug information (`addr2line`) and
+//! renames each lock by the first frame of that stack outside Rust's
+//! `std`, `core` and `parking_lot` and C++'s `std` (wrappers compiled
+//! into the program), as a function and line. A lock destroyed (or
+//! initialized again) loses its name, so a new lock at the same address
+//! gets its own.
 //!
 //! # What is measured
 //!
-//! The wait is the time from the failed `trylock` to the return of the
-//! real lock call: the holder's remaining hold time plus glibc's wake-up
-//! path. It is recorded as not blocked (this library does not know
-//! whether glibc slept). Waits are read from [`clock`]. Inside the
-//! critical section the library only reads the clock and the mutex's
-//! kind; the wait goes into the thread's own part of the histogram
-//! ([`profiler::Shard`]) after the thread's next unlock. A wait whose
-//! mutex is still held when the process exits is not recorded (at most
-//! one per thread). Re-acquisitions inside `pthread_cond_wait`,
-//! `_timedwait` and `_clockwait` happen inside glibc and are not seen;
-//! `trylock` and `unlock` never wait. A mutex is known by its address
-//! here, so a new mutex made at a reused address without
-//! `pthread_mutex_init` or `_destroy` (a C++ `std::mutex` in a reused heap
-//! chunk) records under the name of the first mutex there.
+//! Per lock: the contended waits (a histogram in spins, their longest),
+//! the acquisitions from the lock's first contended one on (every pthread
+//! call that acquires it; none for a futex lock, whose fast path makes no
+//! call), and hold times sampled once in [`HOLD_EVERY`] acquisitions per
+//! thread, from the acquisition's return to the unlock's.
+//!
+//! A pthread lock's wait is the time from the failed `try` call to the
+//! return of the real lock call: the holder's remaining hold time plus
+//! glibc's wake-up path. It is recorded as not blocked (this library does
+//! not know whether glibc slept). A futex wait is the blocking call alone
+//! (see [`futex`]). Waits are read from [`clock`]. Inside a critical
+//! section the library only reads the clock and the mutex's kind; the
+//! wait goes into the thread's own part of the histogram after the
+//! thread's next unlock. A wait whose lock is still held when the process
+//! exits is not recorded (at most one per thread). Re-acquisitions inside
+//! `pthread_cond_wait`, `_timedwait` and `_clockwait` happen inside glibc
+//! and are not seen (glibc's own futex calls do not go through
+//! `syscall()`); `trylock` and `unlock` never wait. A lock is known by its
+//! address here, so a new lock made at a reused address without its
+//! `init` or `destroy` call (a C++ `std::mutex` in a reused heap chunk)
+//! records under the name of the first lock there.
 //!
 //! # Environment
 //!
@@ -104,25 +130,30 @@
 //!   profile is priced with (see `symmetry calibrate`); measured or
 //!   defaulted otherwise.
 //!
-//! The entry points capture their return address in a few instructions of
-//! assembly on x86-64; on other architectures every site reads
-//! `(unknown site)`.
+//! The mutex entry points also capture their return address in a few
+//! instructions of assembly on x86-64, the site used where the stack
+//! cannot be walked.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::ffi::{CStr, c_int, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{OnceLock, RwLock};
+use std::sync::OnceLock;
 
-use symmetry_locks::spin_then_block::LockName;
-use symmetry_locks::spin_then_block::calibration;
-use symmetry_locks::spin_then_block::profiler::{self, LockProfile, Shard};
+use symmetry_locks::spin_then_block::profiler::LockKind;
 
-/// The blocker name under which glibc's mutexes appear in the profile.
+use profile::Lock;
+
+/// Acquisitions per timed hold, per thread (see the crate docs, "What is
+/// measured").
+pub const HOLD_EVERY: u32 = profile::HOLD_EVERY;
+
+/// The blocker name under which glibc's locks appear in the profile.
 pub const BLOCKER: &str = "glibc";
+
+/// The blocker name of futex waits (made through `syscall()`): the
+/// kernel's futex, whatever lock or condition the program built on it.
+pub const FUTEX_BLOCKER: &str = "futex";
 
 /// Environment variable naming the profile file written at exit.
 pub const PROFILE_ENV: &str = "SYMMETRY_LOCK_PROFILE";
@@ -133,7 +164,11 @@ pub const PROFILE_ENV: &str = "SYMMETRY_LOCK_PROFILE";
 pub const LOCK_ENV: &str = "SYMMETRY_LOCK";
 
 pub mod clock;
+pub mod futex;
+mod profile;
 pub mod replace;
+pub mod rwlock;
+mod stack;
 
 type LockFn = unsafe extern "C" fn(*mut libc::pthread_mutex_t) -> c_int;
 type TimedLockFn = unsafe extern "C" fn(*mut libc::pthread_mutex_t, *const libc::timespec) -> c_int;
@@ -261,6 +296,8 @@ fn real() -> &'static Real {
 static INIT: extern "C" fn() = {
     extern "C" fn init() {
         let _ = real();
+        let _ = rwlock::real();
+        let _ = futex::real();
         let _ = replace::mode();
         // Decided before any thread of the program reads the clock.
         let _ = clock::source();
@@ -268,266 +305,9 @@ static INIT: extern "C" fn() = {
     init
 };
 
-thread_local! {
-    /// Set while this thread is inside the recording path, so that a mutex
-    /// taken by the recording itself is passed straight through.
-    static BUSY: Cell<bool> = const { Cell::new(false) };
-    /// The mutex this thread last recorded a wait on, where that wait
-    /// went, and the [`FORGOTTEN`] count then: a thread that keeps waiting
-    /// on one mutex (the contended case) skips the shared name table.
-    static LAST: Cell<Option<(usize, Sink, u64)>> = const { Cell::new(None) };
-    /// This thread's shards of the histograms it recorded into (at most
-    /// [`MAX_SHARDS`]), handed back when the thread exits.
-    static SHARDS: Shards = const { Shards(RefCell::new(Vec::new())) };
-    /// A wait this thread measured but has not recorded yet: recorded
-    /// after the thread's next unlock (or before its next recorded wait or
-    /// condition wait), outside the critical section the wait ended in.
-    static PENDING: Cell<Wait> = const { Cell::new(Wait::NONE) };
-}
-
-/// One measured wait.
-#[derive(Clone, Copy)]
-struct Wait {
-    /// The mutex's address (0: none).
-    m: usize,
-    /// Its acquisition site.
-    site: usize,
-    /// How long the acquisition waited, in [`clock`] ticks.
-    ticks: u64,
-    /// Whether the mutex is process-shared (read while it was held).
-    pshared: bool,
-}
-
-impl Wait {
-    const NONE: Wait = Wait {
-        m: 0,
-        site: 0,
-        ticks: 0,
-        pshared: false,
-    };
-}
-
-/// Where a thread records the waits on one mutex.
-#[derive(Clone, Copy)]
-enum Sink {
-    /// The thread's own shard of the mutex's histogram.
-    Shard(&'static Shard),
-    /// The shared histogram (the thread holds [`MAX_SHARDS`] shards).
-    Shared(&'static LockProfile),
-}
-
-/// Most shards one thread keeps: a thread that waits on more distinct
-/// mutexes records the rest into their shared histograms, so the memory
-/// is bounded by 1.5 KiB x this x the threads alive at once (12 KiB per
-/// thread). A thread hot on one mutex needs one.
-const MAX_SHARDS: usize = 8;
-
-/// A thread's shards; dropping it (thread exit) hands them back.
-struct Shards(RefCell<Vec<&'static Shard>>);
-
-impl Drop for Shards {
-    fn drop(&mut self) {
-        for s in self.0.get_mut().drain(..) {
-            profiler::release_shard(s);
-        }
-    }
-}
-
-/// Where this thread records waits on the mutex whose entry is `e`.
-#[cold]
-fn sink_of(e: &'static LockProfile) -> Sink {
-    SHARDS
-        .try_with(|v| {
-            let mut v = v.0.borrow_mut();
-            if let Some(s) = v.iter().find(|s| std::ptr::eq(s.lock(), e)) {
-                return Sink::Shard(s);
-            }
-            if v.len() >= MAX_SHARDS {
-                return Sink::Shared(e);
-            }
-            let s = profiler::take_shard(e);
-            v.push(s);
-            Sink::Shard(s)
-        })
-        .unwrap_or(Sink::Shared(e))
-}
-
-/// Keeps `w` to be recorded outside its critical section; records the
-/// wait kept before it, if any (a thread that took a second contended
-/// mutex without unlocking in between).
-#[inline]
-fn defer(w: Wait) {
-    let _ = PENDING.try_with(|p| {
-        let old = p.replace(w);
-        if old.m != 0 {
-            record(old);
-        }
-    });
-}
-
-/// Keeps the wait on `m`, acquired at `site` after waiting since tick
-/// `t0`, to be recorded after the unlock. Runs inside the critical
-/// section: one counter read and one load of the mutex (just acquired, so
-/// in this core's cache).
-#[inline]
-fn acquired(m: *mut libc::pthread_mutex_t, site: usize, t0: u64) {
-    defer(Wait {
-        m: m as usize,
-        site,
-        ticks: clock::ticks().saturating_sub(t0),
-        pshared: replace::glibc_kind(m) & replace::PSHARED_BIT != 0,
-    });
-}
-
-/// Records this thread's pending wait, if any.
-#[inline]
-fn flush() {
-    let _ = PENDING.try_with(|p| {
-        if p.get().m != 0 {
-            record(p.replace(Wait::NONE));
-        }
-    });
-}
-
-/// How many names [`forget`] has removed: a thread's [`LAST`] is valid
-/// only while this is unchanged (a destroyed mutex's address may come back
-/// as a new mutex, which gets a new name).
-static FORGOTTEN: AtomicU64 = AtomicU64::new(0);
-
-/// Mutex address -> its profile entry, for mutexes that have waited.
-static NAMES: OnceLock<RwLock<HashMap<usize, &'static LockProfile>>> = OnceLock::new();
-
-fn names() -> &'static RwLock<HashMap<usize, &'static LockProfile>> {
-    NAMES.get_or_init(|| RwLock::new(HashMap::new()))
-}
-
-/// Mutexes first contended at each site so far (for the `#k` suffix).
-fn per_site() -> &'static std::sync::Mutex<HashMap<usize, u32>> {
-    static SITES: OnceLock<std::sync::Mutex<HashMap<usize, u32>>> = OnceLock::new();
-    SITES.get_or_init(|| std::sync::Mutex::new(HashMap::new()))
-}
-
-/// `symbol+0xOFF (object+0xOFF)` for a code address, as `dladdr` sees it.
-fn describe(site: usize) -> String {
-    if site == 0 {
-        return "(unknown site)".into();
-    }
-    // SAFETY: dladdr only reads the loader's tables; `info` is plain data.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::dladdr(site as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
-        return format!("({site:#x})");
-    }
-    // SAFETY: dladdr filled `dli_fname` with a NUL-terminated path.
-    let object = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy();
-    // The main program's name is whatever it was started as (`pigz`,
-    // `./a.out`, or empty): name it by its absolute path instead.
-    let object = if object.starts_with('/') {
-        object.into_owned()
-    } else {
-        std::fs::read_link("/proc/self/exe")
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| object.into_owned())
-    };
-    let base = info.dli_fbase as usize;
-    let mut s = String::new();
-    if !info.dli_sname.is_null() {
-        // SAFETY: a non-null `dli_sname` is a NUL-terminated symbol name.
-        let sym = unsafe { CStr::from_ptr(info.dli_sname) }.to_string_lossy();
-        s.push_str(&format!("{sym}+{:#x} ", site - info.dli_saddr as usize));
-    }
-    s.push_str(&format!("({object}+{:#x})", site.wrapping_sub(base)));
-    s
-}
-
-/// The entry of mutex `m`, named at its first contended acquisition.
-#[cold]
-fn entry_of(m: usize, site: usize, pshared: bool) -> &'static LockProfile {
-    if let Some(e) = names().read().unwrap_or_else(|e| e.into_inner()).get(&m) {
-        return e;
-    }
-    let mut map = names().write().unwrap_or_else(|e| e.into_inner());
-    if let Some(e) = map.get(&m) {
-        return e;
-    }
-    let k = {
-        let mut sites = per_site().lock().unwrap_or_else(|e| e.into_inner());
-        let k = sites.entry(site).or_insert(0);
-        *k += 1;
-        *k
-    };
-    let mut name = describe(site);
-    if k > 1 {
-        name.push_str(&format!(" #{k}"));
-    }
-    // A process-shared mutex's waits are those of this process only: the
-    // name says so (replace mode leaves such a mutex to glibc).
-    if pshared {
-        name.push_str(" [process-shared]");
-    }
-    let name: &'static str = Box::leak(name.into_boxed_str());
-    let e = profiler::entry(&LockName::Named(name), BLOCKER, calibration::c_spins_os);
-    map.insert(m, e);
-    e
-}
-
-/// Records wait `w` in its mutex's histogram.
-#[cold]
-fn record(w: Wait) {
-    let Wait {
-        m,
-        site,
-        ticks,
-        pshared,
-    } = w;
-    let _ = BUSY.try_with(|b| {
-        if b.replace(true) {
-            return;
-        }
-        // Relaxed suffices: a thread waiting on a mutex made again at a
-        // destroyed one's address learned of it through the program's own
-        // synchronization after the destroy, so the increment in `forget`
-        // happens before this load and is seen (read-write coherence). Only
-        // a program racing a destroy against a wait on the same mutex could
-        // record one wait under the old name.
-        let era = FORGOTTEN.load(Ordering::Relaxed);
-        let sink = match LAST.get() {
-            Some((a, sink, g)) if a == m && g == era => sink,
-            _ => {
-                let sink = sink_of(entry_of(m, site, pshared));
-                LAST.set(Some((m, sink, era)));
-                sink
-            }
-        };
-        let spins = calibration::ns_to_spins(clock::to_ns(ticks));
-        match sink {
-            Sink::Shard(s) => s.record(spins, false),
-            Sink::Shared(e) => e.record(spins, false),
-        }
-        b.set(false);
-    });
-}
-
-/// Forgets the name of mutex `m` (destroyed, or initialized again).
-fn forget(m: usize) {
-    // Until some mutex has waited, nothing is named: every init and
-    // destroy of a program that never contends costs one load.
-    let Some(names) = NAMES.get() else {
-        return;
-    };
-    let known = names
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .contains_key(&m);
-    if known {
-        names.write().unwrap_or_else(|e| e.into_inner()).remove(&m);
-        // Relaxed: see `record`.
-        FORGOTTEN.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-fn in_recording() -> bool {
-    BUSY.try_with(|b| b.get()).unwrap_or(true)
+/// Whether mutex `m` is process-shared (read while it is held).
+fn pshared(m: *mut libc::pthread_mutex_t) -> bool {
+    replace::glibc_kind(m) & replace::PSHARED_BIT != 0
 }
 
 /// `pthread_mutex_lock` with its acquisition site.
@@ -538,25 +318,16 @@ extern "C" fn lock_at(m: *mut libc::pthread_mutex_t, site: usize) -> c_int {
         return replace::lock(mode, m).unwrap_or_else(|| unsafe { (r.lock)(m) });
     }
     // SAFETY: the caller passed its mutex to pthread_mutex_lock; glibc's
-    // own functions get it unchanged.
-    unsafe {
-        // Only EBUSY means "would wait": any other result of trylock is
-        // the lock call's own answer (0, or a robust mutex's EOWNERDEAD,
-        // which also acquires it, or an error).
-        let first = (r.trylock)(m);
-        if first != libc::EBUSY {
-            return first;
-        }
-        if in_recording() {
-            return (r.lock)(m);
-        }
-        let t0 = clock::ticks();
-        let rc = (r.lock)(m);
-        if rc == 0 {
-            acquired(m, site, t0);
-        }
-        rc
-    }
+    // own functions get it unchanged. Only EBUSY from trylock means
+    // "would wait": any other result is the lock call's own answer (0, or
+    // a robust mutex's EOWNERDEAD, which also acquires it, or an error).
+    let (try_, wait) = unsafe { (|| (r.trylock)(m), || (r.lock)(m)) };
+    profile::acquire(mutex(m), site, try_, wait, || pshared(m))
+}
+
+/// The profile's identity of mutex `m`.
+fn mutex(m: *mut libc::pthread_mutex_t) -> Lock {
+    Lock::at(m as usize, LockKind::Mutex)
 }
 
 /// `pthread_mutex_timedlock` with its acquisition site.
@@ -601,20 +372,8 @@ fn timed_at(
         return replace::timed_lock(mode, m, c, abstime).unwrap_or_else(|| glibc(m));
     }
     // SAFETY: as in `lock_at`.
-    let first = unsafe { (r.trylock)(m) };
-    // As in `lock_at`.
-    if first != libc::EBUSY {
-        return first;
-    }
-    if in_recording() {
-        return glibc(m);
-    }
-    let t0 = clock::ticks();
-    let rc = glibc(m);
-    if rc == 0 {
-        acquired(m, site, t0);
-    }
-    rc
+    let try_ = || unsafe { (r.trylock)(m) };
+    profile::acquire(mutex(m), site, try_, || glibc(m), || pshared(m))
 }
 
 /// Interposed `pthread_mutex_lock`: passes its return address on.
@@ -733,9 +492,7 @@ pub unsafe extern "C" fn pthread_mutex_init(
     m: *mut libc::pthread_mutex_t,
     attr: *const libc::pthread_mutexattr_t,
 ) -> c_int {
-    if !in_recording() {
-        forget(m as usize);
-    }
+    profile::forget(m as usize, &[LockKind::Mutex]);
     // SAFETY: the caller's arguments, unchanged, to glibc, which zeroes
     // the memory (and so any mark of replace mode: a new mutex).
     unsafe { (real().init)(m, attr) }
@@ -747,9 +504,7 @@ pub unsafe extern "C" fn pthread_mutex_init(
 /// As glibc's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut libc::pthread_mutex_t) -> c_int {
-    if !in_recording() {
-        forget(m as usize);
-    }
+    profile::forget(m as usize, &[LockKind::Mutex]);
     if let Some(rc) = replace::mode().and_then(|mode| replace::destroy(mode, m)) {
         return rc;
     }
@@ -765,10 +520,19 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut libc::pthread_mutex_t) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int {
     let r = real();
-    match replace::mode().and_then(|mode| replace::try_lock(mode, m)) {
-        Some(rc) => rc,
-        // SAFETY: the caller's argument, unchanged, to glibc.
-        None => unsafe { (r.trylock)(m) },
+    match replace::mode() {
+        Some(mode) => replace::try_lock(mode, m).unwrap_or_else(|| {
+            // SAFETY: the caller's argument, unchanged, to glibc.
+            unsafe { (r.trylock)(m) }
+        }),
+        None => {
+            // SAFETY: as above.
+            let rc = unsafe { (r.trylock)(m) };
+            if rc == 0 {
+                profile::acquired(mutex(m));
+            }
+            rc
+        }
     }
 }
 
@@ -789,7 +553,7 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut libc::pthread_mutex_t) -> 
         None => {
             // SAFETY: as above.
             let rc = unsafe { (r.unlock)(m) };
-            flush();
+            profile::released(m as usize);
             rc
         }
     }
@@ -808,7 +572,8 @@ pub unsafe extern "C" fn pthread_cond_wait(
     // SAFETY: the caller's arguments to glibc (the inner mutex in replace
     // mode is a valid glibc mutex the waiter holds).
     let wait = |inner| unsafe { (r.cond_wait)(c, inner) };
-    flush();
+    // The wait releases the mutex: its hold ends here.
+    profile::released(m as usize);
     match replace::mode().and_then(|mode| replace::cond_wait(mode, c, m, wait)) {
         Some(rc) => rc,
         // SAFETY: as above.
@@ -829,7 +594,8 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
     let r = real();
     // SAFETY: as in `pthread_cond_wait`.
     let wait = |inner| unsafe { (r.cond_timedwait)(c, inner, abstime) };
-    flush();
+    // The wait releases the mutex: its hold ends here.
+    profile::released(m as usize);
     match replace::mode().and_then(|mode| replace::cond_wait(mode, c, m, wait)) {
         Some(rc) => rc,
         // SAFETY: as above.
@@ -854,7 +620,8 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
     };
     // SAFETY: as in `pthread_cond_wait`.
     let wait = |inner| unsafe { f(c, inner, clock, abstime) };
-    flush();
+    // The wait releases the mutex: its hold ends here.
+    profile::released(m as usize);
     match replace::mode().and_then(|mode| replace::cond_wait(mode, c, m, wait)) {
         Some(rc) => rc,
         // SAFETY: as above.

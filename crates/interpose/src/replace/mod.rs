@@ -141,7 +141,7 @@ mod wait;
 pub use algo::{Algo, algorithm, algorithms};
 pub(crate) use cond::{cond_signal, cond_wait};
 pub(crate) use kind::{PSHARED_BIT, glibc_kind};
-pub(crate) use mode::mode;
 pub use mode::{WAIT_ENV, Waiting, waiting};
+pub(crate) use mode::{mode, profiling_decided};
 pub(crate) use mutex::{destroy, lock, timed_lock, try_lock, unlock};
 pub use table::SLOTS;

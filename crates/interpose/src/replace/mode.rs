@@ -102,6 +102,14 @@ pub(crate) fn mode() -> Option<&'static Mode> {
     .as_ref()
 }
 
+/// Whether profile mode is known to be on, without waiting: false while
+/// [`mode`] is still being decided (by the constructor, or by a thread
+/// that came before it). For callers that must never wait, such as the
+/// futex wait the decision's own waiters make.
+pub(crate) fn profiling_decided() -> bool {
+    matches!(MODE.get(), Some(None))
+}
+
 impl Mode {
     /// Replace mode on `algo`, waiting by `waiting`.
     pub(super) fn new(algo: &'static Algo, waiting: Waiting) -> Self {

@@ -81,16 +81,21 @@ pub enum LockKind {
     /// A futex word waited on with the futex system call: whatever lock
     /// (or condition) the program built on it, seen only when it blocks.
     Futex,
+    /// A condition variable's futex word: the waits are for an event, not
+    /// for a lock (what a futex entry becomes when its stack shows a
+    /// condition variable's wait).
+    Condvar,
 }
 
 impl LockKind {
     /// Every kind, in file order.
-    pub const ALL: [LockKind; 5] = [
+    pub const ALL: [LockKind; 6] = [
         LockKind::Mutex,
         LockKind::Read,
         LockKind::Write,
         LockKind::Spin,
         LockKind::Futex,
+        LockKind::Condvar,
     ];
 
     /// The kind's name in profile files.
@@ -101,6 +106,7 @@ impl LockKind {
             LockKind::Write => "rwlock-write",
             LockKind::Spin => "spin",
             LockKind::Futex => "futex",
+            LockKind::Condvar => "condvar",
         }
     }
 

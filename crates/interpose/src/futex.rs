@@ -1,0 +1,161 @@
+//! Futex waits made through libc's `syscall()`: the locks of Rust's
+//! `std` (`Mutex`, `RwLock`, `Condvar`), of `parking_lot`, and of any
+//! program that builds its own locks on the futex system call.
+//!
+//! What is seen. Such locks take their fast path inline and spin in user
+//! space without any call the library could see; only a wait that goes to
+//! the kernel calls `syscall(SYS_futex, word, FUTEX_WAIT or
+//! FUTEX_WAIT_BITSET, ...)`. Each of those calls is one recorded wait, from
+//! the call to its return: the blocking part of a wait (a spin before it
+//! is not seen, and an acquisition that waited twice is two waits). A wait
+//! that returns `EAGAIN` (the word had already changed) is recorded as not
+//! blocked; every other as blocked. Acquisitions are not seen at all, so a
+//! futex lock's entry has none ([`LockKind::Futex`]).
+//!
+//! Which lock. A futex word is a lock's (or a condition's) own word,
+//! known by its address, unless it lies in the waiting thread's own static
+//! thread-local storage: `parking_lot` (and others built the same way)
+//! park each thread on a word of its own, whatever lock it waits for.
+//! Such waits are keyed by their call stack instead (walked at every such
+//! wait, a few microseconds before the thread sleeps), so each lock site
+//! is one entry.
+//!
+//! Hold times. A thread whose wait returned takes the lock next; its next
+//! `FUTEX_WAKE` of the same word (or, after a wait on its own parking word,
+//! of any word) is its unlock handing the lock on. The time between is
+//! one hold sample: only holds that followed a wait and ended in a wake-up
+//! are seen.
+//!
+//! `errno` is kept as the real call left it.
+
+use std::ffi::{c_long, c_void};
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use symmetry_locks::spin_then_block::profiler::LockKind;
+
+use crate::profile::{self, Lock, Wait};
+use crate::stack::{self, Frames};
+use crate::{clock, next, replace};
+
+type SyscallFn = unsafe extern "C" fn(c_long, ...) -> c_long;
+
+/// glibc's `syscall`, once looked up (null before). Not a `OnceLock`: a
+/// thread waiting for another's initialization waits with a futex, through
+/// this very function, which must never wait.
+static REAL: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+/// glibc's `syscall` (resolved by the library's constructor, or by the
+/// first caller before it; every racer finds the same function).
+pub(crate) fn real() -> SyscallFn {
+    // Relaxed: the pointer is all there is to see, and every value stored
+    // is the same.
+    let mut p = REAL.load(Ordering::Relaxed);
+    if p.is_null() {
+        p = next(c"syscall");
+        REAL.store(p, Ordering::Relaxed);
+    }
+    // SAFETY: glibc's `syscall` has this type.
+    unsafe { std::mem::transmute::<*mut c_void, SyscallFn>(p) }
+}
+
+const FUTEX_WAIT: c_long = 0;
+const FUTEX_WAKE: c_long = 1;
+const FUTEX_WAIT_BITSET: c_long = 9;
+const FUTEX_WAKE_BITSET: c_long = 10;
+const FUTEX_PRIVATE_FLAG: c_long = 128;
+const FUTEX_CLOCK_REALTIME: c_long = 256;
+const FUTEX_CMD_MASK: c_long = !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
+
+/// How far below the thread pointer the static thread-local storage of a
+/// thread may reach (the program's and its libraries' `thread_local`s).
+const TLS_SPAN: usize = 64 * 1024;
+
+/// Whether `word` is in the calling thread's static thread-local storage,
+/// which lies just below the thread pointer on x86-64 (glibc's variant II
+/// layout). Elsewhere no word is taken for a parking word.
+fn own_parking_word(word: usize) -> bool {
+    if cfg!(target_arch = "x86_64") {
+        // SAFETY: pthread_self has no preconditions; on glibc it is the
+        // thread pointer.
+        let tp = unsafe { libc::pthread_self() } as usize;
+        word < tp && tp - word <= TLS_SPAN
+    } else {
+        false
+    }
+}
+
+/// Interposed `syscall`: futex waits and wakes are profiled, every call
+/// goes to glibc's `syscall` with the caller's arguments.
+///
+/// The variadic arguments are read as six `long`s, as glibc's own
+/// `syscall` reads them (integer registers, then the stack): every system
+/// call's arguments are integers or pointers.
+///
+/// # Safety
+/// As glibc's: the arguments are those system call `n` takes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn syscall(
+    n: c_long,
+    a1: c_long,
+    a2: c_long,
+    a3: c_long,
+    a4: c_long,
+    a5: c_long,
+    a6: c_long,
+) -> c_long {
+    let real = real();
+    // SAFETY: the caller's arguments, unchanged, to glibc.
+    let call = || unsafe { real(n, a1, a2, a3, a4, a5, a6) };
+    // Nothing here may wait for a lock: the library's own locks (and
+    // `OnceLock`s) wait through this function.
+    if n != libc::SYS_futex || !replace::profiling_decided() {
+        return call();
+    }
+    match a2 & FUTEX_CMD_MASK {
+        FUTEX_WAIT | FUTEX_WAIT_BITSET if !profile::in_recording() => {
+            wait(a1 as usize, a2 & FUTEX_PRIVATE_FLAG == 0, call)
+        }
+        FUTEX_WAKE | FUTEX_WAKE_BITSET => {
+            profile::wake(a1 as usize, own_parking_word);
+            call()
+        }
+        _ => call(),
+    }
+}
+
+/// A futex wait on `word`, timed and recorded.
+#[cold]
+#[inline(never)]
+fn wait(word: usize, shared: bool, call: impl FnOnce() -> c_long) -> c_long {
+    let parking = own_parking_word(word);
+    let (lock, frames) = if parking {
+        let f = stack::walk();
+        (Lock::by_stack(&f, LockKind::Futex), f)
+    } else {
+        let lock = Lock::at(word, LockKind::Futex);
+        let f = if profile::unnamed(lock) {
+            stack::walk()
+        } else {
+            Frames::EMPTY
+        };
+        (lock, f)
+    };
+    let t0 = clock::ticks();
+    let rc = call();
+    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    let t1 = clock::ticks();
+    profile::record(Wait {
+        lock,
+        site: stack::first_outside(&frames),
+        ticks: t1.saturating_sub(t0),
+        blocked: !(rc == -1 && errno == libc::EAGAIN),
+        pshared: shared,
+        frames,
+    });
+    if rc == 0 {
+        profile::hold_from_wait(lock, word, t1);
+    }
+    // SAFETY: errno is this thread's; restoring what the call left.
+    unsafe { *libc::__errno_location() = errno };
+    rc
+}
