@@ -611,3 +611,27 @@ fn the_idiom_corpus_runs_alike_under_glibc_profile_mode_and_every_lock() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn rwspin_runs_plain() {
+    let dir = scratch("rwspin");
+    let prog = compile("rwspin", &dir);
+    let plain = run(&prog, &["2"], None);
+    let expected = "writes: 30000 30000
+reads: 60000 torn: 0
+spin steps: 90000
+tryrdlock of a written rwlock is EBUSY: 1
+timedrdlock of a written rwlock is ETIMEDOUT: 1
+spin trylock of a held spinlock is EBUSY: 1
+trywrlock of a read rwlock is EBUSY: 1
+timedwrlock of a read rwlock is ETIMEDOUT: 1
+tryrdlock of a read rwlock: 0
+timedrdlock after the writer lets go: 0
+timedwrlock after the reader lets go: 0
+rdlock after the writer lets go: 0
+wrlock after the reader lets go: 0
+spin lock after the holder lets go: 0
+";
+    assert_eq!(String::from_utf8_lossy(&plain.stdout), expected);
+    let _ = std::fs::remove_dir_all(&dir);
+}
