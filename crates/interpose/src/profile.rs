@@ -26,6 +26,7 @@ use std::sync::{OnceLock, RwLock};
 
 use symmetry_locks::spin_then_block::calibration;
 use symmetry_locks::spin_then_block::profiler::{self, Entry, LockKind, LockProfile, Shard};
+use symmetry_platform::rng::{SplitMix64, mix};
 
 use crate::stack::{self, Frames};
 use crate::{BLOCKER, FUTEX_BLOCKER, clock};
@@ -49,12 +50,9 @@ impl Lock {
     /// A lock known by the stack its waits are made from (a futex word
     /// that belongs to a thread rather than to a lock).
     pub(crate) fn by_stack(f: &Frames, kind: LockKind) -> Lock {
-        // FNV-1a over the frames; the top bit keeps it apart from every
-        // user-space address.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for &ip in f.ips() {
-            h = (h ^ ip as u64).wrapping_mul(0x0100_0000_01b3);
-        }
+        // The frames mixed in turn; the top bit keeps the key apart from
+        // every user-space address.
+        let h = f.ips().iter().fold(0, |h: u64, &ip| mix(h ^ ip as u64));
         Lock {
             addr: (h | 1 << 63) as usize,
             kind,
@@ -138,8 +136,10 @@ impl Sink {
 /// thread). A thread hot on one lock needs one.
 const MAX_SHARDS: usize = 8;
 
-/// One acquisition in this many of a lock with an entry has its hold
-/// timed (per thread): two clock reads, which on a virtual machine cost
+/// One acquisition in this many (on average: the gaps are drawn at random,
+/// so a program that takes its locks in a fixed cycle has every lock
+/// sampled) of a lock with an entry has its hold timed (per thread): two
+/// clock reads, which on a virtual machine cost
 /// tens of nanoseconds, so timing every hold would cost more than the
 /// profile's budget on a program that locks often.
 pub(crate) const HOLD_EVERY: u32 = 16;
@@ -182,6 +182,8 @@ thread_local! {
     static PENDING: Cell<Wait> = const { Cell::new(Wait::NONE) };
     /// Acquisitions of entries' locks left before the next timed hold.
     static COUNTDOWN: Cell<u32> = const { Cell::new(1) };
+    /// Draws the gaps between timed holds.
+    static GAPS: Cell<u64> = const { Cell::new(0) };
     /// The hold being timed, if any.
     static HELD: Cell<Option<Held>> = const { Cell::new(None) };
 }
@@ -208,7 +210,7 @@ static KNOWN_ENTRY: [AtomicPtr<LockProfile>; SLOTS] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 
 fn home(key: u64) -> usize {
-    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 50) as usize
+    (mix(key) as usize) & (SLOTS - 1)
 }
 
 /// The entry of `lock`, if it has one, without taking a lock.
@@ -357,7 +359,7 @@ pub(crate) fn acquired(lock: Lock) {
                 c.set(n);
                 return;
             }
-            c.set(HOLD_EVERY);
+            c.set(next_gap());
             let _ = HELD.try_with(|h| {
                 if h.get().is_none() {
                     h.set(Some(Held {
@@ -369,6 +371,23 @@ pub(crate) fn acquired(lock: Lock) {
             });
         });
     });
+}
+
+/// The next gap between timed holds: uniform in `1..2 * HOLD_EVERY`, so
+/// its mean is [`HOLD_EVERY`].
+fn next_gap() -> u32 {
+    GAPS.try_with(|g| {
+        // Each thread's sequence starts from its own storage's address.
+        let seed = match g.get() {
+            0 => std::ptr::from_ref(g) as u64,
+            s => s,
+        };
+        let mut r = SplitMix64::new(seed);
+        let gap = 1 + r.below(u64::from(2 * HOLD_EVERY - 1)) as u32;
+        g.set(r.0 | 1);
+        gap
+    })
+    .unwrap_or(HOLD_EVERY)
 }
 
 /// The lock at `addr` is released (by a pthread call, after it returned):

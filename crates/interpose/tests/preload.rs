@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use symmetry_locks::spin_then_block::profiler::Profile;
+use symmetry_locks::spin_then_block::profiler::{LockKind, Profile};
 
 /// The cdylib cargo built beside this test binary.
 fn library() -> PathBuf {
@@ -613,7 +613,7 @@ fn the_idiom_corpus_runs_alike_under_glibc_profile_mode_and_every_lock() {
 }
 
 #[test]
-fn rwspin_runs_plain() {
+fn rwlocks_and_spin_locks_are_profiled_readers_and_writers_apart() {
     let dir = scratch("rwspin");
     let prog = compile("rwspin", &dir);
     let plain = run(&prog, &["2"], None);
@@ -633,5 +633,79 @@ wrlock after the reader lets go: 0
 spin lock after the holder lets go: 0
 ";
     assert_eq!(String::from_utf8_lossy(&plain.stdout), expected);
+    // Each of the three locks waits in every run: the program holds each
+    // once for 20 ms while another thread asks for it.
+    let profile = dir.join("rwspin.csv");
+    let traced = run(&prog, &["2"], Some(&profile));
+    assert_eq!(
+        plain.stdout, traced.stdout,
+        "output changed under the library"
+    );
+    let p = Profile::read(&profile).expect("the profile parses");
+    for kind in [LockKind::Read, LockKind::Write, LockKind::Spin] {
+        let l = p
+            .locks
+            .iter()
+            .find(|l| l.kind == kind)
+            .unwrap_or_else(|| panic!("no {kind} row in {:?}", p.locks));
+        assert!(l.name.contains("rwspin"), "{kind} named {}", l.name);
+        assert!(l.contended() >= 1, "{kind}: {l:?}");
+        let n = l.acquisitions.expect("pthread acquisitions are counted");
+        assert!(
+            n >= l.contended(),
+            "{kind}: {n} acquisitions, {} waits",
+            l.contended()
+        );
+        assert!(l.wait_max.is_some_and(|w| w > 0), "{kind}: {l:?}");
+        assert!(l.hold.samples >= 1, "{kind}: no hold timed in {n}");
+        assert!(!l.stack.is_empty(), "{kind}: no stack");
+    }
+    // The one rwlock's two rows share its name.
+    let name = |k| p.locks.iter().find(|l| l.kind == k).map(|l| l.name.clone());
+    assert_eq!(name(LockKind::Read), name(LockKind::Write));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `examples/contended_rust`, which cargo builds beside the tests.
+fn contended_rust() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    let prog = dir.join("examples/contended_rust");
+    assert!(prog.is_file(), "{} was not built", prog.display());
+    prog
+}
+
+#[test]
+fn rust_locks_waiting_in_futex_are_profiled_one_entry_per_lock() {
+    let prog = contended_rust();
+    let plain = run(&prog, &[], None);
+    let dir = scratch("futex");
+    let profile = dir.join("futex.csv");
+    let traced = run(&prog, &[], Some(&profile));
+    assert_eq!(
+        plain.stdout, traced.stdout,
+        "output changed under the library"
+    );
+    let p = Profile::read(&profile).expect("the profile parses");
+    let futex: Vec<_> = p
+        .locks
+        .iter()
+        .filter(|l| l.kind == LockKind::Futex)
+        .collect();
+    // The std Mutex, the RwLock's readers and its writer (two futex
+    // words), and parking_lot's mutex (its waiters' own parking words,
+    // one entry by their common stack); the main thread's joins wait
+    // inside glibc, unseen.
+    assert_eq!(futex.len(), 4, "{:#?}", p.locks);
+    for l in &futex {
+        assert_eq!(l.blocker, symmetry_interpose::FUTEX_BLOCKER);
+        assert_eq!(l.acquisitions, None, "a futex lock's fast path is unseen");
+        assert!(l.name.contains("contended_rust"), "{}", l.name);
+        assert!(l.stack.len() >= 3, "{:?}", l.stack);
+        assert!(l.blocked_total() >= 1, "{l:?}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
