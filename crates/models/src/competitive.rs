@@ -106,7 +106,7 @@ use symmetry_locks::spin_then_block::LockName;
 use symmetry_locks::spin_then_block::policy::{
     Last3, OptApprox, RandomWalk, SpinPolicy, optimal_threshold,
 };
-use symmetry_locks::spin_then_block::profiler::{BUCKETS, LockRecord, Profile};
+use symmetry_locks::spin_then_block::profiler::{BUCKETS, LockKind, LockRecord, Profile};
 
 use crate::rng::SplitMix64;
 
@@ -217,6 +217,9 @@ impl Strategy {
 pub struct LockCosts {
     /// Lock name.
     pub name: String,
+    /// Its kind: a reader-writer lock's readers and writers are two
+    /// entries of one name.
+    pub kind: LockKind,
     /// The lock's blocker (`os`, `user`, `synthetic`, ...); a profile
     /// keeps one entry per name and blocker.
     pub blocker: String,
@@ -400,6 +403,7 @@ pub fn lock_costs(rec: &LockRecord, c: u32, seed: u64) -> LockCosts {
 
     LockCosts {
         name: rec.name.clone(),
+        kind: rec.kind,
         blocker: rec.blocker.clone(),
         c_spins: c,
         waits: sat_u64(total),
@@ -774,20 +778,21 @@ pub fn table2_text(inputs: &[(&str, &Analysis)]) -> String {
 
 /// Per-lock report, the profiler's answer to "which locks should spin, and
 /// for how long": the `top` locks with waits, by off-line cost (the
-/// synchronization time no policy can avoid), each with its blocker, its
+/// synchronization time no policy can avoid), each with its kind, its blocker, its
 /// waits, C, the percentage of its waits where off-line blocks, the
 /// recommended threshold (opt-known `k`, spins: spin up to `k`, then
 /// block; `0` means block at once), and every policy's cost over
-/// off-line. Ties in cost are listed by name.
+/// off-line. Ties in cost are listed by name, then kind.
 pub fn locks_text(analysis: &Analysis, top: usize) -> String {
     let mut locks: Vec<&LockCosts> = analysis.locks.iter().filter(|l| l.waits > 0).collect();
     locks.sort_by(|a, b| {
         b.offline_cost
             .total_cmp(&a.offline_cost)
             .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.kind.cmp(&b.kind))
             .then_with(|| a.blocker.cmp(&b.blocker))
     });
-    let mut headers: Vec<String> = ["Lock", "Blocker", "Waits", "C", "% block", "Spin k"]
+    let mut headers: Vec<String> = ["Lock", "Kind", "Blocker", "Waits", "C", "% block", "Spin k"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -803,6 +808,7 @@ pub fn locks_text(analysis: &Analysis, top: usize) -> String {
             };
             let mut r = vec![
                 l.name.clone(),
+                l.kind.to_string(),
                 l.blocker.clone(),
                 l.waits.to_string(),
                 l.c_spins.to_string(),
@@ -821,6 +827,6 @@ pub fn locks_text(analysis: &Analysis, top: usize) -> String {
         rows.len(),
         locks.len()
     );
-    out.push_str(&render(&headers, &rows, 2));
+    out.push_str(&render(&headers, &rows, 3));
     out
 }

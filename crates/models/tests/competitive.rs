@@ -553,10 +553,11 @@ fn table_texts() {
     assert!(body[1].starts_with("cold"));
     let hot = a.locks.iter().find(|l| l.name == "hot").unwrap();
     let cells: Vec<&str> = body[0].split_whitespace().collect();
-    assert_eq!(cells[1], "os");
-    assert_eq!(cells[2], "1000");
-    assert_eq!(cells[3], "200");
-    assert_eq!(cells[5], hot.opt_known_threshold.to_string());
+    assert_eq!(cells[1], "mutex");
+    assert_eq!(cells[2], "os");
+    assert_eq!(cells[3], "1000");
+    assert_eq!(cells[4], "200");
+    assert_eq!(cells[6], hot.opt_known_threshold.to_string());
     // Short waits and C = 200: spin past them (k in 1..=C), block the 5000s.
     assert!(hot.opt_known_threshold >= 59 && hot.opt_known_threshold <= 200);
     assert_eq!(locks_text(&a, 1).lines().count(), 3);
