@@ -1,5 +1,6 @@
-//! `symmetry analyze PROFILE`: prices a recorded lock-wait profile (KLMO91
-//! Tables 1-2, per-lock thresholds), and refuses a bad file with the
+//! `symmetry analyze PROFILE`: prices a recorded lock-wait profile (the
+//! per-lock table, KLMO91 Tables 1-2, per-lock thresholds; version-2 and
+//! version-1 files, and `--json`), and refuses a bad file with the
 //! parser's line number and a non-zero exit, never a panic. Also checks
 //! that `symmetry calibrate` prints the `export ...` line of the
 //! spin-then-block constants.
@@ -114,6 +115,39 @@ fn analyze_refuses_bad_input_without_panicking() {
         "{}",
         text(&out.stderr)
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn analyze_reads_version_1_files_with_unknown_counts() {
+    let dir = common::scratch("analyze", "v1");
+    let path = dir.join("old.csv");
+    std::fs::write(
+        &path,
+        "# symmetry lock-wait profile, version 1\n# unit_spins=16 buckets=64 ns_per_spin=2.0\n\
+         lock,blocker,c_spins,bucket,lo_spins,hi_spins,count,sum_spins,blocked\n\
+         old.lock,glibc,400,63,1009,,10,50000,10\n",
+    )
+    .unwrap();
+    let out = symmetry(&["analyze", path.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("1  mutex  old.lock"), "{stdout}");
+    assert!(
+        stdout.contains("not recorded (a version-1 profile"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Table 1 (KLMO91)"), "{stdout}");
+    // --json: one document, the unknown counts null.
+    let out = symmetry(&["analyze", path.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let lock = &v["locks"][0];
+    assert_eq!(lock["name"], "old.lock");
+    assert_eq!(lock["kind"], "mutex");
+    assert!(lock["acquisitions"].is_null() && lock["wait_max_spins"].is_null());
+    assert_eq!(lock["wait_total_ns"], 100_000.0);
+    assert_eq!(v["ns_per_spin"], 2.0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,10 +1,13 @@
-//! `symmetry profile [--out FILE] [--lock NAME] -- CMD ARGS...`: runs an unmodified
-//! program under `libsymmetry_interpose.so` (its pthread mutexes profiled
-//! in KLMO91's lock-waiting-time format), names each lock by its
-//! acquisition site (a function and line where the object has debug
-//! information), and prices every spin-or-block policy on the result, as
-//! `symmetry analyze` does. The analysis goes to stderr, so the program's
-//! own output is untouched. With `--lock NAME` the program runs instead on
+//! `symmetry profile [--out FILE] [--json FILE] [--lock NAME] -- CMD ARGS...`:
+//! runs an unmodified program under `libsymmetry_interpose.so` (its locks
+//! profiled in KLMO91's lock-waiting-time format), names each lock by its
+//! user's acquisition site (the first frame of its first contended stack
+//! past libc, the C++ and Rust standard libraries and lock crates: a
+//! function and line where the object has debug information), and prices
+//! every spin-or-block policy on the result, as `symmetry analyze` does.
+//! The analysis goes to stderr, so the program's own output is untouched;
+//! for the same reason `--json` names a file rather than printing to
+//! stdout. With `--lock NAME` the program runs instead on
 //! that registry lock (the library's replace mode) and its wall time is
 //! printed. A FIFO lock (`ticket`, `mcs`, ...) then waits politely (its
 //! `try_lock` polled for about C spins, then a futex sleep), so a
@@ -21,6 +24,7 @@ use symmetry_locks::spin_then_block::profiler::Profile;
 use crate::kernels::interpose::{
     absolute, check_dynamic, library, preload_with, resolve, symbolize,
 };
+use crate::kernels::klmo91;
 
 /// Arguments of `symmetry profile`.
 #[derive(clap::Args, Debug)]
@@ -35,6 +39,16 @@ pub struct ProfileArgs {
     /// How many locks to list.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// After the first table, the stacks of this many locks (those with the
+    /// most total wait); wrapper frames, skipped in the lock's name, are
+    /// marked `·`. The profile file keeps every lock's raw stack.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub stacks: usize,
+    /// Also write the analysis as one JSON document to this file (as
+    /// `symmetry analyze --json` prints it; a file, so that nothing is
+    /// added to the program's standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
     /// Replace mode: run every normal pthread mutex of the program on this
     /// registry lock (`mcs`, `clh`, `ticket`, `spin-then-block:random-walk`,
     /// ...) instead of profiling glibc's; prints the wall time.
@@ -100,9 +114,10 @@ fn run(args: ProfileArgs) -> Result<ExitStatus, String> {
     let shown = program.to_string_lossy();
     if !out.exists() {
         let why = format!(
-            "{shown} recorded no contended pthread mutex acquisition: it uses no \
-             pthread mutex, its threads never waited for one, or it ended without \
-             exit() (killed, or _exit), so no profile was written to {}",
+            "{shown} recorded no contended lock acquisition: it takes no pthread \
+             mutex, rwlock or spin lock and blocks on no futex, its threads never \
+             waited for one, or it ended without exit() (killed, or _exit), so no \
+             profile was written to {}",
             out.display()
         );
         if status.success() {
@@ -113,16 +128,22 @@ fn run(args: ProfileArgs) -> Result<ExitStatus, String> {
         return Ok(status);
     }
     let mut profile = Profile::read(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    symbolize(&mut profile);
+    let symbols = symbolize(&mut profile);
     std::fs::write(&out, profile.to_csv())
         .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    let priced = klmo91::price(&profile, &shown, None, &symbols);
     // On stderr: the program's stdout stays its own (pipes and
     // redirections see exactly what it wrote).
     eprint!(
         "{}",
-        crate::kernels::klmo91::analyze_text(&profile, &shown, None, args.top)
+        klmo91::analyze_text(&profile, &priced, args.top, args.stacks)
     );
     eprintln!("profile: {}", out.display());
+    if let Some(json) = &args.json {
+        std::fs::write(json, priced.report.to_json())
+            .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+        eprintln!("json: {}", json.display());
+    }
     if !status.success() {
         eprintln!("{shown} exited with {status}");
     }

@@ -10,7 +10,8 @@
 //!   [`median_runs`]), and their lock-waiting-time profiles recorded with
 //!   KLMO91's profiling policy ([`record_profile`], [`install_opt_known`]);
 //! - the pricing of a recorded profile against the optimal off-line
-//!   ([`analyze_text`], KLMO91 Tables 1-2).
+//!   ([`price`], [`analyze_text`]: the per-lock table, then KLMO91
+//!   Tables 1-2).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -26,6 +27,8 @@ use symmetry_workloads::hanoi::{self, HanoiCfg};
 use symmetry_workloads::regsim::{self, RegsimCfg};
 use symmetry_workloads::{OsThreads, UserThreads, WorkloadLock};
 
+use super::interpose::Symbols;
+use super::lock_report::LockReport;
 use super::machine::{self, Constant};
 use crate::stats::Spread;
 
@@ -460,20 +463,40 @@ pub fn c_label(p: &Profile) -> String {
     }
 }
 
-/// `symmetry analyze`: KLMO91 Tables 1 and 2 for a recorded profile
-/// (labelled `label`), and its `top` locks by off-line synchronization cost
-/// with the spin threshold each should use. `c` overrides every lock's
-/// recorded C.
-pub fn analyze_text(profile: &Profile, label: &str, c: Option<u32>, top: usize) -> String {
+/// A recorded profile priced: KLMO91's analysis and the per-lock report
+/// built on it.
+#[derive(Debug)]
+pub struct Priced {
+    /// Every strategy's cost on every lock.
+    pub analysis: competitive::Analysis,
+    /// The per-lock view (and `--json`'s document).
+    pub report: LockReport,
+}
+
+/// Prices every strategy on `profile` (labelled `label`); `c` overrides
+/// every lock's recorded C; `symbols` symbolizes the locks' stacks.
+pub fn price(profile: &Profile, label: &str, c: Option<u32>, symbols: &Symbols) -> Priced {
+    let analysis = competitive::analyze(profile, c, SEED);
+    let report = LockReport::new(profile, &analysis, label, c, symbols);
+    Priced { analysis, report }
+}
+
+/// `symmetry analyze`: for a recorded profile priced as `priced`, the
+/// `top` locks by total wait with their counts, times and recommended
+/// policy and threshold, the stacks of the first `stacks` of them, then
+/// KLMO91 Tables 1 and 2 and the `top` locks by off-line synchronization
+/// cost with every policy's price.
+pub fn analyze_text(profile: &Profile, priced: &Priced, top: usize, stacks: usize) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let total = waits(profile);
+    let label = priced.report.label.as_str();
     let _ = writeln!(
         s,
         "{label}: {} lock(s), {total} contended wait(s), one spin = {:.3} ns; C = {}",
         profile.locks.len(),
         profile.ns_per_spin,
-        match c {
+        match priced.report.c_override {
             Some(c) => format!("{c} spins for every lock (--c)"),
             None => format!("each lock's recorded C ({} spins)", c_label(profile)),
         }
@@ -482,16 +505,19 @@ pub fn analyze_text(profile: &Profile, label: &str, c: Option<u32>, top: usize) 
         let _ = writeln!(s, "\nNo contended waits recorded: nothing to price.");
         return s;
     }
-    let a = competitive::analyze(profile, c, SEED);
+    let a = &priced.analysis;
+    let _ = writeln!(s);
+    s.push_str(&priced.report.table_text(top));
+    s.push_str(&priced.report.stacks_text(stacks));
     let _ = writeln!(
         s,
         "\nTable 1 (KLMO91): synchronization cost relative to the optimal off-line\n"
     );
-    s.push_str(&competitive::table1_text(&[(label, &a)]));
+    s.push_str(&competitive::table1_text(&[(label, a)]));
     let _ = writeln!(s, "\nTable 2 (KLMO91): behaviour of the optimal off-line\n");
-    s.push_str(&competitive::table2_text(&[(label, &a)]));
+    s.push_str(&competitive::table2_text(&[(label, a)]));
     let _ = writeln!(s, "\nLocks (which should spin, and for how long):\n");
-    s.push_str(&competitive::locks_text(&a, top));
+    s.push_str(&competitive::locks_text(a, top));
     s
 }
 
@@ -537,6 +563,7 @@ mod tests {
         };
         assert_eq!(waits(&p), 0);
         assert_eq!(c_label(&p), "");
-        assert!(analyze_text(&p, "x", None, 5).contains("nothing to price"));
+        let priced = price(&p, "x", None, &Symbols::default());
+        assert!(analyze_text(&p, &priced, 5, 0).contains("nothing to price"));
     }
 }

@@ -7,6 +7,7 @@ pub mod clumps;
 pub mod fanout;
 pub mod interpose;
 pub mod klmo91;
+pub mod lock_report;
 pub mod locks;
 pub mod machine;
 pub mod messages;
