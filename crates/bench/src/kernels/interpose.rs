@@ -1,8 +1,9 @@
 //! Running unmodified programs under `libsymmetry_interpose.so`: finding
 //! the library and the program, refusing what `LD_PRELOAD` cannot reach,
-//! naming recorded locks by their source lines, timing a run in each of
-//! the library's modes with its output digested, and choosing the spin
-//! policy a recorded profile recommends. `symmetry profile` and the
+//! naming recorded locks by their users' source lines (past the wrappers
+//! of libc and of the C++ and Rust standard libraries), timing a run in
+//! each of the library's modes with its output digested, and choosing the
+//! spin policy a recorded profile recommends. `symmetry profile` and the
 //! `interpose-apps` experiment are built on it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -171,7 +172,8 @@ const WRAPPER_NAMESPACES: &[&str] = &[
     "__gnu_cxx",
 ];
 
-/// Whether frames in `object` are wrappers (see [`WRAPPER_OBJECTS`]).
+/// Whether frames in `object` are wrappers: its file is libc, libpthread,
+/// libstdc++, libgcc_s, the loader or the interposition library.
 pub fn wrapper_object(object: &Path) -> bool {
     let file = object.file_name().unwrap_or_default().to_string_lossy();
     WRAPPER_OBJECTS.iter().any(|w| file.starts_with(w))
