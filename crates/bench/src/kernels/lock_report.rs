@@ -212,11 +212,11 @@ impl LockReport {
         let headers = [
             "Acquired",
             "Waits",
-            "Contended",
-            "Wait total",
-            "max",
-            "Hold mean",
-            "max",
+            "Cont. %",
+            "Total wait",
+            "Max wait",
+            "Mean hold",
+            "Max hold",
             "Policy",
             "Spin k",
         ];
@@ -262,14 +262,14 @@ impl LockReport {
     fn notes(&self, shown: &[&LockRow]) -> Vec<String> {
         let mut notes = vec![
             format!(
-                "Waits: contended acquisitions; wait times are spins at {:.3} ns each. \
-                 Hold: sampled hold times.",
+                "Waits: contended acquisitions (Cont. %: per 100 acquisitions), timed in spins \
+                 of {:.3} ns;",
                 self.ns_per_spin
             ),
-            "Policy: the cheapest spin policy for the lock against the optimal off-line \
-             (Table 1's pricing);"
+            "holds are sampled. Policy: the cheapest policy on the lock's own waits, priced \
+             as in Table 1;"
                 .to_owned(),
-            "Spin k: opt-known's threshold, spins (spin up to k, then block; 0: block at once)."
+            "Spin k: opt-known's threshold in spins (spin up to k, then block; 0: block at once)."
                 .to_owned(),
         ];
         let unseen = |futex: bool| {
