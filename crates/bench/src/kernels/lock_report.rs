@@ -72,7 +72,7 @@ pub struct LockRow {
     /// C priced with, spins.
     pub c_spins: u32,
     /// Acquisitions, contended or not; `None`: not seen (a futex lock is
-    /// seen only when it blocks) or not recorded (a version-1 profile).
+    /// seen only when it blocks) or not recorded (as in a version-1 file).
     pub acquisitions: Option<u64>,
     /// Contended acquisitions (waits).
     pub waits: u64,
@@ -286,7 +286,8 @@ impl LockReport {
         }
         if unseen(false) {
             notes.push(
-                "— Acquired: not recorded (a version-1 profile records waits only).".to_owned(),
+                "— Acquired: not recorded in this profile (a version-1 file records waits only)."
+                    .to_owned(),
             );
         }
         if shown.iter().any(|l| l.hold_samples == 0) {
