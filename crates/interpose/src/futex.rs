@@ -22,16 +22,20 @@
 //!
 //! Hold times. A thread whose wait returned takes the lock next; its next
 //! `FUTEX_WAKE` of the same word (or, after a wait on its own parking word,
-//! of any word) is its unlock handing the lock on. The time between is
-//! one hold sample: only holds that followed a wait and ended in a wake-up
-//! are seen.
+//! of another thread's parking word) is
+//! its unlock handing the lock on. The time between is one hold sample:
+//! only holds that followed a wait and ended in a wake-up are seen, and a
+//! hold whose end was not seen before the thread's next futex wait is
+//! dropped (a `parking_lot` lock released with nobody parked wakes
+//! nobody).
 //!
 //! `errno` is kept as the real call left it.
 
 use std::ffi::{c_long, c_void};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use symmetry_locks::spin_then_block::profiler::LockKind;
+use symmetry_platform::rng::mix;
 
 use crate::profile::{self, Lock, Wait};
 use crate::stack::{self, Frames};
@@ -69,6 +73,49 @@ const FUTEX_CMD_MASK: c_long = !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
 /// How far below the thread pointer the static thread-local storage of a
 /// thread may reach (the program's and its libraries' `thread_local`s).
 const TLS_SPAN: usize = 64 * 1024;
+
+/// Slots of [`PARKING_WORDS`] (a power of two).
+const PARKING_SLOTS: usize = 1024;
+
+/// The parking words threads have waited on, so that a wake can tell a
+/// thread's parking word from a lock's: a set of addresses with insertion
+/// and lookup by open addressing, without locks. Full, it takes no more
+/// (a wake of a word left out ends no hold: a sample lost, none wrong).
+struct ParkingWords([AtomicUsize; PARKING_SLOTS]);
+
+static PARKING_WORDS: ParkingWords = ParkingWords([const { AtomicUsize::new(0) }; PARKING_SLOTS]);
+
+impl ParkingWords {
+    /// Slots probed from a word's home.
+    const PROBE: usize = 8;
+
+    fn home(word: usize) -> usize {
+        (mix(word as u64) as usize) & (PARKING_SLOTS - 1)
+    }
+
+    fn insert(&self, word: usize) {
+        let h = Self::home(word);
+        for i in 0..Self::PROBE {
+            let slot = &self.0[(h + i) & (PARKING_SLOTS - 1)];
+            // Relaxed: a word is its own whole message; a wake that misses
+            // a word being inserted just now loses one sample.
+            match slot.compare_exchange(0, word, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(w) if w == word => return,
+                Err(_) => {}
+            }
+        }
+    }
+
+    fn contains(&self, word: usize) -> bool {
+        let h = Self::home(word);
+        (0..Self::PROBE)
+            // Relaxed: as in `insert`.
+            .map(|i| self.0[(h + i) & (PARKING_SLOTS - 1)].load(Ordering::Relaxed))
+            .take_while(|&w| w != 0)
+            .any(|w| w == word)
+    }
+}
 
 /// Whether `word` is in the calling thread's static thread-local storage,
 /// which lies just below the thread pointer on x86-64 (glibc's variant II
@@ -116,7 +163,11 @@ pub unsafe extern "C" fn syscall(
             wait(a1 as usize, a2 & FUTEX_PRIVATE_FLAG == 0, call)
         }
         FUTEX_WAKE | FUTEX_WAKE_BITSET => {
-            profile::wake(a1 as usize, own_parking_word);
+            let woken = a1 as usize;
+            // After a wait on the thread's own parking word, the hold ends
+            // at a wake of another thread's parking word.
+            let ends = |held| own_parking_word(held) && PARKING_WORDS.contains(woken);
+            profile::wake(woken, ends);
             call()
         }
         _ => call(),
@@ -127,8 +178,10 @@ pub unsafe extern "C" fn syscall(
 #[cold]
 #[inline(never)]
 fn wait(word: usize, shared: bool, call: impl FnOnce() -> c_long) -> c_long {
+    profile::futex_wait_begins();
     let parking = own_parking_word(word);
     let (lock, frames) = if parking {
+        PARKING_WORDS.insert(word);
         let f = stack::walk();
         (Lock::by_stack(&f, LockKind::Futex), f)
     } else {

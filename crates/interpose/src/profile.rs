@@ -162,6 +162,8 @@ struct Held {
     addr: usize,
     t0: u64,
     sink: Sink,
+    /// Begun by a futex wait's return ([`hold_from_wait`]).
+    futex: bool,
 }
 
 thread_local! {
@@ -360,12 +362,15 @@ pub(crate) fn acquired(lock: Lock) {
                 return;
             }
             c.set(next_gap());
+            // A hold begun by a futex wait whose end was not seen gives
+            // way (see `futex_wait_begins`).
             let _ = HELD.try_with(|h| {
-                if h.get().is_none() {
+                if h.get().is_none_or(|held| held.futex) {
                     h.set(Some(Held {
                         addr: lock.addr,
                         t0: clock::ticks(),
                         sink: s,
+                        futex: false,
                     }));
                 }
             });
@@ -405,23 +410,40 @@ pub(crate) fn released(addr: usize) {
 }
 
 /// Starts timing a hold of `lock` (a futex lock whose wait just ended:
-/// the thread acquires it next) until [`wake`] of `addr`, or of any word
-/// if `any` (a thread's own parking word, woken by the next holder).
+/// the thread acquires it next) until [`wake`] ends it.
 pub(crate) fn hold_from_wait(lock: Lock, addr: usize, t0: u64) {
     recording(|| {
         if let Some(s) = sink(lock) {
-            let _ = HELD.try_with(|h| h.set(Some(Held { addr, t0, sink: s })));
+            let held = Held {
+                addr,
+                t0,
+                sink: s,
+                futex: true,
+            };
+            let _ = HELD.try_with(|h| h.set(Some(held)));
+        }
+    });
+}
+
+/// The thread is about to wait on a futex word: a hold begun by an
+/// earlier futex wait whose end was never seen (a lock released with no
+/// waiter to wake) is dropped rather than stretched over this wait.
+#[inline]
+pub(crate) fn futex_wait_begins() {
+    let _ = HELD.try_with(|h| {
+        if h.get().is_some_and(|held| held.futex) {
+            h.set(None);
         }
     });
 }
 
 /// The thread wakes waiters of futex word `addr`: ends the hold begun by
-/// [`hold_from_wait`] if it was of that word (or of a parking word,
-/// `any_wake`).
+/// [`hold_from_wait`] if `ends(held word)` says this wake ends it.
 #[inline]
-pub(crate) fn wake(addr: usize, any_wake: impl Fn(usize) -> bool) {
+pub(crate) fn wake(addr: usize, ends: impl Fn(usize) -> bool) {
     if let Ok(Some(h)) = HELD.try_with(Cell::get)
-        && (h.addr == addr || any_wake(h.addr))
+        && h.futex
+        && (h.addr == addr || ends(h.addr))
     {
         let _ = HELD.try_with(|c| c.set(None));
         let ticks = clock::ticks().saturating_sub(h.t0);
