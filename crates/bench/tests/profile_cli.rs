@@ -251,3 +251,94 @@ fn three_debian_programs_name_their_locks_and_keep_their_output_on_mcs_and_rando
     assert_eq!(out.status.code(), Some(7), "the program's own status");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `crates/interpose/examples/contended_rust`, built by cargo for the
+/// workspace's tests (built here if this crate's tests run alone).
+fn contended_rust() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    let prog = target.join("examples/contended_rust");
+    if !prog.is_file() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let profile = target.file_name().expect("profile directory");
+        let mut c = Command::new(cargo);
+        c.args([
+            "build",
+            "-q",
+            "-p",
+            "symmetry-interpose",
+            "--example",
+            "contended_rust",
+        ]);
+        if profile == "release" {
+            c.arg("--release");
+        }
+        assert!(
+            c.status().expect("cargo runs").success(),
+            "cargo build --example contended_rust"
+        );
+    }
+    prog
+}
+
+#[test]
+fn a_rust_program_s_std_and_parking_lot_locks_are_named_by_its_own_lines() {
+    let prog = contended_rust();
+    let plain = Command::new(&prog).output().expect("contended_rust runs");
+    assert!(plain.status.success());
+    let dir = common::scratch("profile", "rust");
+    let out = symmetry_in(
+        &dir,
+        &["profile", "--out", "rust.csv", "--", prog.to_str().unwrap()],
+    );
+    assert_eq!(out.stdout, plain.stdout, "output changed under the library");
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // The person's table comes first: each lock by the program's own line,
+    // with what its wrappers say it is.
+    let table = &err[err.find("Locks by total wait").expect("the table")..];
+    let table = &table[..table
+        .find("Table 1 (KLMO91)")
+        .expect("KLMO91's tables follow")];
+    for (kind, line) in [
+        ("mutex (futex)", "contended_rust.rs:39"),
+        ("rwlock-write (futex)", "contended_rust.rs:46"),
+        ("rwlock-read (futex)", "contended_rust.rs:55"),
+        ("mutex (futex)", "contended_rust.rs:63"),
+    ] {
+        let row = table
+            .lines()
+            .find(|l| l.contains(line))
+            .unwrap_or_else(|| panic!("no lock at {line} in\n{table}"));
+        assert!(row.contains(&format!("  {kind}  ")), "{row}");
+    }
+    let profile = symmetry_locks::spin_then_block::profiler::Profile::read(&dir.join("rust.csv"))
+        .expect("the symbolized profile parses");
+    assert_eq!(profile.locks.len(), 4, "{:#?}", profile.locks);
+    for l in &profile.locks {
+        assert_eq!(l.blocker, "futex");
+        assert!(l.contended() > 0 && l.wait_max.is_some(), "{l:?}");
+        assert_eq!(l.acquisitions, None, "{l:?}");
+    }
+    // At least the mutexes' holds are seen (a hold is seen when its
+    // release wakes a waiter).
+    let mutex_holds = profile
+        .locks
+        .iter()
+        .filter(|l| l.name.contains(":39") || l.name.contains(":63"))
+        .filter(|l| l.hold.samples > 0)
+        .count();
+    assert_eq!(mutex_holds, 2, "{:#?}", profile.locks);
+    // `symmetry analyze` prices the same file.
+    let out = symmetry_in(&dir, &["analyze", "rust.csv"]);
+    assert!(out.status.success());
+    let text = text(&out.stdout);
+    assert!(
+        text.contains("Table 1 (KLMO91)") && text.contains("contended_rust.rs:46"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -7,7 +7,7 @@
 //! them apart by `file:line` (the step functions are never inlined, so a
 //! return address in one is that line's, whether or not a symboliser
 //! reads inlined frames): a `std::sync::Mutex` (`std_mutex_step`), a
-//! `std::sync::RwLock` (thread 0 writes in `rwlock_write_step`, the
+//! `std::sync::RwLock` (threads 0 and 1 write in `rwlock_write_step`, the
 //! others read in `rwlock_read_step`) and a `parking_lot::Mutex`
 //! (`parking_lot_step`). Each is held for 5-25 microseconds of
 //! arithmetic, longer than std's and parking_lot's spinning before they
@@ -88,7 +88,7 @@ fn main() {
                     for step in 0..STEPS {
                         std_mutex_step();
                         black_box(work(2_000));
-                        if t == 0 {
+                        if t < 2 {
                             rwlock_write_step();
                         } else if !rwlock_read_step() {
                             torn += 1;

@@ -21,8 +21,9 @@
 //! is one entry.
 //!
 //! Hold times. A thread whose wait returned takes the lock next; its next
-//! `FUTEX_WAKE` of the same word (or, after a wait on its own parking word,
-//! of another thread's parking word) is
+//! `FUTEX_WAKE` of the same word or the one beside it (std's `RwLock` wakes
+//! its writers on a second word; after a wait on its own parking word, a
+//! wake of another thread's parking word) is
 //! its unlock handing the lock on. The time between is one hold sample:
 //! only holds that followed a wait and ended in a wake-up are seen, and a
 //! hold whose end was not seen before the thread's next futex wait is
@@ -73,6 +74,11 @@ const FUTEX_CMD_MASK: c_long = !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
 /// How far below the thread pointer the static thread-local storage of a
 /// thread may reach (the program's and its libraries' `thread_local`s).
 const TLS_SPAN: usize = 64 * 1024;
+
+/// How far a word of the same lock may lie from the waited one (the next
+/// 32-bit word; two locks' words lie further apart: std's smallest
+/// `Mutex<()>` takes 8 bytes).
+const NEXT_WORD: usize = 4;
 
 /// Slots of [`PARKING_WORDS`] (a power of two).
 const PARKING_SLOTS: usize = 1024;
@@ -166,8 +172,17 @@ pub unsafe extern "C" fn syscall(
             let woken = a1 as usize;
             // After a wait on the thread's own parking word, the hold ends
             // at a wake of another thread's parking word.
-            let ends = |held| own_parking_word(held) && PARKING_WORDS.contains(woken);
-            profile::wake(woken, ends);
+            // Else a wake of the held word ends it, or of the word beside
+            // it: std's `RwLock` wakes its writers on a second word next
+            // to its state.
+            let ends = |held: usize| {
+                if own_parking_word(held) {
+                    PARKING_WORDS.contains(woken)
+                } else {
+                    held.abs_diff(woken) <= NEXT_WORD
+                }
+            };
+            profile::wake(ends);
             call()
         }
         _ => call(),

@@ -437,13 +437,13 @@ pub(crate) fn futex_wait_begins() {
     });
 }
 
-/// The thread wakes waiters of futex word `addr`: ends the hold begun by
+/// The thread wakes a futex word's waiters: ends the hold begun by
 /// [`hold_from_wait`] if `ends(held word)` says this wake ends it.
 #[inline]
-pub(crate) fn wake(addr: usize, ends: impl Fn(usize) -> bool) {
+pub(crate) fn wake(ends: impl Fn(usize) -> bool) {
     if let Ok(Some(h)) = HELD.try_with(Cell::get)
         && h.futex
-        && (h.addr == addr || ends(h.addr))
+        && ends(h.addr)
     {
         let _ = HELD.try_with(|c| c.set(None));
         let ticks = clock::ticks().saturating_sub(h.t0);

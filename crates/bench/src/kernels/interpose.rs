@@ -14,7 +14,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use symmetry_locks::spin_then_block::profiler::Profile;
+use symmetry_locks::spin_then_block::profiler::{LockKind, Profile};
 use symmetry_models::competitive::{Analysis, LockCosts, Strategy};
 
 /// Name of the interposition library.
@@ -329,6 +329,37 @@ impl Symbols {
         stack.iter().flat_map(|f| self.frames(f)).collect()
     }
 
+    /// What a futex entry's wrapper frames say it is: a `Condvar`'s wait,
+    /// a reader-writer lock's read or write side, or a mutex (std's or
+    /// `parking_lot`'s); `None` where no wrapper says (a program's own
+    /// futex lock).
+    pub fn futex_kind(&self, stack: &[String]) -> Option<LockKind> {
+        let frames = self.stack(stack);
+        let wrappers = frames
+            .iter()
+            .take_while(|f| f.wrapper)
+            .filter_map(|f| f.function.as_deref());
+        let mut kind = None;
+        for f in wrappers {
+            let f = f.to_ascii_lowercase();
+            let this = if f.contains("condvar") {
+                LockKind::Condvar
+            } else if f.contains("rwlock") && (f.contains("read") || f.contains("shared")) {
+                LockKind::Read
+            } else if f.contains("rwlock") && (f.contains("write") || f.contains("exclusive")) {
+                LockKind::Write
+            } else if f.contains("mutex") {
+                LockKind::Mutex
+            } else {
+                continue;
+            };
+            // The outermost wrapper that says is the one the user called
+            // (a condition's wait re-takes its mutex inside).
+            kind = Some(this);
+        }
+        kind
+    }
+
     /// The name of a lock whose stack is `stack`: its first frame that is
     /// not a wrapper, as `function at file:line (OBJECT+0xOFF)`; `None`
     /// when there is none or it has no debug information.
@@ -413,6 +444,11 @@ fn rename(profile: &mut Profile, symbols: &Symbols) {
     // order (an original name is one lock, read and write sides alike).
     let mut numbered: HashMap<(String, bool), Vec<String>> = HashMap::new();
     for l in &mut profile.locks {
+        if l.kind == LockKind::Futex
+            && let Some(k) = symbols.futex_kind(&l.stack)
+        {
+            l.kind = k;
+        }
         let (base, shared) = split_suffixes(&l.name);
         let mut name = symbols
             .user_site(&l.stack)

@@ -110,6 +110,22 @@ pub struct LockRow {
 }
 
 impl LockRow {
+    /// Whether the lock was seen through its futex waits (its fast path
+    /// unseen).
+    fn futex(&self) -> bool {
+        self.kind == LockKind::Futex.name() || self.blocker == symmetry_interpose::FUTEX_BLOCKER
+    }
+
+    /// The kind as the table shows it: a futex lock whose wrapper told what
+    /// it is says both (`mutex (futex)`).
+    fn shown_kind(&self) -> String {
+        if self.futex() && self.kind != LockKind::Futex.name() {
+            format!("{} (futex)", self.kind)
+        } else {
+            self.kind.clone()
+        }
+    }
+
     fn new(rec: &LockRecord, costs: &LockCosts, ns_per_spin: f64, symbols: &Symbols) -> LockRow {
         let waits = rec.contended();
         let hold = rec.hold;
@@ -244,7 +260,7 @@ impl LockReport {
         let _ = writeln!(s, "{:>rank$}  Kind  Lock", "#");
         let _ = writeln!(s, "{}", line(&headers));
         for (i, (l, r)) in shown.iter().zip(&rows).enumerate() {
-            let head = format!("{:>rank$}  {}  ", i + 1, l.kind);
+            let head = format!("{:>rank$}  {}  ", i + 1, l.shown_kind());
             let room = WIDTH.saturating_sub(head.chars().count());
             let _ = writeln!(s, "{head}{}", shorten(&l.name, room));
             let cells: Vec<&str> = r.iter().map(String::as_str).collect();
@@ -275,7 +291,7 @@ impl LockReport {
         let unseen = |futex: bool| {
             shown
                 .iter()
-                .any(|l| l.acquisitions.is_none() && (l.kind == LockKind::Futex.name()) == futex)
+                .any(|l| l.acquisitions.is_none() && l.futex() == futex)
         };
         if unseen(true) {
             notes.push(
@@ -401,6 +417,28 @@ fn shorten(name: &str, room: usize) -> String {
             .and_then(|end| s[open..open + end].rfind('/'))
     {
         s = format!("{}(…{}", &s[..open], &s[open + slash..]);
+    }
+    if fits(&s) {
+        return s;
+    }
+    // Then, where a file and line name the site, the object's offset.
+    if s.contains(" at ")
+        && let Some(open) = s.rfind(" (…/").or_else(|| s.rfind(" (/"))
+        && let Some(close) = s[open..].find(')')
+    {
+        s = format!("{}{}", &s[..open], &s[open + close + 1..]);
+    }
+    if fits(&s) {
+        return s;
+    }
+    // Then the source file's directory: `f at …/file.rs:12 (…/prog+0x1a)`.
+    if let Some(at) = s.rfind(" at ")
+        && let Some(slash) = s[at + 4..].find('/').map(|_| at + 4)
+        && let Some(last) = s[slash..]
+            .find(':')
+            .and_then(|colon| s[slash..slash + colon].rfind('/'))
+    {
+        s = format!("{}…{}", &s[..slash], &s[slash + last..]);
     }
     if fits(&s) {
         return s;
@@ -541,6 +579,7 @@ mod tests {
         p.locks[0].name = format!("main at src/main.rs:7 ({dir}/prog+0x1)");
         p.locks[1].name = format!("{}::f at src/lib.rs:9 ({dir}/prog+0x2)", "q".repeat(150));
         p.locks[2].name = "x".repeat(150);
+        p.locks[3].name = format!("g at /{}/src/spin.c:3 (/x/prog+0x3)", "e/".repeat(60));
         let r = report(&p);
         let text = r.table_text(10);
         let line = |head: &str| text.lines().find(|l| l.starts_with(head)).unwrap();
@@ -550,10 +589,16 @@ mod tests {
         );
         let read = line("2  rwlock-read");
         assert_eq!(read.chars().count(), WIDTH, "{read}");
-        assert!(read.contains("qq…qq") && read.ends_with("::f at src/lib.rs:9 (…/prog+0x2)"));
+        assert!(
+            read.contains("qq…qq") && read.ends_with("::f at …/lib.rs:9"),
+            "{read}"
+        );
         let write = line("3  rwlock-write");
         assert_eq!(write.chars().count(), WIDTH, "{write}");
         assert!(write.contains("xx…xx"), "{write}");
+        // A long path keeps its file name and line, without the object.
+        let spin = text.lines().find(|l| l.contains("  g at ")).unwrap();
+        assert!(spin.ends_with("  g at …/spin.c:3"), "{spin}");
         // The document keeps whole names.
         assert!(r.locks.iter().any(|l| l.name == p.locks[0].name));
     }
