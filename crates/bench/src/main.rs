@@ -46,8 +46,9 @@ enum Command {
     /// Price every KLMO91 spin policy on a recorded lock-wait profile (Tables 1-2) and recommend a spin
     /// threshold per lock. Record one with SYMMETRY_LOCK_PROFILE=FILE (or the profiler API).
     Analyze(analyze::AnalyzeArgs),
-    /// Run an unmodified program with its pthread mutexes profiled (LD_PRELOAD), then price every
-    /// spin policy per lock as `analyze` does: `symmetry profile [--out FILE] -- CMD ARGS...`.
+    /// Run an unmodified program with every lock profiled (pthread mutexes, rwlocks and spin locks,
+    /// futex waits of Rust and parking_lot locks; LD_PRELOAD), then list its locks by total wait and
+    /// price every spin policy per lock as `analyze` does: `symmetry profile [--out FILE] -- CMD ARGS...`.
     Profile(profile::ProfileArgs),
     /// Shared-memory Active Messages jobs: `am spawn -n N APP` starts N processes that run one of
     /// LC98's applications; `am list`, `am clean`.

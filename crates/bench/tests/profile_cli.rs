@@ -290,13 +290,21 @@ fn a_rust_program_s_std_and_parking_lot_locks_are_named_by_its_own_lines() {
     let plain = Command::new(&prog).output().expect("contended_rust runs");
     assert!(plain.status.success());
     let dir = common::scratch("profile", "rust");
-    let out = symmetry_in(
-        &dir,
-        &["profile", "--out", "rust.csv", "--", prog.to_str().unwrap()],
-    );
-    assert_eq!(out.stdout, plain.stdout, "output changed under the library");
-    let err = text(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    // Each of the four locks waits in nearly every run; a run in which one
+    // did not is run again.
+    let mut err = String::new();
+    for _ in 0..3 {
+        let out = symmetry_in(
+            &dir,
+            &["profile", "--out", "rust.csv", "--", prog.to_str().unwrap()],
+        );
+        assert_eq!(out.stdout, plain.stdout, "output changed under the library");
+        err = text(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        if err.contains("4 of 4 lock(s) with waits") {
+            break;
+        }
+    }
     // The person's table comes first: each lock by the program's own line,
     // with what its wrappers say it is.
     let table = &err[err.find("Locks by total wait").expect("the table")..];

@@ -212,13 +212,14 @@ fn wait(word: usize, shared: bool, call: impl FnOnce() -> c_long) -> c_long {
     let rc = call();
     let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
     let t1 = clock::ticks();
+    profile::walked(lock, frames);
     profile::record(Wait {
         lock,
         site: stack::first_outside(&frames),
         ticks: t1.saturating_sub(t0),
+        acquired_at: t1,
         blocked: !(rc == -1 && errno == libc::EAGAIN),
         pshared: shared,
-        frames,
     });
     if rc == 0 {
         profile::hold_from_wait(lock, word, t1);

@@ -9,10 +9,9 @@
 //!
 //! - **Profile** (default): the program keeps glibc's locks. Each lock
 //!   call first tries the real `try` call; if that succeeds the
-//!   acquisition was uncontended: it is counted (for a lock that has
-//!   waited before) and one in [`HOLD_EVERY`] has its hold timed.
-//!   Otherwise the library times the real blocking call and records the
-//!   wait, in spins of this machine, in the histogram of that lock: the
+//!   acquisition was uncontended and is only counted (sampled, for a lock
+//!   that has waited before). Otherwise the library times the real blocking call
+//!   and its hold, to the unlock, and records the wait, in spins of this machine, in the histogram of that lock: the
 //!   same profiler, file format and `symmetry analyze` as the Rust locks
 //!   use (`symmetry_locks::spin_then_block::profiler`). `symmetry profile
 //!   -- CMD` runs a command this way, names each lock by its user's call
@@ -96,10 +95,15 @@
 //! # What is measured
 //!
 //! Per lock: the contended waits (a histogram in spins, their longest),
-//! the acquisitions from the lock's first contended one on (every pthread
-//! call that acquires it; none for a futex lock, whose fast path makes no
-//! call), and hold times sampled once in [`HOLD_EVERY`] acquisitions per
-//! thread, from the acquisition's return to the unlock's.
+//! the acquisitions from the lock's first contended one on (sampled, one
+//! in [`COUNT_EVERY`] per thread, each sample counting for its gap: an
+//! estimate; none for a futex lock, whose fast path makes no call), and
+//! the holds that
+//! followed contended acquisitions, from the wait's end to the unlock's
+//! return. Uncontended holds are not timed: two clock reads inside every
+//! critical section would cost a program that locks often more than the
+//! profile's budget, and a contended lock's holds are the ones its
+//! waiters wait for.
 //!
 //! A pthread lock's wait is the time from the failed `try` call to the
 //! return of the real lock call: the holder's remaining hold time plus
@@ -144,9 +148,9 @@ use symmetry_locks::spin_then_block::profiler::LockKind;
 
 use profile::Lock;
 
-/// Acquisitions per timed hold, per thread (see the crate docs, "What is
-/// measured").
-pub const HOLD_EVERY: u32 = profile::HOLD_EVERY;
+/// One acquisition in this many is counted, on average (see the crate
+/// docs, "What is measured").
+pub const COUNT_EVERY: u32 = profile::COUNT_EVERY;
 
 /// The blocker name under which glibc's locks appear in the profile.
 pub const BLOCKER: &str = "glibc";
@@ -520,19 +524,11 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut libc::pthread_mutex_t) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int {
     let r = real();
-    match replace::mode() {
-        Some(mode) => replace::try_lock(mode, m).unwrap_or_else(|| {
-            // SAFETY: the caller's argument, unchanged, to glibc.
-            unsafe { (r.trylock)(m) }
-        }),
-        None => {
-            // SAFETY: as above.
-            let rc = unsafe { (r.trylock)(m) };
-            if rc == 0 {
-                profile::acquired(mutex(m));
-            }
-            rc
-        }
+    // An acquisition is counted at its unlock, whichever call made it.
+    match replace::mode().and_then(|mode| replace::try_lock(mode, m)) {
+        Some(rc) => rc,
+        // SAFETY: the caller's argument, unchanged, to glibc.
+        None => unsafe { (r.trylock)(m) },
     }
 }
 
@@ -553,7 +549,7 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut libc::pthread_mutex_t) -> 
         None => {
             // SAFETY: as above.
             let rc = unsafe { (r.unlock)(m) };
-            profile::released(m as usize);
+            profile::released(m as usize, Some(LockKind::Mutex));
             rc
         }
     }
@@ -573,7 +569,7 @@ pub unsafe extern "C" fn pthread_cond_wait(
     // mode is a valid glibc mutex the waiter holds).
     let wait = |inner| unsafe { (r.cond_wait)(c, inner) };
     // The wait releases the mutex: its hold ends here.
-    profile::released(m as usize);
+    profile::released(m as usize, Some(LockKind::Mutex));
     match replace::mode().and_then(|mode| replace::cond_wait(mode, c, m, wait)) {
         Some(rc) => rc,
         // SAFETY: as above.
@@ -595,7 +591,7 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
     // SAFETY: as in `pthread_cond_wait`.
     let wait = |inner| unsafe { (r.cond_timedwait)(c, inner, abstime) };
     // The wait releases the mutex: its hold ends here.
-    profile::released(m as usize);
+    profile::released(m as usize, Some(LockKind::Mutex));
     match replace::mode().and_then(|mode| replace::cond_wait(mode, c, m, wait)) {
         Some(rc) => rc,
         // SAFETY: as above.
@@ -621,7 +617,7 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
     // SAFETY: as in `pthread_cond_wait`.
     let wait = |inner| unsafe { f(c, inner, clock, abstime) };
     // The wait releases the mutex: its hold ends here.
-    profile::released(m as usize);
+    profile::released(m as usize, Some(LockKind::Mutex));
     match replace::mode().and_then(|mode| replace::cond_wait(mode, c, m, wait)) {
         Some(rc) => rc,
         // SAFETY: as above.

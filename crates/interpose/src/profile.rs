@@ -9,14 +9,15 @@
 //! `#k` when several locks were first contended at one site and
 //! `[process-shared]` for a process-shared one; the entry keeps the stack.
 //!
-//! Costs. An uncontended acquisition of a lock that has an entry counts
-//! into the thread's own shard (a thread-local slot, or a probe of
-//! [`KNOWN`], a table read without locks); one of a lock without an entry
-//! counts nothing (acquisitions are counted from a lock's first contended
-//! acquisition on). One acquisition in [`HOLD_EVERY`] of an entry's lock
-//! per thread has its hold timed, to its unlock. A contended acquisition
-//! also times its wait, walks the stack once per new lock, and records
-//! outside the critical section.
+//! Costs. An uncontended acquisition adds nothing inside its critical
+//! section (a reader-writer lock's is counted there); its unlock counts
+//! it: one thread-local lookup and a decrement, and for one in
+//! [`COUNT_EVERY`] a look-up of the lock's shard (a probe of [`KNOWN`], a
+//! table read without locks; acquisitions are counted from a lock's first
+//! contended acquisition on). A contended acquisition reads the clock
+//! around its wait, walks the stack once per new lock, and at its unlock
+//! reads the clock once more (its hold) and records, outside the critical
+//! section.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -75,12 +76,13 @@ pub(crate) struct Wait {
     pub(crate) site: usize,
     /// How long it waited, in [`clock`] ticks.
     pub(crate) ticks: u64,
+    /// When the wait ended and the lock was taken (ticks): its hold is
+    /// timed from here to the unlock.
+    pub(crate) acquired_at: u64,
     /// Whether it blocked in the kernel (known only for futex waits).
     pub(crate) blocked: bool,
     /// Whether the lock is process-shared.
     pub(crate) pshared: bool,
-    /// The stack, walked if the lock had no entry yet.
-    pub(crate) frames: Frames,
 }
 
 impl Wait {
@@ -92,9 +94,9 @@ impl Wait {
         },
         site: 0,
         ticks: 0,
+        acquired_at: 0,
         blocked: false,
         pshared: false,
-        frames: Frames::EMPTY,
     };
 }
 
@@ -115,10 +117,10 @@ impl Sink {
         }
     }
 
-    fn acquired(self) {
+    fn acquired(self, n: u64) {
         match self {
-            Sink::Shard(s) => s.acquired(1),
-            Sink::Shared(e) => e.acquired(1),
+            Sink::Shard(s) => s.acquired(n),
+            Sink::Shared(e) => e.acquired(n),
         }
     }
 
@@ -136,14 +138,6 @@ impl Sink {
 /// thread). A thread hot on one lock needs one.
 const MAX_SHARDS: usize = 8;
 
-/// One acquisition in this many (on average: the gaps are drawn at random,
-/// so a program that takes its locks in a fixed cycle has every lock
-/// sampled) of a lock with an entry has its hold timed (per thread): two
-/// clock reads, which on a virtual machine cost
-/// tens of nanoseconds, so timing every hold would cost more than the
-/// profile's budget on a program that locks often.
-pub(crate) const HOLD_EVERY: u32 = 16;
-
 /// A thread's shards; dropping it (thread exit) hands them back.
 struct Shards(RefCell<Vec<&'static Shard>>);
 
@@ -155,39 +149,65 @@ impl Drop for Shards {
     }
 }
 
-/// A hold being timed: the lock's address, when it was acquired, where
-/// the time goes.
+/// A futex hold being timed: the word waited on, when the wait returned,
+/// where the time goes.
 #[derive(Clone, Copy)]
 struct Held {
     addr: usize,
     t0: u64,
     sink: Sink,
-    /// Begun by a futex wait's return ([`hold_from_wait`]).
-    futex: bool,
 }
 
-thread_local! {
+/// A thread's recording state, in one thread-local so that each entry
+/// point reaches it with one lookup (in a shared library every
+/// thread-local access is a call to `__tls_get_addr`).
+struct Local {
     /// Set while this thread is inside the library's own recording, so
     /// that a lock taken there (the name table's, a futex wait of the
     /// library's own Rust locks) is passed straight through.
-    static BUSY: Cell<bool> = const { Cell::new(false) };
+    busy: Cell<bool>,
     /// The lock this thread last counted or recorded into, its sink (or
     /// none: no entry), and the [`ERA`] then.
-    static HOT: Cell<(Lock, Option<Sink>, u64)> =
-        const { Cell::new((Lock { addr: 0, kind: LockKind::Mutex }, None, u64::MAX)) };
-    /// This thread's shards (at most [`MAX_SHARDS`]), handed back when the
-    /// thread exits.
-    static SHARDS: Shards = const { Shards(RefCell::new(Vec::new())) };
+    hot: Cell<(Lock, Option<Sink>, u64)>,
     /// A wait this thread measured but has not recorded yet: recorded
     /// after the thread's next unlock (or before its next recorded wait or
     /// condition wait), outside the critical section the wait ended in.
-    static PENDING: Cell<Wait> = const { Cell::new(Wait::NONE) };
-    /// Acquisitions of entries' locks left before the next timed hold.
-    static COUNTDOWN: Cell<u32> = const { Cell::new(1) };
-    /// Draws the gaps between timed holds.
-    static GAPS: Cell<u64> = const { Cell::new(0) };
-    /// The hold being timed, if any.
-    static HELD: Cell<Option<Held>> = const { Cell::new(None) };
+    pending: Cell<Wait>,
+    /// The stack this thread walked for a lock without an entry, kept
+    /// (outside the small `pending`) until the wait that names the lock
+    /// is recorded.
+    walked: Cell<Option<(Lock, Frames)>>,
+    /// The futex hold being timed, if any.
+    held: Cell<Option<Held>>,
+    /// Acquisitions left until the next counted one, and the gap that
+    /// ends there (see [`COUNT_EVERY`]).
+    countdown: Cell<(u32, u32)>,
+    /// Draws the gaps between counted acquisitions.
+    gaps: Cell<u64>,
+}
+
+thread_local! {
+    static LOCAL: Local = const {
+        Local {
+            busy: Cell::new(false),
+            hot: Cell::new((Lock { addr: 0, kind: LockKind::Mutex }, None, u64::MAX)),
+            pending: Cell::new(Wait::NONE),
+            walked: Cell::new(None),
+            held: Cell::new(None),
+            countdown: Cell::new((1, 1)),
+            gaps: Cell::new(0),
+        }
+    };
+    /// This thread's shards (at most [`MAX_SHARDS`]), handed back when the
+    /// thread exits.
+    static SHARDS: Shards = const { Shards(RefCell::new(Vec::new())) };
+}
+
+/// Runs `f` on this thread's [`Local`] (nothing once the thread's
+/// storage is being torn down).
+#[inline]
+fn local<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
+    LOCAL.try_with(f).ok()
 }
 
 /// Changes whenever an entry is made or forgotten: a thread's [`HOT`] is
@@ -290,19 +310,17 @@ fn per_site() -> &'static std::sync::Mutex<HashMap<usize, u32>> {
 /// Whether this thread is inside the library's own recording.
 #[inline]
 pub(crate) fn in_recording() -> bool {
-    BUSY.try_with(Cell::get).unwrap_or(true)
+    local(|l| l.busy.get()).unwrap_or(true)
 }
 
 /// Runs `f` as the library's own recording ([`in_recording`] is true
 /// inside), unless this thread already is inside it (then nothing runs).
 #[inline]
-fn recording(f: impl FnOnce()) {
-    let _ = BUSY.try_with(|b| {
-        if !b.replace(true) {
-            f();
-            b.set(false);
-        }
-    });
+fn recording_in(l: &Local, f: impl FnOnce()) {
+    if !l.busy.replace(true) {
+        f();
+        l.busy.set(false);
+    }
 }
 
 /// Whether `lock` has no entry yet, so a contended acquisition should walk
@@ -331,96 +349,113 @@ fn sink_of(e: &'static LockProfile) -> Sink {
         .unwrap_or(Sink::Shared(e))
 }
 
-/// This thread's sink for `lock`, if it has an entry (inside
-/// [`recording`]).
+/// This thread's sink for `lock`, if it has an entry.
 #[inline]
-fn sink(lock: Lock) -> Option<Sink> {
+fn sink(l: &Local, lock: Lock) -> Option<Sink> {
     // Relaxed: see `record`.
     let era = ERA.load(Ordering::Relaxed);
-    let (l, s, e) = HOT.try_with(Cell::get).ok()?;
-    if l == lock && e == era {
+    let (hot, s, e) = l.hot.get();
+    if hot == lock && e == era {
         return s;
     }
-    let s = known(lock).map(sink_of);
-    let _ = HOT.try_with(|h| h.set((lock, s, era)));
-    s
+    // A lock without an entry (most are never contended) costs one probe
+    // of `KNOWN`.
+    let Some(e) = known(lock) else {
+        l.hot.set((lock, None, era));
+        return None;
+    };
+    sink_of_known(l, lock, e, era)
 }
 
-/// Counts one acquisition of `lock` (just acquired, by a pthread call),
-/// and starts timing its hold if this is the sampled one.
+/// This thread's sink for entry `e` of `lock`, made [`Local::hot`].
+#[cold]
+#[inline(never)]
+fn sink_of_known(l: &Local, lock: Lock, e: &'static LockProfile, era: u64) -> Option<Sink> {
+    let mut out = None;
+    recording_in(l, || {
+        out = Some(sink_of(e));
+        l.hot.set((lock, out, era));
+    });
+    out
+}
+
+/// Acquisitions are counted by sampling: one in this many on average
+/// (per thread, at gaps drawn at random, so a program that takes its
+/// locks in a fixed cycle has each counted), each sample counting as its
+/// gap. Counting every acquisition exactly (a lookup of the lock's shard
+/// at every unlock) lengthened the gap between an unlock and the thread's
+/// next lock enough to change how a hot lock is handed over: sysbench's
+/// mutex benchmark ran 1.57x as long as under glibc, against 1.15x without
+/// counting. A lock taken n times is counted with a relative error of
+/// about `1 / sqrt(n / COUNT_EVERY)`.
+pub(crate) const COUNT_EVERY: u32 = 16;
+
+/// Counts one acquisition of `lock` (sampled; see [`COUNT_EVERY`]).
+#[inline]
+fn count(l: &Local, lock: Lock) {
+    let (left, gap) = l.countdown.get();
+    if left > 1 {
+        l.countdown.set((left - 1, gap));
+    } else {
+        count_sample(l, lock, gap);
+    }
+}
+
+/// The sampled acquisition: `lock` counts for the `gap` acquisitions that
+/// led up to it, and the next gap is drawn.
+#[cold]
+#[inline(never)]
+fn count_sample(l: &Local, lock: Lock, gap: u32) {
+    if let Some(s) = sink(l, lock) {
+        // No recording guard: the shard is this thread's, and a signal
+        // handler's acquisition interleaved with this one can at worst
+        // lose one sample.
+        s.acquired(u64::from(gap));
+    }
+    // Each thread's sequence starts from its own storage's address.
+    let seed = match l.gaps.get() {
+        0 => std::ptr::from_ref(l) as u64,
+        s => s,
+    };
+    let mut r = SplitMix64::new(seed);
+    let next = 1 + r.below(u64::from(2 * COUNT_EVERY - 1)) as u32;
+    l.gaps.set(r.0 | 1);
+    l.countdown.set((next, next));
+}
+
+/// Counts one acquisition of `lock` (a reader-writer lock's, whose
+/// unlock does not say which side it releases: counted when acquired,
+/// inside the critical section).
 #[inline]
 pub(crate) fn acquired(lock: Lock) {
-    recording(|| {
-        let Some(s) = sink(lock) else {
-            return;
-        };
-        s.acquired();
-        let _ = COUNTDOWN.try_with(|c| {
-            let n = c.get() - 1;
-            if n > 0 {
-                c.set(n);
-                return;
-            }
-            c.set(next_gap());
-            // A hold begun by a futex wait whose end was not seen gives
-            // way (see `futex_wait_begins`).
-            let _ = HELD.try_with(|h| {
-                if h.get().is_none_or(|held| held.futex) {
-                    h.set(Some(Held {
-                        addr: lock.addr,
-                        t0: clock::ticks(),
-                        sink: s,
-                        futex: false,
-                    }));
-                }
-            });
-        });
-    });
-}
-
-/// The next gap between timed holds: uniform in `1..2 * HOLD_EVERY`, so
-/// its mean is [`HOLD_EVERY`].
-fn next_gap() -> u32 {
-    GAPS.try_with(|g| {
-        // Each thread's sequence starts from its own storage's address.
-        let seed = match g.get() {
-            0 => std::ptr::from_ref(g) as u64,
-            s => s,
-        };
-        let mut r = SplitMix64::new(seed);
-        let gap = 1 + r.below(u64::from(2 * HOLD_EVERY - 1)) as u32;
-        g.set(r.0 | 1);
-        gap
-    })
-    .unwrap_or(HOLD_EVERY)
+    local(|l| count(l, lock));
 }
 
 /// The lock at `addr` is released (by a pthread call, after it returned):
-/// ends its timed hold, if any, and records the thread's pending wait.
+/// counts its acquisition as `counted` (`None`: counted when acquired),
+/// and records the thread's pending wait, with the hold that followed it
+/// if the wait was on this lock.
 #[inline]
-pub(crate) fn released(addr: usize) {
-    if let Ok(Some(h)) = HELD.try_with(Cell::get)
-        && h.addr == addr
-    {
-        let _ = HELD.try_with(|c| c.set(None));
-        let ticks = clock::ticks().saturating_sub(h.t0);
-        recording(|| h.sink.hold(clock::to_ns(ticks)));
-    }
-    flush();
+pub(crate) fn released(addr: usize, counted: Option<LockKind>) {
+    local(|l| {
+        if let Some(kind) = counted {
+            count(l, Lock::at(addr, kind));
+        }
+        let w = l.pending.get();
+        if w.lock.addr != 0 {
+            l.pending.set(Wait::NONE);
+            let hold = (w.lock.addr == addr).then(|| clock::ticks().saturating_sub(w.acquired_at));
+            record_in(l, w, hold);
+        }
+    });
 }
 
 /// Starts timing a hold of `lock` (a futex lock whose wait just ended:
 /// the thread acquires it next) until [`wake`] ends it.
 pub(crate) fn hold_from_wait(lock: Lock, addr: usize, t0: u64) {
-    recording(|| {
-        if let Some(s) = sink(lock) {
-            let held = Held {
-                addr,
-                t0,
-                sink: s,
-                futex: true,
-            };
-            let _ = HELD.try_with(|h| h.set(Some(held)));
+    local(|l| {
+        if let Some(s) = sink(l, lock) {
+            l.held.set(Some(Held { addr, t0, sink: s }));
         }
     });
 }
@@ -430,10 +465,8 @@ pub(crate) fn hold_from_wait(lock: Lock, addr: usize, t0: u64) {
 /// waiter to wake) is dropped rather than stretched over this wait.
 #[inline]
 pub(crate) fn futex_wait_begins() {
-    let _ = HELD.try_with(|h| {
-        if h.get().is_some_and(|held| held.futex) {
-            h.set(None);
-        }
+    local(|l| {
+        l.held.set(None);
     });
 }
 
@@ -441,14 +474,15 @@ pub(crate) fn futex_wait_begins() {
 /// [`hold_from_wait`] if `ends(held word)` says this wake ends it.
 #[inline]
 pub(crate) fn wake(ends: impl Fn(usize) -> bool) {
-    if let Ok(Some(h)) = HELD.try_with(Cell::get)
-        && h.futex
-        && ends(h.addr)
-    {
-        let _ = HELD.try_with(|c| c.set(None));
-        let ticks = clock::ticks().saturating_sub(h.t0);
-        recording(|| h.sink.hold(clock::to_ns(ticks)));
-    }
+    local(|l| {
+        if let Some(h) = l.held.get()
+            && ends(h.addr)
+        {
+            l.held.set(None);
+            let ticks = clock::ticks().saturating_sub(h.t0);
+            recording_in(l, || h.sink.hold(clock::to_ns(ticks)));
+        }
+    });
 }
 
 /// Keeps `w` to be recorded outside its critical section; records the
@@ -456,27 +490,17 @@ pub(crate) fn wake(ends: impl Fn(usize) -> bool) {
 /// lock without unlocking in between).
 #[inline]
 pub(crate) fn defer(w: Wait) {
-    let _ = PENDING.try_with(|p| {
-        let old = p.replace(w);
+    local(|l| {
+        let old = l.pending.replace(w);
         if old.lock.addr != 0 {
-            record(old);
-        }
-    });
-}
-
-/// Records this thread's pending wait, if any.
-#[inline]
-fn flush() {
-    let _ = PENDING.try_with(|p| {
-        if p.get().lock.addr != 0 {
-            record(p.replace(Wait::NONE));
+            record_in(l, old, None);
         }
     });
 }
 
 /// The entry of `w`'s lock, made at its first contended acquisition.
 #[cold]
-fn entry_of(w: &Wait) -> &'static LockProfile {
+fn entry_of(w: &Wait, frames: &Frames) -> &'static LockProfile {
     if let Some(e) = names()
         .read()
         .unwrap_or_else(|e| e.into_inner())
@@ -503,7 +527,7 @@ fn entry_of(w: &Wait) -> &'static LockProfile {
     if w.pshared {
         name.push_str(" [process-shared]");
     }
-    let frames = stack::describe_all(&w.frames);
+    let frames = stack::describe_all(frames);
     let e = profiler::entry_of(
         &Entry {
             name: &name,
@@ -524,32 +548,61 @@ fn entry_of(w: &Wait) -> &'static LockProfile {
     e
 }
 
-/// Records wait `w` in its lock's entry.
-#[cold]
+/// Keeps `frames`, walked for `lock`, until the wait that names it is
+/// recorded.
+pub(crate) fn walked(lock: Lock, frames: Frames) {
+    local(|l| l.walked.set(Some((lock, frames))));
+}
+
+/// Records wait `w` in its lock's entry (named, if it has none, with the
+/// stack [`walked`] kept for it).
 pub(crate) fn record(w: Wait) {
-    recording(|| {
+    local(|l| record_in(l, w, None));
+}
+
+/// [`record`], given this thread's [`Local`].
+/// `hold`: the hold that followed the wait, in ticks, if it was timed.
+#[cold]
+fn record_in(l: &Local, w: Wait, hold: Option<u64>) {
+    recording_in(l, || {
         // Relaxed suffices for `ERA` here and everywhere: a thread waiting
         // on a lock made again at a destroyed one's address learned of it
         // through the program's own synchronization after the destroy, so
         // the increment in `forget` happens before this load and is seen
         // (read-write coherence). Only a program racing a destroy against
         // a wait on the same lock could record one wait under the old name.
-        let s = match sink(w.lock) {
+        let era = ERA.load(Ordering::Relaxed);
+        let (hot, s, e) = l.hot.get();
+        let s = match (hot == w.lock && e == era).then_some(s).flatten() {
             Some(s) => s,
-            None => {
-                let s = sink_of(entry_of(&w));
-                let era = ERA.load(Ordering::Relaxed);
-                let _ = HOT.try_with(|h| h.set((w.lock, Some(s), era)));
-                // The acquisition that named the lock found no entry to
-                // count into (a futex's acquisitions are not seen at all).
-                if w.lock.kind != LockKind::Futex {
-                    s.acquired();
+            None => match known(w.lock).map(sink_of) {
+                Some(s) => {
+                    l.hot.set((w.lock, Some(s), era));
+                    s
                 }
-                s
-            }
+                None => {
+                    let frames = match l.walked.take() {
+                        Some((lock, f)) if lock == w.lock => f,
+                        _ => Frames::EMPTY,
+                    };
+                    let s = sink_of(entry_of(&w, &frames));
+                    let era = ERA.load(Ordering::Relaxed);
+                    l.hot.set((w.lock, Some(s), era));
+                    // A reader-writer acquisition that named the lock found
+                    // no entry to count into (a mutex's or spin lock's is
+                    // counted at its unlock; a futex's are not seen).
+                    if matches!(w.lock.kind, LockKind::Read | LockKind::Write) {
+                        s.acquired(1);
+                    }
+                    s
+                }
+            },
         };
         let spins = calibration::ns_to_spins(clock::to_ns(w.ticks));
         s.record(spins, w.blocked);
+        if let Some(h) = hold {
+            s.hold(clock::to_ns(h));
+        }
     });
 }
 
@@ -597,7 +650,7 @@ pub(crate) fn acquire(
 ) -> c_int {
     let first = try_lock();
     if first != libc::EBUSY {
-        if first == 0 {
+        if first == 0 && counted_when_acquired(lock) {
             acquired(lock);
         }
         return first;
@@ -619,27 +672,38 @@ fn contended(
     // The stack is walked before the wait, not inside the critical
     // section, and only for a lock without an entry; the wait is timed
     // from after the walk.
-    let frames = if unnamed(lock) {
-        stack::walk()
+    let site = if unnamed(lock) {
+        let frames = stack::walk();
+        walked(lock, frames);
+        match stack::first_outside(&frames) {
+            0 => site,
+            s => s,
+        }
     } else {
-        Frames::EMPTY
-    };
-    let site = match stack::first_outside(&frames) {
-        0 => site,
-        s => s,
+        site
     };
     let t0 = clock::ticks();
     let rc = wait();
     if rc == 0 {
+        let t1 = clock::ticks();
         defer(Wait {
             lock,
             site,
-            ticks: clock::ticks().saturating_sub(t0),
+            ticks: t1.saturating_sub(t0),
+            acquired_at: t1,
             blocked: false,
             pshared: pshared(),
-            frames,
         });
-        acquired(lock);
+        if counted_when_acquired(lock) {
+            acquired(lock);
+        }
     }
     rc
+}
+
+/// Whether `lock`'s acquisitions are counted when acquired (a
+/// reader-writer lock's) rather than at the unlock.
+#[inline]
+fn counted_when_acquired(lock: Lock) -> bool {
+    matches!(lock.kind, LockKind::Read | LockKind::Write)
 }

@@ -261,7 +261,7 @@ pub unsafe extern "C" fn pthread_rwlock_unlock(rw: *mut Rw) -> c_int {
     // SAFETY: as above.
     let rc = unsafe { (real().unlock)(rw) };
     if profiling() {
-        profile::released(rw as usize);
+        profile::released(rw as usize, None);
     }
     rc
 }
@@ -398,11 +398,8 @@ pub unsafe extern "C" fn pthread_spin_lock(s: *mut Spin) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_spin_trylock(s: *mut Spin) -> c_int {
     // SAFETY: as above.
-    let rc = unsafe { (real().spin_trylock)(s) };
-    if rc == 0 && profiling() {
-        profile::acquired(Lock::at(s as usize, LockKind::Spin));
-    }
-    rc
+    // Counted at its unlock, as every spin lock acquisition.
+    unsafe { (real().spin_trylock)(s) }
 }
 
 /// Interposed `pthread_spin_unlock`: glibc's, then the thread's timed
@@ -415,7 +412,7 @@ pub unsafe extern "C" fn pthread_spin_unlock(s: *mut Spin) -> c_int {
     // SAFETY: as above.
     let rc = unsafe { (real().spin_unlock)(s) };
     if profiling() {
-        profile::released(s as usize);
+        profile::released(s as usize, Some(LockKind::Spin));
     }
     rc
 }

@@ -140,7 +140,9 @@ impl LockRow {
             contended_pct: rec
                 .acquisitions
                 .filter(|&n| n > 0)
-                .map(|n| 100.0 * waits as f64 / n as f64),
+                // The acquisitions are a sampled estimate: a lock taken a
+                // few times may read fewer acquisitions than waits.
+                .map(|n| (100.0 * waits as f64 / n as f64).min(100.0)),
             blocked: rec.blocked_total(),
             wait_total_spins: rec.wait_total(),
             wait_total_ns: rec.wait_total() as f64 * ns_per_spin,
@@ -278,13 +280,16 @@ impl LockReport {
     fn notes(&self, shown: &[&LockRow]) -> Vec<String> {
         let mut notes = vec![
             format!(
-                "Waits: contended acquisitions (Cont. %: per 100 acquisitions), timed in spins \
-                 of {:.3} ns;",
+                "Waits: contended acquisitions, timed in spins of {:.3} ns; Cont. %: waits per \
+                 100 acquisitions.",
                 self.ns_per_spin
             ),
-            "holds are sampled. Policy: the cheapest policy on the lock's own waits, priced \
-             as in Table 1;"
-                .to_owned(),
+            format!(
+                "Acquired: sampled (one in {} per thread), an estimate. Holds: timed after \
+                 contended acquisitions.",
+                symmetry_interpose::COUNT_EVERY
+            ),
+            "Policy: the cheapest policy on the lock's own waits, priced as in Table 1;".to_owned(),
             "Spin k: opt-known's threshold in spins (spin up to k, then block; 0: block at once)."
                 .to_owned(),
         ];

@@ -50,6 +50,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, Once, OnceLock};
 
+use crossbeam_utils::CachePadded;
+
 use super::LockName;
 use super::calibration;
 use super::policy::{Bucket, optimal_threshold};
@@ -349,10 +351,13 @@ impl LockProfile {
 /// into one shard can lose counts (never memory safety; the words are
 /// atomics). [`release_shard`] hands a shard back for reuse by the next
 /// thread that takes one of the same lock; its counts stay in the profile.
+///
+/// A shard's counters are cache-padded, so two threads' shards never
+/// share a line (each thread bumps its acquisition count at every unlock).
 #[derive(Debug)]
 pub struct Shard {
     of: &'static LockProfile,
-    counters: Counters,
+    counters: CachePadded<Counters>,
 }
 
 impl Shard {
@@ -404,7 +409,7 @@ pub fn take_shard(lock: &'static LockProfile) -> &'static Shard {
     }
     let s: &'static Shard = Box::leak(Box::new(Shard {
         of: lock,
-        counters: Counters::new(),
+        counters: CachePadded::new(Counters::new()),
     }));
     r.shards.push(s);
     s
