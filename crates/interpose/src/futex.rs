@@ -80,6 +80,59 @@ const TLS_SPAN: usize = 64 * 1024;
 /// `Mutex<()>` takes 8 bytes).
 const NEXT_WORD: usize = 4;
 
+/// Where this library's own image lies in memory, `[start, end)`, once
+/// found (0, 0 before): its statics hold the library's own locks (the
+/// profile's tables, its `OnceLock`s), whose futex waits go through
+/// [`syscall`] like the program's and must never be recorded (recording
+/// one could wait for the lock being waited for).
+static OWN: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+
+/// Finds [`OWN`] (by the loader's list of objects; called by the
+/// library's constructor, or by the first wait before it).
+#[cold]
+pub(crate) fn find_own_image() {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        here: *mut c_void,
+    ) -> libc::c_int {
+        // SAFETY: the loader passes a valid `dl_phdr_info` and its
+        // program headers for the duration of the call.
+        let info = unsafe { &*info };
+        let base = info.dlpi_addr as usize;
+        let here = here as usize;
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        for i in 0..usize::from(info.dlpi_phnum) {
+            // SAFETY: `dlpi_phdr` has `dlpi_phnum` entries.
+            let ph = unsafe { &*info.dlpi_phdr.add(i) };
+            if ph.p_type == libc::PT_LOAD {
+                lo = lo.min(base + ph.p_vaddr as usize);
+                hi = hi.max(base + (ph.p_vaddr + ph.p_memsz) as usize);
+            }
+        }
+        if (lo..hi).contains(&here) {
+            // Relaxed: every finder stores the same two values.
+            OWN[0].store(lo, Ordering::Relaxed);
+            OWN[1].store(hi, Ordering::Relaxed);
+            return 1;
+        }
+        0
+    }
+    let here = std::ptr::from_ref(&OWN) as *mut c_void;
+    // SAFETY: `each` reads only what the loader passes it.
+    unsafe { libc::dl_iterate_phdr(Some(each), here) };
+}
+
+/// Whether futex word `word` is one of this library's own.
+#[inline]
+fn own_word(word: usize) -> bool {
+    // Relaxed: see `find_own_image`.
+    if OWN[1].load(Ordering::Relaxed) == 0 {
+        find_own_image();
+    }
+    (OWN[0].load(Ordering::Relaxed)..OWN[1].load(Ordering::Relaxed)).contains(&word)
+}
+
 /// Slots of [`PARKING_WORDS`] (a power of two).
 const PARKING_SLOTS: usize = 1024;
 
@@ -165,7 +218,7 @@ pub unsafe extern "C" fn syscall(
         return call();
     }
     match a2 & FUTEX_CMD_MASK {
-        FUTEX_WAIT | FUTEX_WAIT_BITSET if !profile::in_recording() => {
+        FUTEX_WAIT | FUTEX_WAIT_BITSET if !profile::in_recording() && !own_word(a1 as usize) => {
             wait(a1 as usize, a2 & FUTEX_PRIVATE_FLAG == 0, call)
         }
         FUTEX_WAKE | FUTEX_WAKE_BITSET => {

@@ -302,6 +302,7 @@ static INIT: extern "C" fn() = {
         let _ = real();
         let _ = rwlock::real();
         let _ = futex::real();
+        futex::find_own_image();
         let _ = replace::mode();
         // Decided before any thread of the program reads the clock.
         let _ = clock::source();
