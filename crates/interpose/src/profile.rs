@@ -384,10 +384,11 @@ fn sink_of_known(l: &Local, lock: Lock, e: &'static LockProfile, era: u64) -> Op
 /// locks in a fixed cycle has each counted), each sample counting as its
 /// gap. Counting every acquisition exactly (a lookup of the lock's shard
 /// at every unlock) lengthened the gap between an unlock and the thread's
-/// next lock enough to change how a hot lock is handed over: sysbench's
-/// mutex benchmark ran 1.57x as long as under glibc, against 1.15x without
-/// counting. A lock taken n times is counted with a relative error of
-/// about `1 / sqrt(n / COUNT_EVERY)`.
+/// next lock enough to change how a hot lock is handed over: in `symmetry
+/// run interpose-apps --quick`, sysbench's mutex benchmark ran 1.57x as
+/// long in profile mode as under glibc with exact counts, against 1.15x
+/// with the library before counting existed. A lock taken n times is
+/// counted with a relative error of about `1 / sqrt(n / COUNT_EVERY)`.
 pub(crate) const COUNT_EVERY: u32 = 16;
 
 /// Counts one acquisition of `lock` (sampled; see [`COUNT_EVERY`]).
