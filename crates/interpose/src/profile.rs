@@ -173,6 +173,9 @@ struct Local {
     /// after the thread's next unlock (or before its next recorded wait or
     /// condition wait), outside the critical section the wait ended in.
     pending: Cell<Wait>,
+    /// Whether `pending` holds a wait: the one word every unlock reads
+    /// (reading `pending` itself copies the whole wait).
+    is_pending: Cell<bool>,
     /// The stack this thread walked for a lock without an entry, kept
     /// (outside the small `pending`) until the wait that names the lock
     /// is recorded.
@@ -192,6 +195,7 @@ thread_local! {
             busy: Cell::new(false),
             hot: Cell::new((Lock { addr: 0, kind: LockKind::Mutex }, None, u64::MAX)),
             pending: Cell::new(Wait::NONE),
+            is_pending: Cell::new(false),
             walked: Cell::new(None),
             held: Cell::new(None),
             countdown: Cell::new((1, 1)),
@@ -442,13 +446,21 @@ pub(crate) fn released(addr: usize, counted: Option<LockKind>) {
         if let Some(kind) = counted {
             count(l, Lock::at(addr, kind));
         }
-        let w = l.pending.get();
-        if w.lock.addr != 0 {
-            l.pending.set(Wait::NONE);
-            let hold = (w.lock.addr == addr).then(|| clock::ticks().saturating_sub(w.acquired_at));
-            record_in(l, w, hold);
+        if l.is_pending.get() {
+            record_pending(l, addr);
         }
     });
+}
+
+/// Records the thread's pending wait, with its hold if `addr`, just
+/// released, is the lock it waited for.
+#[cold]
+#[inline(never)]
+fn record_pending(l: &Local, addr: usize) {
+    let w = l.pending.replace(Wait::NONE);
+    l.is_pending.set(false);
+    let hold = (w.lock.addr == addr).then(|| clock::ticks().saturating_sub(w.acquired_at));
+    record_in(l, w, hold);
 }
 
 /// Starts timing a hold of `lock` (a futex lock whose wait just ended:
@@ -493,7 +505,7 @@ pub(crate) fn wake(ends: impl Fn(usize) -> bool) {
 pub(crate) fn defer(w: Wait) {
     local(|l| {
         let old = l.pending.replace(w);
-        if old.lock.addr != 0 {
+        if l.is_pending.replace(true) {
             record_in(l, old, None);
         }
     });
