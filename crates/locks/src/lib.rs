@@ -126,6 +126,7 @@ pub mod mcs;
 pub mod mcs_tp;
 pub mod no_preempt;
 mod node_pool;
+pub mod platform;
 pub mod registry;
 pub mod sched;
 pub mod smart_q;

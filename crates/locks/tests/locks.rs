@@ -33,7 +33,7 @@ mod suite {
 
     use symmetry_locks::lock_api::{self, RawMutex};
     use symmetry_locks::{AtomicInt, AtomicIntDyn, GuardWord};
-    use symmetry_platform::rng::SplitMix64;
+    use symmetry_locks::platform::rng::SplitMix64;
 
     use crate::common::Guarded;
 

@@ -41,7 +41,7 @@ use symmetry_locks::sched::Stock;
 use symmetry_locks::sched::emulated::{self, Competitors, Config, Emulated};
 use symmetry_locks::sched::rseq::{self, RseqSlice};
 use symmetry_locks::{Handshake, McsNp, McsTp, McsYield, NativeNp, SmartQ, Tas, TasNp};
-use symmetry_platform::affinity;
+use symmetry_locks::platform::affinity;
 
 mod common;
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use lock_api::RawMutex;
 use symmetry_locks::sched::emulated;
-use symmetry_platform::rng::SplitMix64;
+use symmetry_locks::platform::rng::SplitMix64;
 
 use crate::kernels::locks::{local_work, pin_to, work_iters_for_ns};
 

@@ -17,7 +17,7 @@
 
 use crate::sync::AtomicU32;
 #[cfg(all(target_os = "linux", not(loom)))]
-use symmetry_platform::futex;
+use crate::platform::futex;
 
 /// How waiters block and are woken (see the module docs).
 ///
