@@ -39,10 +39,11 @@
 //!
 //! ## Stability
 //!
-//! Follows semver from 0.1: [`Endpoint`] and what handlers see ([`Token`],
-//! [`Msg`], [`Handler`]), [`Job`] with [`job::run_threads`],
-//! [`job::spawn`] and [`Job::from_env`], [`Config`], [`AmError`], and the
-//! claim algorithms as types (`Endpoint<LockFree>`, ...).
+//! Under semver from 0.1 (before 1.0, a breaking change bumps the minor
+//! version): [`Endpoint`] and what handlers see ([`Token`], [`Msg`],
+//! [`Handler`]), [`Job`] with [`job::run_threads`], [`job::spawn`] and
+//! [`Job::from_env`], [`Config`], [`AmError`], and the claim algorithms as
+//! types (`Endpoint<LockFree>`, ...).
 //!
 //! Experimental, and free to change in any release:
 //!

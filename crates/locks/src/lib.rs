@@ -111,13 +111,18 @@
 //!
 //! ## Stability
 //!
-//! Follows semver from 0.1: the lock types, their `lock_api` impls and the
-//! `*Mutex<T>` aliases; the waiting policies ([`Wait`], [`Spin`],
-//! [`SpinThenYield`]); [`SpinThenBlock`](spin_then_block::SpinThenBlock)
-//! with its [`SpinPolicy`](spin_then_block::SpinPolicy) and
-//! [`Blocker`](spin_then_block::Blocker) traits and policies; [`AtomicInt`];
-//! the scheduler interface ([`sched::Scheduler`], [`sched::ContextBlock`],
-//! [`sched::Stock`]).
+//! Under semver from 0.1 (before 1.0, a breaking change bumps the minor
+//! version): the lock types, their `lock_api` impls and the `*Mutex<T>`
+//! aliases; the waiting policies ([`Wait`], [`Spin`], [`SpinThenYield`]);
+//! [`SpinThenBlock`](spin_then_block::SpinThenBlock) with its
+//! [`SpinPolicy`](spin_then_block::SpinPolicy) and
+//! [`Blocker`](spin_then_block::Blocker) traits and policies; the profiler's
+//! entry points ([`snapshot`](spin_then_block::profiler::snapshot),
+//! [`write`](fn@spin_then_block::profiler::write),
+//! [`dump_at_exit`](spin_then_block::profiler::dump_at_exit),
+//! [`Profile::read`](spin_then_block::profiler::Profile::read));
+//! [`AtomicInt`]; the scheduler interface ([`sched::Scheduler`],
+//! [`sched::ContextBlock`], [`sched::Stock`]).
 //!
 //! Experimental, and free to change in any release:
 //!

@@ -21,9 +21,10 @@
 //!
 //! ## Stability
 //!
-//! Follows semver from 0.1: the E(r, q) functions, [`mva`]'s [`Network`],
-//! [`Solution`] and [`Hierarchical`] model, and [`competitive`]'s costs
-//! ([`Strategy`], [`sequence_cost`], [`analyze`]).
+//! Under semver from 0.1 (before 1.0, a breaking change bumps the minor
+//! version): the E(r, q) functions, [`mva`]'s [`Network`], [`Solution`] and
+//! [`Hierarchical`] model, and [`competitive`]'s costs ([`Strategy`],
+//! [`sequence_cost`], [`analyze`]).
 //!
 //! Experimental, and free to change in any release: [`mva::systems`] (the
 //! harness's parameterization of ALL89's two systems from measured costs),

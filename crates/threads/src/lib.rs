@@ -68,11 +68,12 @@
 //!
 //! ## Stability
 //!
-//! Follows semver from 0.1: [`Runtime`], [`Builder`], [`Handle`],
-//! [`JoinHandle`] and [`JoinError`]; the five strategies and the
-//! [`ReadyPool`] and [`Processor`] traits a user implements (with
-//! [`CbRef`]'s link accessors); the blocking objects of [`sync`]; the
-//! free functions ([`yield_now`], [`park`], [`current`]).
+//! Under semver from 0.1 (before 1.0, a breaking change bumps the minor
+//! version): [`Runtime`], [`Builder`], [`Handle`], [`JoinHandle`] and
+//! [`JoinError`]; the five strategies and the [`ReadyPool`] and
+//! [`Processor`] traits a user implements (with [`CbRef`]'s link accessors);
+//! the blocking objects of [`sync`]; the free functions ([`yield_now`],
+//! [`park`], [`current`]).
 //!
 //! Experimental, and free to change in any release: the [`Strategy`] trait's
 //! methods (implementing a strategy of your own), [`Unstarted`] and
