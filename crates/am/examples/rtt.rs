@@ -117,7 +117,7 @@ fn stream<C: Claim>(rounds: u64) -> f64 {
 /// round trip on two fixed cores, as the harness runs them.
 fn pin(cpu: usize) {
     // Best effort: an unpinned run still measures a round trip.
-    let _ = symmetry_platform::affinity::pin_current(cpu);
+    let _ = symmetry_locks::platform::affinity::pin_current(cpu);
 }
 
 /// A cache line bounced between two threads: the floor of a round trip.

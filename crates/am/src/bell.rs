@@ -22,7 +22,7 @@
 //! Why no message is slept through: it is Dekker's pattern. The sender
 //! stores READY, then loads the bell; the receiver stores ASLEEP, then
 //! loads the READY word (its last poll). The fences between each store
-//! and load ([`symmetry_platform::fence`]: the sender's is a compiler
+//! and load ([`symmetry_locks::platform::fence`]: the sender's is a compiler
 //! fence, the receiver's a `membarrier(2)` that makes every sender's CPU
 //! run a full barrier) forbid both loads to miss both stores. So either
 //! the receiver's last poll finds the message, or the sender finds ASLEEP
@@ -96,22 +96,22 @@ pub(crate) fn rise(bell: &AtomicU32) {
 
 #[cfg(not(loom))]
 fn light() {
-    symmetry_platform::fence::light();
+    symmetry_locks::platform::fence::light();
 }
 #[cfg(not(loom))]
 fn heavy() {
-    symmetry_platform::fence::heavy();
+    symmetry_locks::platform::fence::heavy();
 }
 #[cfg(not(loom))]
 fn futex_wake(bell: &AtomicU32) {
-    symmetry_platform::futex::wake(bell, 1, symmetry_platform::futex::Scope::Shared);
+    symmetry_locks::platform::futex::wake(bell, 1, symmetry_locks::platform::futex::Scope::Shared);
 }
 #[cfg(not(loom))]
 fn futex_wait(bell: &AtomicU32, timeout: Duration) {
-    symmetry_platform::futex::wait_timeout(
+    symmetry_locks::platform::futex::wait_timeout(
         bell,
         ASLEEP,
-        symmetry_platform::futex::Scope::Shared,
+        symmetry_locks::platform::futex::Scope::Shared,
         timeout,
     );
 }

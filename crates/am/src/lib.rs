@@ -36,7 +36,27 @@
 //! assert_eq!(got[0], 42);
 //! ```
 
+//!
+//! ## Stability
+//!
+//! Under semver from 0.1 (before 1.0, a breaking change bumps the minor
+//! version): [`Endpoint`] and what handlers see ([`Token`], [`Msg`],
+//! [`Handler`]), [`Job`] with [`job::run_threads`], [`job::spawn`] and
+//! [`Job::from_env`], [`Config`], [`AmError`], and the claim algorithms as
+//! types (`Endpoint<LockFree>`, ...).
+//!
+//! Experimental, and free to change in any release:
+//!
+//! * the shared-memory format ([`layout`], [`segment`]): a segment records
+//!   its version, and endpoints of different versions refuse each other;
+//! * the [`Claim`] trait's methods (writing a claim algorithm of your own)
+//!   and [`for_each_claim!`](crate::for_each_claim), which the harness
+//!   expands;
+//! * [`net`]: transports between hosts, the [`net::Wire`] trait and the
+//!   `mpi` feature;
+//! * the counters of [`Stats`].
 #![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
 
 mod bell;
 pub mod claim;
@@ -64,6 +84,11 @@ pub use job::Job;
 pub use layout::MAX_ARGS;
 #[cfg(not(loom))]
 pub use segment::Config;
+
+/// The crate README's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 /// Under loom there is no endpoint; the queue protocol is checked directly.
 #[cfg(loom)]

@@ -851,4 +851,4 @@ impl Drop for Segment {
 
 /// Whether process `pid` is alive (exists and is not a zombie); pid 0
 /// counts as alive.
-pub use symmetry_platform::proc::alive as pid_alive;
+pub use symmetry_locks::platform::proc::alive as pid_alive;

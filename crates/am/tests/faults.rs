@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use common::{CFG, GUARD, Kid, Stall, own_job};
 use symmetry_am::{AmError, Claim, Endpoint, Msg, Token};
-use symmetry_platform::rng::SplitMix64;
+use symmetry_locks::platform::rng::SplitMix64;
 
 /// Requests the survivor sends: enough to keep it sending until every
 /// victim is dead (the 24 kills take at most 72 ms after the go; the

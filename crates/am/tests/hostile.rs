@@ -299,7 +299,7 @@ fn random_words<C: Claim>() {
         let mut ep = Endpoint::<C, u64>::join(&job, &CFG, 0).unwrap();
         let _peer = peer.join().unwrap();
         let raw = Raw::map(&segment::segment_name(&job.name, 0));
-        let mut rng = symmetry_platform::rng::SplitMix64::new(1);
+        let mut rng = symmetry_locks::platform::rng::SplitMix64::new(1);
         for _ in 0..2_000 {
             let x = rng.next_u64();
             let off = if x & 1 == 0 {

@@ -35,8 +35,8 @@
 use std::ffi::{c_long, c_void};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
+use symmetry_locks::platform::rng::mix;
 use symmetry_locks::spin_then_block::profiler::LockKind;
-use symmetry_platform::rng::mix;
 
 use crate::profile::{self, Lock, Wait};
 use crate::stack::{self, Frames};

@@ -25,9 +25,9 @@ use std::ffi::c_int;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{OnceLock, RwLock};
 
+use symmetry_locks::platform::rng::{SplitMix64, mix};
 use symmetry_locks::spin_then_block::calibration;
 use symmetry_locks::spin_then_block::profiler::{self, Entry, LockKind, LockProfile, Shard};
-use symmetry_platform::rng::{SplitMix64, mix};
 
 use crate::stack::{self, Frames};
 use crate::{BLOCKER, FUTEX_BLOCKER, clock};

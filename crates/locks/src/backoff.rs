@@ -21,8 +21,8 @@
 //! per-process state, so the lock stays `#[repr(C)]` and pointer-free (valid
 //! in shared memory). The algorithms are unfair, as ALL89 says.
 
+use crate::platform::rng::{GOLDEN, SplitMix64};
 use crate::sync::{AtomicU8, Ordering, delay, spin_hint};
-use symmetry_platform::rng::{GOLDEN, SplitMix64};
 
 /// Exponential, randomized, bounded backoff: the waiting side of the ALL89
 /// Ethernet-style locks, reusable by other spin loops (e.g. LC98's claim).

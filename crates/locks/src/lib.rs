@@ -108,6 +108,35 @@
 //! [`BackoffPersistent`], [`Ticket`], [`Anderson`]) are `#[repr(C)]`, hold
 //! no pointers and no per-process state, and so are valid inside a
 //! shared-memory segment mapped by several processes.
+//!
+//! ## Stability
+//!
+//! Under semver from 0.1 (before 1.0, a breaking change bumps the minor
+//! version): the lock types, their `lock_api` impls and the `*Mutex<T>`
+//! aliases; the waiting policies ([`Wait`], [`Spin`], [`SpinThenYield`]);
+//! [`SpinThenBlock`](spin_then_block::SpinThenBlock) with its
+//! [`SpinPolicy`](spin_then_block::SpinPolicy) and
+//! [`Blocker`](spin_then_block::Blocker) traits and policies; the profiler's
+//! entry points ([`snapshot`](spin_then_block::profiler::snapshot),
+//! [`write`](fn@spin_then_block::profiler::write),
+//! [`dump_at_exit`](spin_then_block::profiler::dump_at_exit),
+//! [`Profile::read`](spin_then_block::profiler::Profile::read));
+//! [`AtomicInt`]; the scheduler interface ([`sched::Scheduler`],
+//! [`sched::ContextBlock`], [`sched::Stock`]).
+//!
+//! Experimental, and free to change in any release:
+//!
+//! * [`platform`]: the workspace's shared platform primitives (futex,
+//!   affinity, `/proc`, SplitMix64), public only so every symmetry crate
+//!   uses one copy;
+//! * the harness-facing parts: [`registry`] and the `for_each_*!` macros
+//!   (entries are added as algorithms are), [`sync`] (the loom shim),
+//!   [`clock`], [`list_queue`];
+//! * the profiler's recording internals and file format details
+//!   ([`spin_then_block::profiler`]: shards, entries, the CSV's columns; the
+//!   file carries its version), and [`spin_then_block::calibration`];
+//! * [`sched::emulated`] (SMARTQ's user-level scheduler emulation, a
+//!   measurement tool) and [`sched::rseq`] (it follows a Linux 7.0 ABI).
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -126,6 +155,7 @@ pub mod mcs;
 pub mod mcs_tp;
 pub mod no_preempt;
 mod node_pool;
+pub mod platform;
 pub mod registry;
 pub mod sched;
 pub mod smart_q;
@@ -157,6 +187,11 @@ pub use ticket::{Ticket, TicketLock, TicketProportional};
 pub use ttas::Ttas;
 
 pub use lock_api;
+
+/// The crate README's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 /// `lock_api::Mutex` over [`Tas`].
 pub type TasMutex<T> = lock_api::Mutex<Tas, T>;

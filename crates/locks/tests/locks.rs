@@ -32,8 +32,8 @@ mod suite {
     use std::time::{Duration, Instant};
 
     use symmetry_locks::lock_api::{self, RawMutex};
+    use symmetry_locks::platform::rng::SplitMix64;
     use symmetry_locks::{AtomicInt, AtomicIntDyn, GuardWord};
-    use symmetry_platform::rng::SplitMix64;
 
     use crate::common::Guarded;
 

@@ -37,11 +37,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use symmetry_locks::lock_api::RawMutex;
+use symmetry_locks::platform::affinity;
 use symmetry_locks::sched::Stock;
 use symmetry_locks::sched::emulated::{self, Competitors, Config, Emulated};
 use symmetry_locks::sched::rseq::{self, RseqSlice};
 use symmetry_locks::{Handshake, McsNp, McsTp, McsYield, NativeNp, SmartQ, Tas, TasNp};
-use symmetry_platform::affinity;
 
 mod common;
 

@@ -18,12 +18,37 @@
 //! * [`mva`]: ALL89 §V's exact mean value analysis of closed queueing
 //!   networks, and its hierarchical model of a thread package (lock
 //!   contention over bus contention, iterated to a fixed point).
+//!
+//! ## Stability
+//!
+//! Under semver from 0.1 (before 1.0, a breaking change bumps the minor
+//! version): the E(r, q) functions, [`mva`]'s [`Network`], [`Solution`] and
+//! [`Hierarchical`] model, and [`competitive`]'s costs ([`Strategy`],
+//! [`sequence_cost`], [`analyze`]).
+//!
+//! Experimental, and free to change in any release: [`mva::systems`] (the
+//! harness's parameterization of ALL89's two systems from measured costs),
+//! the text tables of [`competitive`] (`table1_text`, `table2_text`,
+//! `locks_text`, formatted for the harness's report), and [`rng`] (a
+//! re-export of `symmetry_locks::platform::rng`).
+//!
+//! [`Network`]: mva::Network
+//! [`Solution`]: mva::Solution
+//! [`Hierarchical`]: mva::Hierarchical
+//! [`Strategy`]: competitive::Strategy
+//! [`sequence_cost`]: competitive::sequence_cost
+//! [`analyze`]: competitive::analyze
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 pub mod competitive;
 pub mod mva;
 pub mod rng;
+
+/// The crate README's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 use rng::SplitMix64;
 

@@ -65,6 +65,21 @@
 //! * A user thread may resume on another OS thread after it blocks, so it
 //!   must not hold references to OS-thread-local data (`thread_local!`
 //!   values, `std::sync::MutexGuard`s) across a blocking call.
+//!
+//! ## Stability
+//!
+//! Under semver from 0.1 (before 1.0, a breaking change bumps the minor
+//! version): [`Runtime`], [`Builder`], [`Handle`], [`JoinHandle`] and
+//! [`JoinError`]; the five strategies and the [`ReadyPool`] and
+//! [`Processor`] traits a user implements (with [`CbRef`]'s link accessors);
+//! the blocking objects of [`sync`]; the free functions ([`yield_now`],
+//! [`park`], [`current`]).
+//!
+//! Experimental, and free to change in any release: the [`Strategy`] trait's
+//! methods (implementing a strategy of your own), [`Unstarted`] and
+//! [`spawn_detached_here`] (PRESTO's separate create and start, used by the
+//! harness), the counters of [`Stats`] and [`ShutdownReport`], and the
+//! hidden `park_word` and `sleepers` modules.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -104,6 +119,11 @@ pub use strategy::{
     Fifo, IdleQueue, LocalFreelist, LocalReadyq, MultiLock, NewestFirst, ReadyPool, SingleLock,
     Strategy,
 };
+
+/// The crate README's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 #[cfg(not(loom))]
 /// A blocking operation was called where no user thread runs.

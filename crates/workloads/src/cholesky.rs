@@ -300,7 +300,7 @@ impl<R> fmt::Debug for Cholesky<R> {
     }
 }
 
-pub(crate) use symmetry_platform::rng::SplitMix64;
+pub(crate) use symmetry_locks::platform::rng::SplitMix64;
 
 impl<R: RawMutex + Send + Sync> Cholesky<R> {
     /// A run on a random symmetric positive-definite `n x n` matrix made

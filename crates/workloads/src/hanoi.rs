@@ -66,7 +66,7 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use symmetry_platform::rng::SplitMix64;
+use symmetry_locks::platform::rng::SplitMix64;
 
 use crate::{Exec, WorkloadLock, spin_work};
 

@@ -46,7 +46,7 @@ use std::{fmt, ptr};
 
 use lock_api::RawMutex;
 
-use symmetry_platform::rng;
+use symmetry_locks::platform::rng;
 
 use crate::cholesky::{LockedCell, SplitMix64};
 

@@ -77,7 +77,7 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use symmetry_platform::rng::{SplitMix64, mix};
+use symmetry_locks::platform::rng::{SplitMix64, mix};
 
 use crate::{Exec, WorkloadLock, spin_work};
 

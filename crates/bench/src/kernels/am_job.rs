@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use symmetry_am::{Job, claim, job};
 use symmetry_workloads::am_apps::{self, App, AppOut, Size};
 
-use symmetry_platform::proc::{self, Stat};
+use symmetry_locks::platform::proc::{self, Stat};
 
 use crate::scratch::ScratchDir;
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use lock_api::{Mutex, RawMutex};
-use symmetry_platform::affinity;
+use symmetry_locks::platform::affinity;
 
 /// Local, cache-resident work: a dependent multiply-add chain of `iters`
 /// steps. Calibrated by [`work_ns_per_iter`].

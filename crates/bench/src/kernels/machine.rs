@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use symmetry_locks::Tas;
-use symmetry_platform::futex;
+use symmetry_locks::platform::futex;
 use symmetry_threads::{Fifo, LocalReadyq, Runtime, Thread};
 
 use crate::kernels::locks::{

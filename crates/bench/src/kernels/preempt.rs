@@ -12,8 +12,8 @@ use std::cell::UnsafeCell;
 use std::time::{Duration, Instant};
 
 use lock_api::RawMutex;
+use symmetry_locks::platform::rng::SplitMix64;
 use symmetry_locks::sched::emulated;
-use symmetry_platform::rng::SplitMix64;
 
 use crate::kernels::locks::{local_work, pin_to, work_iters_for_ns};
 

@@ -276,7 +276,7 @@ fn start_peer<'s>(
             unsafe {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
                 if let Some(c) = cpu {
-                    let _ = symmetry_platform::affinity::pin_current(c);
+                    let _ = symmetry_locks::platform::affinity::pin_current(c);
                 }
                 libc::_exit(body(true))
             }

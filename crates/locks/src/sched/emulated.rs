@@ -53,7 +53,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
-use symmetry_platform::rng::SplitMix64;
+use crate::platform::rng::SplitMix64;
 
 use super::{ContextBlock, Scheduler, State};
 use crate::spin_then_block::{Blocker, Futex};

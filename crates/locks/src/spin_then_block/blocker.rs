@@ -15,9 +15,9 @@
 //! | [`SpinWait`] | nobody blocks: `wait` is one spin hint (tests, loom) | `c_spins_os` |
 //! | `symmetry_threads::sync::UserBlocker` | user threads of `symmetry-threads`: the thread blocks, its processor runs another | `c_spins_user` |
 
-use crate::sync::AtomicU32;
 #[cfg(all(target_os = "linux", not(loom)))]
-use symmetry_platform::futex;
+use crate::platform::futex;
+use crate::sync::AtomicU32;
 
 /// How waiters block and are woken (see the module docs).
 ///

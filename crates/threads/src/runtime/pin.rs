@@ -1,7 +1,7 @@
 //! Pinning: binds a processor's OS thread to one CPU
 //! ([`Builder::pin`](super::Builder::pin)).
 
-use symmetry_platform::affinity;
+use symmetry_locks::platform::affinity;
 
 /// Pins the calling OS thread to the `index`-th allowed CPU (modulo); best
 /// effort: an unpinned processor still runs correctly.

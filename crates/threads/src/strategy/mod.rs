@@ -408,4 +408,4 @@ pub(crate) fn warm_cbs(alloc: &Allocator, n: usize) -> CbList {
 }
 
 /// The per-processor random generator for random placement.
-pub(crate) use symmetry_platform::rng::SplitMix64 as Rng;
+pub(crate) use symmetry_locks::platform::rng::SplitMix64 as Rng;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use symmetry_am::{AmError, Claim, Endpoint, ReduceOp};
 
-pub(crate) use symmetry_platform::rng::{SplitMix64, mix};
+pub(crate) use symmetry_locks::platform::rng::{SplitMix64, mix};
 
 /// A value that depends on a seed and one position only.
 #[inline]

@@ -268,7 +268,7 @@ fn from_env(rest: &[String]) -> Result<(), Fail> {
 /// SplitMix64's finalizer: the value and payload of every message derive
 /// from (source, destination, sequence number) through it.
 fn mix(x: u64) -> u64 {
-    symmetry_platform::rng::SplitMix64::new(x).next_u64()
+    symmetry_locks::platform::rng::SplitMix64::new(x).next_u64()
 }
 
 /// The value request (src -> dest, seq) carries.

@@ -52,7 +52,7 @@ pub struct StressOut {
 /// The stress test's integer number `i` (splitmix64: distinct, well mixed
 /// values, so a lost and a duplicated message do not cancel in the sum).
 fn value_of(i: u64) -> u64 {
-    symmetry_platform::rng::SplitMix64::new(i).next_u64()
+    symmetry_locks::platform::rng::SplitMix64::new(i).next_u64()
 }
 
 /// State of a stress rank.
