@@ -36,13 +36,16 @@ fn files(root: &Path) -> Vec<PathBuf> {
         out.extend(found);
     };
     add_dir("docs", &|p| {
-        (p.extension().is_some_and(|e| e == "md")).then(|| Path::new("docs").join(p.file_name()?))
+        let name = p.file_name()?;
+        p.extension()
+            .is_some_and(|e| e == "md")
+            .then(|| Path::new("docs").join(name))
     });
     add_dir("crates", &|p| {
-        let readme = p.join("README.md");
-        readme
+        let name = p.file_name()?;
+        p.join("README.md")
             .is_file()
-            .then(|| Path::new("crates").join(p.file_name()?).join("README.md"))
+            .then(|| Path::new("crates").join(name).join("README.md"))
     });
     if root.join("reference/README.md").is_file() {
         out.push(PathBuf::from("reference/README.md"));
@@ -200,7 +203,12 @@ fn broken_links(root: &Path, file: &Path, text: &str) -> Vec<String> {
         if let Some(fragment) = fragment.filter(|f| !f.is_empty())
             && full.extension().is_some_and(|e| e == "md")
         {
-            let target_text = fs::read_to_string(&full).unwrap_or_default();
+            // A bare `#fragment` names a heading of this very text.
+            let target_text = if path.is_empty() {
+                text.to_owned()
+            } else {
+                fs::read_to_string(&full).unwrap_or_default()
+            };
             let fragment = percent_decode(fragment).to_lowercase();
             if !anchors(&target_text).contains(&fragment) {
                 broken.push(format!(
