@@ -36,3 +36,27 @@ pub mod stats;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The guides' code blocks (`docs/*.md`), one struct per guide, compiled
+/// and run as doctests; `tests/doc_links.rs` checks their links.
+#[cfg(doctest)]
+pub mod guides {
+    #[doc = include_str!("../../../docs/README.md")]
+    pub struct DocsIndexDoctests;
+    #[doc = include_str!("../../../docs/choosing-a-lock.md")]
+    pub struct ChoosingALockDoctests;
+    #[doc = include_str!("../../../docs/spin-then-block.md")]
+    pub struct SpinThenBlockDoctests;
+    #[doc = include_str!("../../../docs/preemption-safe-locks.md")]
+    pub struct PreemptionSafeLocksDoctests;
+    #[doc = include_str!("../../../docs/threads.md")]
+    pub struct ThreadsDoctests;
+    #[doc = include_str!("../../../docs/active-messages.md")]
+    pub struct ActiveMessagesDoctests;
+    #[doc = include_str!("../../../docs/unmodified-programs.md")]
+    pub struct UnmodifiedProgramsDoctests;
+    #[doc = include_str!("../../../docs/harness.md")]
+    pub struct HarnessDoctests;
+    #[doc = include_str!("../../../docs/models.md")]
+    pub struct ModelsDoctests;
+}

@@ -136,7 +136,7 @@ fn list_and_clean() {
     ] {
         assert!(stdout.contains(want), "missing `{want}` in:\n{stdout}");
     }
-    // The default the README names.
+    // The default docs/active-messages.md names.
     assert!(stdout.contains("(--algo, default rings)"), "{stdout}");
     let out = symmetry(&["am", "clean"]);
     assert!(out.status.success());

@@ -96,7 +96,8 @@ pub struct ClumpsArgs {
 
 /// The claim algorithm of `am spawn` and `am rank` unless `--algo` names
 /// one: the library's default (`rings`: a killed sender costs only its own
-/// message, per-sender FIFO, no atomic step per send; the README's table).
+/// message, per-sender FIFO, no atomic step per send; the guarantees table
+/// of `docs/active-messages.md`).
 pub const DEFAULT_ALGO: &str = <symmetry_am::claim::DefaultClaim as symmetry_am::Claim>::NAME;
 
 /// The application and how to run it (shared by `spawn` and `rank`).

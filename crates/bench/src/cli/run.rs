@@ -18,7 +18,7 @@ use crate::registry::locks as locks_table;
 /// The options every running command takes.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Common {
-    /// Shorter budgets and fewer points: every verdict in minutes, not hours (README: measured times).
+    /// Shorter budgets and fewer points: every verdict in minutes, not hours (reference/README.md: measured times).
     #[arg(long)]
     pub quick: bool,
     /// Output directory.

@@ -1,4 +1,4 @@
-//! The experiment catalogue (the README lists it): one file per
+//! The experiment catalogue (`symmetry list` lists it): one file per
 //! experiment, each a declaration ([`crate::harness::Experiment`]) with its
 //! claims and rules, a run and an assessment. Experiment files import the
 //! harness, kernels, registries and peers, never each other.
