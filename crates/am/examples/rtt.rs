@@ -27,10 +27,7 @@ fn run<C: Claim>(rounds: u64) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(256);
-    let cfg = Config {
-        packets,
-        ..Config::default()
-    };
+    let cfg = Config::default().with_packets(packets);
     let cfg = &cfg;
     let out = job::run_threads(2, |job| -> Result<Option<f64>, AmError> {
         pin(job.rank as usize);

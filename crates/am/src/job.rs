@@ -48,7 +48,41 @@ const SHM_DIR: &str = "/dev/shm";
 const PREFIX: &str = "symmetry-am.";
 
 /// One rank's view of its job.
+///
+/// A rank started by [`spawn`] finds its job in the environment
+/// ([`Job::from_env`]); one of [`run_threads`] is handed it. To join a job
+/// by hand, build one with [`Job::new`]:
+///
+/// ```
+/// use std::time::Duration;
+/// use symmetry_am::{Config, Endpoint, Job, claim::Stamp};
+///
+/// // A job of one rank, under a fresh name.
+/// let job = Job::new(Job::new_name(), 0, 1).with_timeout(Duration::from_secs(5));
+/// assert_eq!((job.rank, job.size), (0, 1));
+/// let ep = Endpoint::<Stamp>::join(&job, &Config::default(), ()).unwrap();
+/// ep.finish().unwrap();
+/// ```
+///
+/// `Job` is `#[non_exhaustive]`, so that a field can be added without
+/// breaking users: outside this crate its fields can be read and
+/// assigned, but a struct literal does not compile.
+///
+/// ```compile_fail,E0639
+/// use std::time::Duration;
+/// use symmetry_am::Job;
+///
+/// // error[E0639]: cannot create non-exhaustive struct using struct expression
+/// let job = Job {
+///     name: Job::new_name(),
+///     rank: 0,
+///     size: 1,
+///     timeout: Duration::from_secs(30),
+///     net: None,
+/// };
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Job {
     /// Job name (part of every segment name).
     pub name: String,
@@ -64,6 +98,46 @@ pub struct Job {
 }
 
 impl Job {
+    /// How long [`Job::new`] lets a rank wait for the other ranks'
+    /// segments.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// Rank `rank` of a job of `size` ranks named `name`, all on this host
+    /// (no [`Net`]), waiting up to [`Job::DEFAULT_TIMEOUT`] for the other
+    /// ranks. Every rank must use the same `name`, e.g. one from
+    /// [`Job::new_name`]; ranks and sizes are checked when the job is
+    /// joined.
+    pub fn new(name: impl Into<String>, rank: u32, size: u32) -> Job {
+        Job {
+            name: name.into(),
+            rank,
+            size,
+            timeout: Self::DEFAULT_TIMEOUT,
+            net: None,
+        }
+    }
+
+    /// The same job as another rank.
+    #[must_use]
+    pub fn with_rank(mut self, rank: u32) -> Job {
+        self.rank = rank;
+        self
+    }
+
+    /// Waits up to `timeout` for the other ranks' segments.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Job {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Spreads the ranks over hosts as `net` says (see [`crate::net`]).
+    #[must_use]
+    pub fn with_net(mut self, net: Net) -> Job {
+        self.net = Some(net);
+        self
+    }
+
     /// The name of this rank's shared-memory group: the job's name, and
     /// with ranks on several hosts, the host's number after it (emulated
     /// hosts of one machine must not share segment names).
@@ -137,13 +211,7 @@ impl Job {
                 ),
             });
         }
-        Ok(Some(Job {
-            name,
-            rank,
-            size,
-            timeout: Duration::from_secs(30),
-            net: None,
-        }))
+        Ok(Some(Job::new(name, rank, size)))
     }
 }
 
@@ -159,13 +227,7 @@ where
     let out = std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|rank| {
-                let job = Job {
-                    name: name.clone(),
-                    rank,
-                    size: n,
-                    timeout: Duration::from_secs(30),
-                    net: None,
-                };
+                let job = Job::new(name.clone(), rank, n);
                 let f = &f;
                 s.spawn(move || f(job))
             })
@@ -181,6 +243,7 @@ where
 
 /// How each rank of a spawned job ended.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct SpawnOutcome {
     /// The job name.
     pub job: String,

@@ -49,7 +49,22 @@ pub const VERSION: u32 = 3;
 pub const HEADER_BYTES: usize = 4096;
 
 /// Sizes of an endpoint's queues.
+///
+/// Start from [`Config::default`] (or the `const` [`Config::new`]) and
+/// change what you need; [`Endpoint::join`](crate::Endpoint::join)
+/// checks the sizes ([`Config::validate`]).
+///
+/// ```
+/// use symmetry_am::Config;
+///
+/// // Short rings of small bulk blocks, e.g. for many ranks on one host.
+/// const SMALL: Config = Config::new().with_packets(32).with_bulk_blocks(4).with_bulk_bytes(1024);
+/// assert!(SMALL.validate().is_ok());
+/// assert_eq!(Config::default().packets, 256);
+/// assert!(Config::default().with_bulk_bytes(100).validate().is_err()); // not a multiple of 128
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Config {
     /// Packets per queue (at least 2); under an algorithm with a lane per
     /// sender (`rings`), packets per sender in each queue.
@@ -64,15 +79,41 @@ impl Default for Config {
     /// LC98's proportions: a packet ring much longer than the bulk ring,
     /// 8 KB bulk blocks (about 330 KB per endpoint with both queues).
     fn default() -> Self {
-        Self {
+        Self::new()
+    }
+}
+
+impl Config {
+    /// The default sizes ([`Config::default`]), usable in a `const`.
+    pub const fn new() -> Config {
+        Config {
             packets: 256,
             bulk_blocks: 16,
             bulk_bytes: 8192,
         }
     }
-}
 
-impl Config {
+    /// Sets [`packets`](Config::packets).
+    #[must_use]
+    pub const fn with_packets(mut self, packets: u32) -> Config {
+        self.packets = packets;
+        self
+    }
+
+    /// Sets [`bulk_blocks`](Config::bulk_blocks).
+    #[must_use]
+    pub const fn with_bulk_blocks(mut self, bulk_blocks: u32) -> Config {
+        self.bulk_blocks = bulk_blocks;
+        self
+    }
+
+    /// Sets [`bulk_bytes`](Config::bulk_bytes).
+    #[must_use]
+    pub const fn with_bulk_bytes(mut self, bulk_bytes: u32) -> Config {
+        self.bulk_bytes = bulk_bytes;
+        self
+    }
+
     /// Checks the sizes.
     pub fn validate(&self) -> Result<(), AmError> {
         if self.packets < 2 || self.packets > (1 << 20) {
@@ -175,6 +216,7 @@ pub struct SegHeader {
 /// The header of a segment as it was when the segment was opened (or
 /// created): the only copy of its fields this process ever uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Snapshot {
     /// Layout version.
     pub version: u32,

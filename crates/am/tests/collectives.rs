@@ -23,10 +23,7 @@ const ROUNDS: u64 = 200;
 #[test]
 fn a_peer_error_during_a_collective_is_reported_after_it() {
     let out = job::run_threads(2, |job| {
-        let cfg = Config {
-            packets: 8,
-            ..Config::default()
-        };
+        let cfg = Config::default().with_packets(8);
         let mut ep = Endpoint::<Stamp, ()>::join(&job, &cfg, ()).unwrap();
         ep.register(FAILING, failing).unwrap();
         let (mut barriers, mut sums) = (0u64, 0u64);

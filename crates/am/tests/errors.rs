@@ -239,13 +239,7 @@ fn other_algorithm_is_wrong_algorithm() {
 /// joins it.
 fn forged_job(tag: &str) -> (Job, ShmName) {
     let unique = ShmName::new(tag);
-    let job = Job {
-        name: unique.name["/symmetry-am.".len()..].to_string(),
-        rank: 0,
-        size: 2,
-        timeout: SHORT,
-        net: None,
-    };
+    let job = Job::new(unique.name["/symmetry-am.".len()..].to_string(), 0, 2).with_timeout(SHORT);
     let peer = ShmName {
         name: segment::segment_name(&job.name, 1),
     };
@@ -287,7 +281,7 @@ fn join_refuses_bad_peers() {
 
     // Other queue sizes.
     let (job, peer) = forged_job("jcfg");
-    let other = Config { packets: 8, ..CFG };
+    let other = CFG.with_packets(8);
     drop(Segment::create::<Stamp>(&peer.name, &other, 1, 2).unwrap());
     let e = join_fails(&job, &CFG);
     assert!(matches!(e, AmError::Config { .. }), "{e:?}");
@@ -497,36 +491,15 @@ fn api_misuse_is_an_error() {
 #[test]
 fn bad_config_is_a_config_error() {
     let bad = [
-        Config { packets: 0, ..CFG },
-        Config { packets: 1, ..CFG },
-        Config {
-            packets: (1 << 20) + 1,
-            ..CFG
-        },
-        Config {
-            bulk_blocks: 0,
-            ..CFG
-        },
-        Config {
-            bulk_blocks: (1 << 16) + 1,
-            ..CFG
-        },
-        Config {
-            bulk_bytes: 0,
-            ..CFG
-        },
-        Config {
-            bulk_bytes: 100,
-            ..CFG
-        },
-        Config {
-            bulk_bytes: 129,
-            ..CFG
-        },
-        Config {
-            bulk_bytes: (1 << 24) + 128,
-            ..CFG
-        },
+        CFG.with_packets(0),
+        CFG.with_packets(1),
+        CFG.with_packets((1 << 20) + 1),
+        CFG.with_bulk_blocks(0),
+        CFG.with_bulk_blocks((1 << 16) + 1),
+        CFG.with_bulk_bytes(0),
+        CFG.with_bulk_bytes(100),
+        CFG.with_bulk_bytes(129),
+        CFG.with_bulk_bytes((1 << 24) + 128),
     ];
     for cfg in bad {
         let e = cfg.validate().unwrap_err();
@@ -537,13 +510,7 @@ fn bad_config_is_a_config_error() {
         let e = Segment::create::<Stamp>(&s.name, &cfg, 0, 1).unwrap_err();
         assert!(matches!(e, AmError::Config { .. }), "{cfg:?}: {e:?}");
         assert!(!s.path().exists());
-        let job = Job {
-            name: format!("test-{}-badcfg", std::process::id()),
-            rank: 0,
-            size: 1,
-            timeout: SHORT,
-            net: None,
-        };
+        let job = Job::new(format!("test-{}-badcfg", std::process::id()), 0, 1).with_timeout(SHORT);
         let e = Endpoint::<Stamp>::join(&job, &cfg, ()).unwrap_err();
         assert!(matches!(e, AmError::Config { .. }), "{cfg:?}: {e:?}");
         assert!(job::job_segments(&job.name).is_empty());
@@ -560,13 +527,7 @@ fn bad_config_is_a_config_error() {
 fn bad_job_is_a_config_error() {
     let name = format!("test-{}-badjob", std::process::id());
     for (rank, size) in [(0, 0), (1, 1), (5, 2), (0, 65), (u32::MAX, u32::MAX)] {
-        let job = Job {
-            name: name.clone(),
-            rank,
-            size,
-            timeout: SHORT,
-            net: None,
-        };
+        let job = Job::new(name.clone(), rank, size).with_timeout(SHORT);
         let e = Endpoint::<Stamp>::join(&job, &CFG, ()).unwrap_err();
         assert!(matches!(e, AmError::Config { .. }), "{rank}/{size}: {e:?}");
         says(&e, &format!("rank {rank} of {size}"), &["accepted"]);

@@ -97,13 +97,7 @@ impl Drop for Raw {
 
 /// A job of two ranks in this process; rank 0 is the one under test.
 fn job2(tag: &str) -> Job {
-    Job {
-        name: format!("{}-hostile-{tag}", Job::new_name()),
-        rank: 0,
-        size: 2,
-        timeout: SHORT,
-        net: None,
-    }
+    Job::new(format!("{}-hostile-{tag}", Job::new_name()), 0, 2).with_timeout(SHORT)
 }
 
 fn cleanup(job: &Job) {
@@ -186,13 +180,7 @@ fn header_rewritten_after_join_changes_nothing() {
             .map(|rank| {
                 let (phase, name) = (&phase, &name);
                 s.spawn(move || {
-                    let job = Job {
-                        name: name.clone(),
-                        rank,
-                        size: 2,
-                        timeout: Duration::from_secs(30),
-                        net: None,
-                    };
+                    let job = Job::new(name.clone(), rank, 2);
                     let mut ep = Endpoint::<Stamp, u64>::join(&job, &CFG, 0).unwrap();
                     ep.register(0, add).unwrap();
                     phase.wait();
@@ -250,7 +238,7 @@ proptest! {
     #[test]
     fn garbage_bodies_are_dropped(bodies in prop::collection::vec((any::<bool>(), prop::collection::vec(any::<u8>(), 120)), 1..=4)) {
         let job = job2("bodies");
-        let peer_job = Job { rank: 1, ..job.clone() };
+        let peer_job = job.clone().with_rank(1);
         let r = std::thread::scope(|s| {
             let peer = s.spawn(|| Endpoint::<Stamp, u64>::join(&peer_job, &CFG, 0).unwrap());
             let mut ep = Endpoint::<Stamp, u64>::join(&job, &CFG, 0).unwrap();
@@ -290,10 +278,7 @@ proptest! {
 /// tail.
 fn random_words<C: Claim>() {
     let job = job2(&format!("words-{}", C::NAME));
-    let peer_job = Job {
-        rank: 1,
-        ..job.clone()
-    };
+    let peer_job = job.clone().with_rank(1);
     std::thread::scope(|s| {
         let peer = s.spawn(|| Endpoint::<C, u64>::join(&peer_job, &CFG, 0).unwrap());
         let mut ep = Endpoint::<C, u64>::join(&job, &CFG, 0).unwrap();
@@ -417,13 +402,7 @@ fn other_users_segments_are_refused() {
 
     // The other user creates rank 0's name first: our create refuses it.
     let job = job2("squat");
-    let Some(mut kid) = as_nobody(
-        &Job {
-            rank: 0,
-            ..job.clone()
-        },
-        0,
-    ) else {
+    let Some(mut kid) = as_nobody(&job.clone().with_rank(0), 0) else {
         return;
     };
     let e = Endpoint::<Stamp>::join(&job, &CFG, ()).unwrap_err();

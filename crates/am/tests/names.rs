@@ -124,13 +124,7 @@ fn a_watcher_cannot_plant_another_ranks_name() {
 #[test]
 fn a_planted_name_fails_the_job_naming_it() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let job = Job {
-        name: Job::new_name(),
-        rank: 1,
-        size: 2,
-        timeout: GUARD,
-        net: None,
-    };
+    let job = Job::new(Job::new_name(), 1, 2).with_timeout(GUARD);
     let taken = segment::segment_name(&job.name, 1);
     assert!(plant(&taken[1..]), "{taken} existed before the test");
 
@@ -143,10 +137,7 @@ fn a_planted_name_fails_the_job_naming_it() {
     // The same as a job of two processes: rank 0 waits for rank 1, which
     // exits with the error (the launcher then ends rank 0).
     let rank0 = Kid::start_with(
-        &Job {
-            rank: 0,
-            ..job.clone()
-        },
+        &job.clone().with_rank(0),
         0,
         &["idle", "stamp"],
         Stdio::null(),

@@ -370,13 +370,7 @@ fn cleanup_stale_removes_only_dead_jobs() {
 /// creator is dead, and keeps a live endpoint's.
 #[test]
 fn cleanup_stale_removes_a_custom_named_jobs_dead_rank() {
-    let job = Job {
-        name: format!("my-custom-job-{}", std::process::id()),
-        rank: 0,
-        size: 2,
-        timeout: GUARD,
-        net: None,
-    };
+    let job = Job::new(format!("my-custom-job-{}", std::process::id()), 0, 2).with_timeout(GUARD);
     let mut dead = Kid::start(&job, 1, &["idle", "stamp"]);
     let live = Endpoint::<symmetry_am::claim::Stamp>::join(&job, &CFG, ()).expect("join");
     dead.expect("joined");

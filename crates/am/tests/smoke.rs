@@ -22,11 +22,10 @@ fn pong<C: Claim>(t: &mut Token<'_, C, St>, _m: &Msg<'_>) -> Result<(), AmError>
 fn run<C: Claim>(n: u32) {
     let per = 5000u64;
     let out = job::run_threads(n, |job| {
-        let cfg = Config {
-            packets: 8,
-            bulk_blocks: 2,
-            bulk_bytes: 1024,
-        };
+        let cfg = Config::new()
+            .with_packets(8)
+            .with_bulk_blocks(2)
+            .with_bulk_bytes(1024);
         let mut ep = Endpoint::<C, St>::join(&job, &cfg, St::default()).unwrap();
         ep.register(0, ping::<C>).unwrap();
         ep.register(1, pong::<C>).unwrap();

@@ -22,10 +22,7 @@ fn demo_profile() -> Profile {
     for w in 0..500u64 {
         long.add(50_000 + w, true);
     }
-    Profile {
-        ns_per_spin: 10.0,
-        locks: vec![short, long],
-    }
+    Profile::new(10.0, vec![short, long])
 }
 
 #[test]
@@ -152,10 +149,7 @@ fn analyze_reads_version_1_files_with_unknown_counts() {
 fn analyze_of_an_empty_profile_says_so() {
     let dir = common::scratch("analyze", "empty");
     let path = dir.join("empty.csv");
-    let empty = Profile {
-        ns_per_spin: 12.0,
-        locks: vec![],
-    };
+    let empty = Profile::new(12.0, vec![]);
     std::fs::write(&path, empty.to_csv()).unwrap();
     let out = symmetry(&["analyze", path.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));

@@ -193,21 +193,122 @@ pub use lock_api;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-/// `lock_api::Mutex` over [`Tas`].
+/// `lock_api::Mutex` over [`Tas`]: test-and-set, the simplest spin lock.
+///
+/// ```
+/// use symmetry_locks::TasMutex;
+///
+/// let m = TasMutex::new(0u32);
+/// *m.lock() += 1;
+/// let held = m.lock();
+/// assert!(m.try_lock().is_none()); // held: `try_lock` fails at once
+/// drop(held);
+/// assert_eq!(m.into_inner(), 1);
+/// ```
 pub type TasMutex<T> = lock_api::Mutex<Tas, T>;
-/// `lock_api::Mutex` over [`Ttas`].
+/// `lock_api::Mutex` over [`Ttas`]: test-and-test-and-set, which spins on
+/// a read of its word.
+///
+/// ```
+/// use symmetry_locks::TtasMutex;
+///
+/// let m = TtasMutex::new(Vec::new());
+/// std::thread::scope(|s| {
+///     for i in 0..4 {
+///         let m = &m;
+///         s.spawn(move || m.lock().push(i));
+///     }
+/// });
+/// assert_eq!(m.lock().len(), 4);
+/// ```
 pub type TtasMutex<T> = lock_api::Mutex<Ttas, T>;
-/// `lock_api::Mutex` over [`Backoff`].
+/// `lock_api::Mutex` over [`Backoff`]: test-and-set with randomized
+/// exponential backoff after each release it sees.
+///
+/// ```
+/// use symmetry_locks::BackoffMutex;
+///
+/// // `new` is `const`: a lock in a static needs no lazy initialisation.
+/// static HITS: BackoffMutex<u64> = BackoffMutex::new(0);
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| *HITS.lock() += 1);
+///     }
+/// });
+/// assert_eq!(*HITS.lock(), 4);
+/// ```
 pub type BackoffMutex<T> = lock_api::Mutex<Backoff, T>;
-/// `lock_api::Mutex` over [`BackoffPersistent`].
+/// `lock_api::Mutex` over [`BackoffPersistent`]: exponential backoff on
+/// every busy read, not only after a release.
+///
+/// ```
+/// use symmetry_locks::BackoffPersistentMutex;
+///
+/// let m = BackoffPersistentMutex::new(String::new());
+/// m.lock().push_str("hello");
+/// assert!(!m.is_locked());
+/// assert_eq!(*m.lock(), "hello");
+/// ```
 pub type BackoffPersistentMutex<T> = lock_api::Mutex<BackoffPersistent, T>;
-/// `lock_api::Mutex` over [`Ticket`].
+/// `lock_api::Mutex` over [`Ticket`]: a ticket lock, FIFO among its
+/// waiters.
+///
+/// ```
+/// use symmetry_locks::TicketMutex;
+///
+/// let m = TicketMutex::new(0u64);
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| (0..1000).for_each(|_| *m.lock() += 1));
+///     }
+/// });
+/// assert_eq!(*m.lock(), 4000);
+/// ```
 pub type TicketMutex<T> = lock_api::Mutex<Ticket, T>;
-/// `lock_api::Mutex` over [`TicketProportional`].
+/// `lock_api::Mutex` over [`TicketProportional`]: a ticket lock whose
+/// waiters pause in proportion to their distance from the holder.
+///
+/// ```
+/// use symmetry_locks::TicketProportionalMutex;
+///
+/// let m = TicketProportionalMutex::new([0u32; 4]);
+/// std::thread::scope(|s| {
+///     for i in 0..4 {
+///         let m = &m;
+///         s.spawn(move || m.lock()[i] += 1);
+///     }
+/// });
+/// assert_eq!(*m.lock(), [1; 4]);
+/// ```
 pub type TicketProportionalMutex<T> = lock_api::Mutex<TicketProportional, T>;
-/// `lock_api::Mutex` over [`Anderson`] (64 slots).
+/// `lock_api::Mutex` over [`Anderson`] (32 slots): an array queue lock,
+/// each waiter spinning on its own slot.
+///
+/// ```
+/// use symmetry_locks::{Anderson, AndersonMutex, lock_api::Mutex};
+///
+/// let m = AndersonMutex::new(0u64);
+/// *m.lock() += 1;
+/// assert_eq!(*m.lock(), 1);
+/// // More slots for more contenders: `Anderson<P>` directly.
+/// let wide: Mutex<Anderson<128>, u64> = Mutex::new(0);
+/// *wide.lock() += 1;
+/// ```
 pub type AndersonMutex<T> = lock_api::Mutex<Anderson, T>;
-/// `lock_api::Mutex` over [`GraunkeThakkar`].
+/// `lock_api::Mutex` over [`GraunkeThakkar`]: a queue lock in which each
+/// waiter spins on its predecessor's flag.
+///
+/// ```
+/// use symmetry_locks::GraunkeThakkarMutex;
+///
+/// let m = GraunkeThakkarMutex::new(0u64);
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| (0..1000).for_each(|_| *m.lock() += 1));
+///     }
+/// });
+/// assert_eq!(*m.lock(), 4000);
+/// ```
 pub type GraunkeThakkarMutex<T> = lock_api::Mutex<GraunkeThakkar, T>;
 /// `lock_api::Mutex` over [`Mcs`]: a FIFO queue lock whose waiters each
 /// spin on their own cache line.
@@ -238,7 +339,19 @@ pub type GraunkeThakkarMutex<T> = lock_api::Mutex<GraunkeThakkar, T>;
 /// drop(b);
 /// ```
 pub type McsMutex<T> = lock_api::Mutex<Mcs, T>;
-/// `lock_api::Mutex` over [`Clh`].
+/// `lock_api::Mutex` over [`Clh`]: a FIFO queue lock whose waiters each
+/// spin on their predecessor's node.
+///
+/// ```
+/// use symmetry_locks::ClhMutex;
+///
+/// let (a, b) = (ClhMutex::new(1u32), ClhMutex::new(2u32));
+/// // Queue locks may be held together and released in any order.
+/// let (ga, gb) = (a.lock(), b.lock());
+/// assert_eq!(*ga + *gb, 3);
+/// drop(ga);
+/// drop(gb);
+/// ```
 pub type ClhMutex<T> = lock_api::Mutex<Clh, T>;
 
 /// Implements the `INIT` constant of `lock_api::RawMutex` from the type's

@@ -22,6 +22,7 @@ pub enum LockKind {
 
 /// Static facts about one registered lock.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct LockInfo {
     /// Registry name (CLI, CSV `series` column).
     pub name: &'static str,

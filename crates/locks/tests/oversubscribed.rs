@@ -137,12 +137,10 @@ impl Mode {
         match self {
             Mode::Os => None,
             Mode::Emulation { processors, level } => {
-                let cfg = Config {
-                    competitors: Competitors::Workers,
-                    quantum: Duration::from_millis(4),
-                    extension: Duration::from_micros(400),
-                    ..Config::new(processors, level)
-                };
+                let cfg = Config::new(processors, level)
+                    .with_competitors(Competitors::Workers)
+                    .with_quantum(Duration::from_millis(4))
+                    .with_extension(Duration::from_micros(400));
                 assert_eq!(cfg.workers(), THREADS);
                 Some(cfg)
             }

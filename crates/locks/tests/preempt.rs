@@ -16,11 +16,9 @@ mod common;
 use common::Guarded;
 
 fn cfg(level: f64) -> Config {
-    Config {
-        quantum: Duration::from_millis(2),
-        extension: Duration::from_micros(200),
-        ..Config::new(2, level)
-    }
+    Config::new(2, level)
+        .with_quantum(Duration::from_millis(2))
+        .with_extension(Duration::from_micros(200))
 }
 
 /// Two workers on two virtual processors at level 2.0 bump a counter for
@@ -110,10 +108,7 @@ fn non_preemption_requests_are_honoured_and_warned() {
 fn workers_as_competitors() {
     use symmetry_locks::sched::emulated::Competitors;
     let mut g = Guarded::<SmartQ<Emulated>>::new();
-    let cfg = Config {
-        competitors: Competitors::Workers,
-        ..cfg(2.5)
-    };
+    let cfg = cfg(2.5).with_competitors(Competitors::Workers);
     assert_eq!(cfg.workers(), 5);
     let out = emulated::run(&cfg, |_| {
         let end = Instant::now() + Duration::from_millis(100);

@@ -313,10 +313,7 @@ fn opt_known_reads_the_installed_table() {
     for _ in 0..100 {
         rec.add(40, false);
     }
-    let prof = profiler::Profile {
-        ns_per_spin: 1.0,
-        locks: vec![rec],
-    };
+    let prof = profiler::Profile::new(1.0, vec![rec]);
     assert_eq!(policy::opt_known::install_from_profile(&prof), 1);
     assert_eq!(policy::opt_known::lookup("test.fromprofile"), Some(48));
 }
@@ -327,20 +324,12 @@ fn calibration_install_and_conversions() {
     use symmetry_locks::spin_then_block::calibration::{self, Calibration};
     let before = calibration::current();
     assert!(before.ns_per_spin > 0.0 && before.c_spins_os > 0 && before.c_spins_user > 0);
-    calibration::install(Calibration {
-        ns_per_spin: 10.0,
-        c_spins_os: 321,
-        c_spins_user: 12,
-    });
+    calibration::install(Calibration::new(10.0, 321, 12));
     assert_eq!(calibration::c_spins_os(), 321);
     assert_eq!(calibration::c_spins_user(), 12);
     assert_eq!(calibration::ns_to_spins(1_000), 100);
     // Nonsense is ignored.
-    calibration::install(Calibration {
-        ns_per_spin: f64::NAN,
-        c_spins_os: 0,
-        c_spins_user: 0,
-    });
+    calibration::install(Calibration::new(f64::NAN, 0, 0));
     assert_eq!(calibration::c_spins_os(), 321);
     calibration::install(before);
 }

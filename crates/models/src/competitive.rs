@@ -214,6 +214,7 @@ impl Strategy {
 
 /// Synchronization cost of one lock under every strategy, in spins.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct LockCosts {
     /// Lock name.
     pub name: String,
@@ -263,6 +264,7 @@ impl LockCosts {
 
 /// KLMO91 Tables 1 and 2 for one input (a whole profile).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Analysis {
     /// Per-lock costs.
     pub locks: Vec<LockCosts>,
@@ -350,6 +352,18 @@ pub const REPLAY_SAMPLE: u64 = 1_000_000;
 /// waits (module docs); each lock's shuffle is seeded from `seed` and the
 /// lock's name and blocker, so a lock's costs do not depend on the other
 /// locks of the profile.
+///
+/// ```
+/// use symmetry_locks::spin_then_block::profiler::{LockRecord, Profile};
+/// use symmetry_models::competitive::{Strategy, analyze};
+///
+/// // A lock whose waits are all short (C = 400 spins): spinning is best.
+/// let mut rec = LockRecord::new("queue", "os", 400);
+/// (0..1000u64).for_each(|w| rec.add(w % 40, false));
+/// let a = analyze(&Profile::new(10.0, vec![rec]), None, 1);
+/// assert_eq!(a.cost_vs_offline(Strategy::AlwaysSpin), 1.0);
+/// assert!(a.cost_vs_offline(Strategy::AlwaysBlock) > 10.0);
+/// ```
 pub fn analyze(profile: &Profile, c_override: Option<u32>, seed: u64) -> Analysis {
     let locks = profile
         .locks

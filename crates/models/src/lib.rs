@@ -60,6 +60,17 @@ use rng::SplitMix64;
 /// all empty), and so does the tail sum.
 /// Computed in `f64` with each term scaled by `q^r` first, so it stays finite
 /// for any `r` and `q` the experiments use.
+///
+/// ```
+/// use symmetry_models::{expected_queues_examined, expected_queues_examined_tail_sum};
+///
+/// // One ready thread in one of 4 queues: on average 2.5 queues examined.
+/// assert!((expected_queues_examined(1, 4).unwrap() - 2.5).abs() < 1e-12);
+/// // More ready threads, fewer queues to examine; both formulas agree.
+/// let e = expected_queues_examined(8, 16).unwrap();
+/// assert!(e < 2.5);
+/// assert!((e - expected_queues_examined_tail_sum(8, 16).unwrap()).abs() < 1e-9);
+/// ```
 pub fn expected_queues_examined(r: u32, q: u32) -> Option<f64> {
     if q == 0 {
         return None;

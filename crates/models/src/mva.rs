@@ -159,6 +159,19 @@ fn check(what: impl FnOnce() -> String, value: f64) -> Result<(), MvaError> {
 }
 
 /// A closed network: centres and, per class, a demand at every centre.
+///
+/// ```
+/// use symmetry_models::mva::{Centre, Network};
+///
+/// // One class: 1 unit at a server, 4 units of think time.
+/// let net = Network::single(vec![Centre::Queueing, Centre::Delay], vec![1.0, 4.0])?;
+/// let alone = net.solve(&[1])?;
+/// assert!((alone.throughput[0] - 1.0 / 5.0).abs() < 1e-12);
+/// // Ten customers saturate the server: one cycle per unit.
+/// let busy = net.solve(&[10])?;
+/// assert!(busy.throughput[0] > 0.99 && busy.throughput[0] <= 1.0);
+/// # Ok::<(), symmetry_models::mva::MvaError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Network {
     kinds: Vec<Centre>,
@@ -168,6 +181,7 @@ pub struct Network {
 
 /// The solution of a network for one population.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Solution {
     /// Customers of each class.
     pub population: Vec<u32>,
@@ -406,8 +420,9 @@ pub enum Spinning {
     },
 }
 
-/// A lock of the high-level model.
+/// A lock of the high-level model; see [`Hierarchical`] for an example.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Lock {
     /// Name, for the solution.
     pub name: String,
@@ -421,13 +436,49 @@ pub struct Lock {
     pub held_bus: f64,
 }
 
+impl Lock {
+    /// One copy of a lock held `held_local` of cache-local time and
+    /// `held_bus` of bus time per cycle of a processor.
+    pub fn new(name: impl Into<String>, held_local: f64, held_bus: f64) -> Lock {
+        Lock {
+            name: name.into(),
+            copies: 1,
+            held_local,
+            held_bus,
+        }
+    }
+
+    /// Splits the lock into `copies` identical copies (the times stay
+    /// totals over all copies).
+    #[must_use]
+    pub fn with_copies(mut self, copies: u32) -> Lock {
+        self.copies = copies;
+        self
+    }
+}
+
 /// ALL89's hierarchical model for one population of processors; see the
 /// module docs.
 ///
 /// A *cycle* is one unit of the work being modelled (one thread's life,
 /// one lock acquisition); every time below is per cycle of one processor,
 /// measured alone (no contention), in one time unit.
+///
+/// ```
+/// use symmetry_models::mva::{Hierarchical, Lock, Spinning};
+///
+/// // One central lock held 2 units per cycle (1 of them bus time), 20
+/// // units of work outside it, test-and-set spinners, 16 processors.
+/// let p = Hierarchical::new(16, Spinning::Continuous { gap: 0.2 })
+///     .with_lock(Lock::new("ready queue", 1.0, 1.0))
+///     .with_free(20.0, 0.0)
+///     .with_bus_service(0.1)
+///     .solve()?;
+/// assert!(p.throughput <= 0.5); // the lock's capacity: one cycle per 2 units
+/// # Ok::<(), symmetry_models::mva::MvaError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Hierarchical {
     /// Processors (customers of both levels).
     pub processors: u32,
@@ -450,6 +501,7 @@ pub struct Hierarchical {
 
 /// What the hierarchical model predicts.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Prediction {
     /// Processors.
     pub processors: u32,
@@ -475,6 +527,59 @@ impl Hierarchical {
     pub const TOLERANCE: f64 = 1e-9;
     /// Default iteration limit.
     pub const MAX_ITERATIONS: u32 = 10_000;
+
+    /// `processors` processors spinning as `spinning` says, with no locks,
+    /// no time outside them and a free bus: add them with the `with_*`
+    /// methods. Iterates to [`Hierarchical::TOLERANCE`], at most
+    /// [`Hierarchical::MAX_ITERATIONS`] times.
+    pub fn new(processors: u32, spinning: Spinning) -> Hierarchical {
+        Hierarchical {
+            processors,
+            locks: Vec::new(),
+            free_local: 0.0,
+            free_bus: 0.0,
+            bus_service: 0.0,
+            spinning,
+            tolerance: Self::TOLERANCE,
+            max_iterations: Self::MAX_ITERATIONS,
+        }
+    }
+
+    /// Adds a lock on the path.
+    #[must_use]
+    pub fn with_lock(mut self, lock: Lock) -> Hierarchical {
+        self.locks.push(lock);
+        self
+    }
+
+    /// Sets the cache-local and the bus time outside every lock.
+    #[must_use]
+    pub fn with_free(mut self, local: f64, bus: f64) -> Hierarchical {
+        self.free_local = local;
+        self.free_bus = bus;
+        self
+    }
+
+    /// Sets the service time of one bus transaction.
+    #[must_use]
+    pub fn with_bus_service(mut self, bus_service: f64) -> Hierarchical {
+        self.bus_service = bus_service;
+        self
+    }
+
+    /// Sets the relative change at which the iteration stops.
+    #[must_use]
+    pub fn with_tolerance(mut self, tolerance: f64) -> Hierarchical {
+        self.tolerance = tolerance;
+        self
+    }
+
+    /// Sets the iteration limit.
+    #[must_use]
+    pub fn with_max_iterations(mut self, max_iterations: u32) -> Hierarchical {
+        self.max_iterations = max_iterations;
+        self
+    }
 
     fn validate(&self) -> Result<(), MvaError> {
         if self.processors == 0 {

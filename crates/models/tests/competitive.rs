@@ -46,10 +46,7 @@ fn waits_strategy() -> impl proptest::strategy::Strategy<Value = Vec<u64>> {
 }
 
 fn profile(locks: Vec<LockRecord>) -> Profile {
-    Profile {
-        ns_per_spin: 12.5,
-        locks,
-    }
+    Profile::new(12.5, locks)
 }
 
 proptest! {

@@ -118,6 +118,20 @@ impl std::fmt::Display for JoinError {
 impl std::error::Error for JoinError {}
 
 /// An owned permission to wait for a user thread's result.
+///
+/// ```
+/// use symmetry_threads::{JoinHandle, LocalReadyq, Runtime};
+///
+/// let mut rt: Runtime<LocalReadyq> = Runtime::new(2)?;
+/// let sum: JoinHandle<u64> = rt.spawn(|| (1..=10).sum());
+/// assert_eq!(sum.join().unwrap(), 55);
+/// // A panic comes back from `join` as an error naming the thread.
+/// let bad = rt.handle().builder().name("parser").spawn(|| -> u64 { panic!("bad input") });
+/// let err = bad.join().unwrap_err();
+/// assert_eq!(err.to_string(), "user thread 'parser' panicked: bad input");
+/// rt.shutdown();
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub struct JoinHandle<T> {
     packet: Arc<Packet<T>>,
     name: Option<Arc<str>>,

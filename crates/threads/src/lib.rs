@@ -128,6 +128,7 @@ pub struct ReadmeDoctests;
 #[cfg(not(loom))]
 /// A blocking operation was called where no user thread runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NotInRuntime {
     /// The operation.
     pub op: &'static str,

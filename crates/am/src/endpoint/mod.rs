@@ -146,6 +146,7 @@ pub type Handler<C, S> = fn(&mut Token<'_, C, S>, &Msg<'_>) -> Result<(), AmErro
 
 /// A delivered message.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Msg<'a> {
     /// Sender's rank.
     pub src: u32,

@@ -286,7 +286,7 @@ impl Mpi {
             name,
             rank,
             size,
-            timeout: Duration::from_secs(30),
+            timeout: Job::DEFAULT_TIMEOUT,
             net: net.map(|hosts| {
                 Net::new(
                     hosts,

@@ -14,11 +14,10 @@ use symmetry_am::{Config, Job, job};
 pub(crate) const SELFTEST: &str = env!("CARGO_BIN_EXE_am-selftest");
 
 /// The queue sizes of `am-selftest` (a test that is a rank must agree).
-pub(crate) const CFG: Config = Config {
-    packets: 4,
-    bulk_blocks: 2,
-    bulk_bytes: 1024,
-};
+pub(crate) const CFG: Config = Config::new()
+    .with_packets(4)
+    .with_bulk_blocks(2)
+    .with_bulk_bytes(1024);
 
 /// How long an open waits for a segment that will never be right (the
 /// outcome does not depend on it: nothing else creates these names).
@@ -187,13 +186,7 @@ impl Drop for Kid {
 
 /// A job in which this test process is rank 0.
 pub(crate) fn own_job(size: u32) -> Job {
-    Job {
-        name: Job::new_name(),
-        rank: 0,
-        size,
-        timeout: GUARD,
-        net: None,
-    }
+    Job::new(Job::new_name(), 0, size).with_timeout(GUARD)
 }
 
 /// Removes what the killed ranks left and checks that nothing remains.

@@ -102,7 +102,7 @@ fn synthetic(c: u32, ns_per_spin: f64, n: u64) -> Vec<Input> {
         workload: "synthetic",
         threads: 0,
         oversubscribed: false,
-        profile: Profile { ns_per_spin, locks },
+        profile: Profile::new(ns_per_spin, locks),
     };
     let one = |name: &str, frac, seed| input(name, vec![lock(name, n, frac, seed)]);
     vec![

@@ -135,12 +135,8 @@ fn installed_calibration(rows: &[Row]) -> Option<Calibration> {
         .find(|r| r.series == "os" && r.metric == "ns_per_spin")?;
     let user = rows.iter().find(|r| r.series == "user")?;
     let c = |r: &Row| r.get_param("c_installed")?.parse::<u32>().ok();
-    Some(Calibration {
-        ns_per_spin: os.value,
-        c_spins_os: c(os)?,
-        c_spins_user: c(user)?,
-    })
-    .filter(|cal| cal.ns_per_spin.is_finite() && cal.ns_per_spin > 0.0)
+    Some(Calibration::new(os.value, c(os)?, c(user)?))
+        .filter(|cal| cal.ns_per_spin.is_finite() && cal.ns_per_spin > 0.0)
 }
 
 fn label(r: &Row) -> String {

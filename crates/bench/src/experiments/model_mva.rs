@@ -161,11 +161,11 @@ const SPEEDUP_P: &str = "speedup";
 /// The costs the models are built from, as this run measured them.
 fn costs(d: &Data<'_>) -> Option<Costs> {
     let c = |m: &str| d.value(Sel::metric(m).series("machine"));
-    Some(Costs {
-        queue_op: c("queue_op_ns")?,
-        transfer: c("cacheline_rtt_ns").map_or(0.0, |r| r / 2.0),
-        spin: c("spin_iter_ns")?,
-    })
+    Some(Costs::new(
+        c("queue_op_ns")?,
+        c("cacheline_rtt_ns").map_or(0.0, |r| r / 2.0),
+        c("spin_iter_ns")?,
+    ))
 }
 
 /// The thread package of `strategy` at `p` processors
@@ -819,11 +819,7 @@ mod tests {
     /// Rows as `run` writes them, from the model itself: measured points
     /// at `meas_factor` x the model (2% spread), projections as computed.
     fn rows(m: &Machine, meas_factor: f64) -> Vec<Row> {
-        let c = Costs {
-            queue_op: 10.0,
-            transfer: 10.0,
-            spin: 30.0,
-        };
+        let c = Costs::new(10.0, 10.0, 30.0);
         let cores = m.cores() as u32;
         let id = EXPERIMENT.id;
         // A measured point at `meas_factor` x the model, and the model's own.

@@ -580,13 +580,7 @@ mod tests {
     #[test]
     fn every_registry_name_dispatches() {
         // An unknown name is refused before any job is touched.
-        let job = Job {
-            name: "unused".into(),
-            rank: 0,
-            size: 1,
-            timeout: Duration::from_millis(1),
-            net: None,
-        };
+        let job = Job::new("unused", 0, 1).with_timeout(Duration::from_millis(1));
         assert!(
             run_named("nope", App::Fft, Size::Quick, &job)
                 .unwrap_err()

@@ -176,10 +176,7 @@ fn spin(ep: &mut Endpoint<Stamp, St>, done: impl Fn(&St) -> bool) -> Result<(), 
 
 /// Runs this rank's part; rank 0 returns one JSON object per pair.
 pub fn run(mpi: &Mpi, job: &Job, plan: Plan) -> Result<Vec<Value>, AmError> {
-    let config = Config {
-        bulk_bytes: plan.bulk_bytes,
-        ..Config::default()
-    };
+    let config = Config::default().with_bulk_bytes(plan.bulk_bytes);
     let mut ep = Endpoint::<Stamp, St>::join(job, &config, St::default())?;
     for (id, h) in [
         (H_PING, ping as symmetry_am::Handler<Stamp, St>),

@@ -917,9 +917,9 @@ mod tests {
             l
         };
         let libc = "syscall+0x1d (/lib/libc.so.6+0x11)";
-        let mut p = Profile {
-            ns_per_spin: 1.0,
-            locks: vec![
+        let mut p = Profile::new(
+            1.0,
+            vec![
                 // Two futex locks taken at one line, one elsewhere: the
                 // library numbered all three at its one raw site.
                 lock(raw, LockKind::Futex, &[libc, raw, "(/p+0x100)"]),
@@ -943,7 +943,7 @@ mod tests {
                 lock("z+0x3 (/p+0x999)", LockKind::Mutex, &["(/p+0x400)"]),
                 lock("(/q+0x10)", LockKind::Spin, &["(/q+0x10)"]),
             ],
-        };
+        );
         rename(&mut p, &symbols);
         let names: Vec<&str> = p.locks.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(

@@ -47,11 +47,11 @@ pub fn calibration_from(get: impl Fn(&str) -> Option<f64>) -> Option<Calibration
         v.filter(|v| v.is_finite())
             .map_or(0, |v| v.round().max(1.0) as u32)
     };
-    Some(Calibration {
+    Some(Calibration::new(
         ns_per_spin,
-        c_spins_os: c(get("c_spins_os")),
-        c_spins_user: c(get("c_spins_user_2p").or_else(|| get("c_spins_user_1p"))),
-    })
+        c(get("c_spins_os")),
+        c(get("c_spins_user_2p").or_else(|| get("c_spins_user_1p"))),
+    ))
 }
 
 /// The `export ...` line `symmetry calibrate` prints, for shells and for
@@ -557,10 +557,7 @@ mod tests {
 
     #[test]
     fn an_empty_profile_has_nothing_to_price() {
-        let p = Profile {
-            ns_per_spin: 10.0,
-            locks: Vec::new(),
-        };
+        let p = Profile::new(10.0, Vec::new());
         assert_eq!(waits(&p), 0);
         assert_eq!(c_label(&p), "");
         let priced = price(&p, "x", None, &Symbols::default());

@@ -472,7 +472,6 @@ fn middle(s: &str, room: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use symmetry_locks::spin_then_block::profiler::HoldTimes;
     use symmetry_models::competitive;
 
     /// A v2 profile: a mutex, a rwlock's read and write sides, a spin lock
@@ -488,11 +487,9 @@ mod tests {
         };
         let mut mutex = lock("m at a.c:1 (/x+0x1)", LockKind::Mutex, &[100; 10]);
         mutex.acquisitions = Some(1000);
-        mutex.hold = HoldTimes {
-            samples: 4,
-            sum_ns: 4000,
-            max_ns: 2500,
-        };
+        mutex.hold.samples = 4;
+        mutex.hold.sum_ns = 4000;
+        mutex.hold.max_ns = 2500;
         let mut read = lock("rw at a.c:2 (/x+0x2)", LockKind::Read, &[20_000; 3]);
         read.acquisitions = Some(30);
         let mut write = lock("rw at a.c:2 (/x+0x2)", LockKind::Write, &[5_000; 2]);
@@ -504,10 +501,7 @@ mod tests {
             "futex_wait+0x1 (/lib/libc.so.6+0x10)".into(),
             "(/x+0x4)".into(),
         ];
-        Profile {
-            ns_per_spin: 2.0,
-            locks: vec![mutex, read, write, spin, futex],
-        }
+        Profile::new(2.0, vec![mutex, read, write, spin, futex])
     }
 
     fn report(p: &Profile) -> LockReport {

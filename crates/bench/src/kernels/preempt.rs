@@ -363,13 +363,11 @@ pub const QUANTUM: Duration = Duration::from_millis(5);
 /// The emulated scheduler for `p` virtual processors at `level`, every
 /// process a worker of the application (so `round(level * p)` workers).
 pub fn emu_config(p: usize, level: f64, seed: u64) -> emulated::Config {
-    emulated::Config {
-        competitors: emulated::Competitors::Workers,
-        quantum: QUANTUM,
-        extension: QUANTUM / 10,
-        seed,
-        ..emulated::Config::new(p, level)
-    }
+    emulated::Config::new(p, level)
+        .with_competitors(emulated::Competitors::Workers)
+        .with_quantum(QUANTUM)
+        .with_extension(QUANTUM / 10)
+        .with_seed(seed)
 }
 
 /// The synthetic loop for `p` workers, budget-bounded.

@@ -61,6 +61,20 @@ use crate::spin_then_block::{Blocker, Futex};
 /// SMARTQ's emulated multiprogramming scheduler as a lock's scheduler
 /// interface: the context block is read by the signal handler, and
 /// [`Scheduler::yield_now`] gives the virtual processor back.
+///
+/// ```
+/// use std::time::Duration;
+/// use symmetry_locks::sched::emulated::{self, Config, Emulated};
+/// use symmetry_locks::{SmartQ, lock_api::Mutex};
+///
+/// // Two workers on two virtual processors, each shared with a simulated
+/// // competitor (level 2.0); the lock hands over only to running workers.
+/// let m: Mutex<SmartQ<Emulated>, u64> = Mutex::new(0);
+/// let cfg = Config::new(2, 2.0).with_quantum(Duration::from_millis(2));
+/// let out = emulated::run(&cfg, |_| (0..10_000).for_each(|_| *m.lock() += 1)).unwrap();
+/// assert_eq!(out.len(), 2);
+/// assert_eq!(*m.lock(), 20_000);
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Emulated;
 
@@ -109,7 +123,23 @@ pub enum Competitors {
 }
 
 /// What the emulation runs.
+///
+/// [`Config::new`] gives SMARTQ's settings for a number of processors and a
+/// multiprogramming level; the `with_*` methods change the others.
+///
+/// ```
+/// use std::time::Duration;
+/// use symmetry_locks::sched::emulated::{Competitors, Config};
+///
+/// let cfg = Config::new(2, 2.5)
+///     .with_competitors(Competitors::Workers)
+///     .with_quantum(Duration::from_millis(4))
+///     .with_extension(Duration::from_micros(400));
+/// assert_eq!(cfg.processes(), [3, 2]); // round(2.5 * 2) processes
+/// assert_eq!(cfg.workers(), 5); // every one a worker
+/// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Config {
     /// Who the competing processes are.
     pub competitors: Competitors,
@@ -140,6 +170,41 @@ impl Config {
             extension: Duration::from_millis(1),
             seed: 0x5eed,
         }
+    }
+
+    /// Sets [`competitors`](Config::competitors).
+    #[must_use]
+    pub fn with_competitors(mut self, competitors: Competitors) -> Config {
+        self.competitors = competitors;
+        self
+    }
+
+    /// Sets the mean [`quantum`](Config::quantum).
+    #[must_use]
+    pub fn with_quantum(mut self, quantum: Duration) -> Config {
+        self.quantum = quantum;
+        self
+    }
+
+    /// Sets the quantum's [`jitter`](Config::jitter).
+    #[must_use]
+    pub fn with_jitter(mut self, jitter: f64) -> Config {
+        self.jitter = jitter;
+        self
+    }
+
+    /// Sets the non-preemption [`extension`](Config::extension).
+    #[must_use]
+    pub fn with_extension(mut self, extension: Duration) -> Config {
+        self.extension = extension;
+        self
+    }
+
+    /// Sets the jitter's [`seed`](Config::seed).
+    #[must_use]
+    pub fn with_seed(mut self, seed: u64) -> Config {
+        self.seed = seed;
+        self
     }
 
     /// Processes (the worker plus simulated ones) on each processor:
@@ -242,6 +307,7 @@ impl std::error::Error for Error {}
 
 /// What one worker experienced.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WorkerStats {
     /// Time spent descheduled.
     pub preempted: Duration,
@@ -419,8 +485,7 @@ struct Proc<'a> {
 /// use symmetry_locks::sched::emulated::{self, Config};
 /// use std::time::Duration;
 ///
-/// let mut cfg = Config::new(2, 2.0);
-/// cfg.quantum = Duration::from_millis(2);
+/// let cfg = Config::new(2, 2.0).with_quantum(Duration::from_millis(2));
 /// let out = emulated::run(&cfg, |i| {
 ///     let t = std::time::Instant::now();
 ///     while t.elapsed() < Duration::from_millis(30) {}

@@ -87,6 +87,24 @@ impl State {
 
 /// SMARTQ's context block: one per worker, shared with its scheduler and
 /// with the releasers of the locks it waits for.
+///
+/// A preemption-safe lock marks its holder unpreemptable in the holder's
+/// block ([`current`]) for as long as it holds the lock:
+///
+/// ```
+/// use symmetry_locks::sched::{self, State};
+/// use symmetry_locks::{TasNp, lock_api::Mutex};
+///
+/// let m: Mutex<TasNp, u32> = Mutex::new(0);
+/// let cb = sched::current();
+/// assert_eq!(cb.state(), State::Preemptable);
+/// {
+///     let mut n = m.lock();
+///     *n += 1;
+///     assert_eq!(cb.state(), State::UnpreemptableSelf); // do not preempt me now
+/// }
+/// assert_eq!(cb.state(), State::Preemptable);
+/// ```
 #[derive(Debug)]
 pub struct ContextBlock {
     /// A [`State`]; see the module docs for who writes which value.
@@ -340,6 +358,34 @@ pub fn current() -> &'static ContextBlock {
 /// A scheduler as seen by a preemption-safe lock. Chosen at compile time
 /// (a type parameter of every such lock), so a hook that a scheduler does
 /// not need costs nothing.
+///
+/// A scheduler that only counts the non-preemption requests of its
+/// workers:
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use symmetry_locks::sched::{ContextBlock, Scheduler};
+/// use symmetry_locks::{TasNp, lock_api::Mutex};
+///
+/// static REQUESTS: AtomicU32 = AtomicU32::new(0);
+///
+/// struct Counting;
+///
+/// impl Scheduler for Counting {
+///     const NAME: &'static str = "counting";
+///     const SHOWS_PREEMPTION: bool = false;
+///     fn request(_cb: &ContextBlock) {
+///         REQUESTS.fetch_add(1, Ordering::Relaxed);
+///     }
+///     fn yield_now(_cb: &ContextBlock) {
+///         std::thread::yield_now();
+///     }
+/// }
+///
+/// let m: Mutex<TasNp<Counting>, ()> = Mutex::new(());
+/// drop(m.lock());
+/// assert_eq!(REQUESTS.load(Ordering::Relaxed), 1);
+/// ```
 pub trait Scheduler: 'static {
     /// Registry name (`stock`, `emulated`, `rseq`).
     const NAME: &'static str;
@@ -380,7 +426,25 @@ pub trait Scheduler: 'static {
 }
 
 /// Stock Linux: the kernel reads no context block, never extends a quantum
-/// on request and never says who is running.
+/// on request and never says who is running. The default scheduler of
+/// every preemption-safe lock, which then detects preemption itself.
+///
+/// ```
+/// use std::sync::Arc;
+/// use symmetry_locks::{McsNp, lock_api::Mutex, sched::Stock};
+///
+/// // `McsNp` is `McsNp<Stock>`: waiters publish heartbeats, and a releaser
+/// // skips one that has stopped beating (it was preempted).
+/// let m: Arc<Mutex<McsNp<Stock>, u64>> = Arc::new(Mutex::new(0));
+/// let threads: Vec<_> = (0..4)
+///     .map(|_| {
+///         let m = Arc::clone(&m);
+///         std::thread::spawn(move || (0..1000).for_each(|_| *m.lock() += 1))
+///     })
+///     .collect();
+/// threads.into_iter().for_each(|t| t.join().unwrap());
+/// assert_eq!(*m.lock(), 4000);
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Stock;
 

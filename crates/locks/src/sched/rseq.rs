@@ -206,6 +206,18 @@ fn first_use() -> *mut u8 {
 }
 
 /// The rseq time-slice extension as a lock's scheduler interface.
+///
+/// ```
+/// use symmetry_locks::sched::rseq::{self, RseqSlice};
+/// use symmetry_locks::{McsNp, lock_api::Mutex};
+///
+/// // Where the kernel lacks the extension, requests are not made and the
+/// // lock falls back on time publishing, as over `Stock`.
+/// println!("rseq time-slice extension: {:?}", rseq::available());
+/// let m: Mutex<McsNp<RseqSlice>, Vec<u32>> = Mutex::new(Vec::new());
+/// m.lock().push(1);
+/// assert_eq!(*m.lock(), [1]);
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RseqSlice;
 

@@ -33,7 +33,18 @@ pub const DEFAULT_BLOCK_WAKE_OS_NS: f64 = 5_000.0;
 pub const DEFAULT_BLOCK_WAKE_USER_NS: f64 = 200.0;
 
 /// The constants of one machine.
+///
+/// ```
+/// use symmetry_locks::spin_then_block::calibration::{self, Calibration};
+///
+/// // What `symmetry calibrate` measured here: 2.5 ns per spin, C = 2000
+/// // spins for OS threads; 0 keeps C for user threads as it is.
+/// calibration::install(Calibration::new(2.5, 2000, 0));
+/// assert_eq!(calibration::c_spins_os(), 2000);
+/// assert_eq!(calibration::current().ns_per_spin, 2.5);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct Calibration {
     /// Length of one polling iteration, ns.
     pub ns_per_spin: f64,
@@ -41,6 +52,19 @@ pub struct Calibration {
     pub c_spins_os: u32,
     /// C for user threads, in spins.
     pub c_spins_user: u32,
+}
+
+impl Calibration {
+    /// The constants: the length of a spin in ns, and C for OS and for
+    /// user threads in spins. For [`install`], a zero or non-finite value
+    /// leaves the one in force.
+    pub const fn new(ns_per_spin: f64, c_spins_os: u32, c_spins_user: u32) -> Calibration {
+        Calibration {
+            ns_per_spin,
+            c_spins_os,
+            c_spins_user,
+        }
+    }
 }
 
 // Relaxed everywhere: each value is a self-contained number; a reader

@@ -58,6 +58,27 @@ const CONTENDED: u32 = 2;
 /// give it a name (or `new()` for its creation site), or
 /// `lock_api::Mutex::<SpinThenBlock<P, B>, T>::new(value)` for an unnamed
 /// one.
+///
+/// ```
+/// use std::sync::Arc;
+/// use symmetry_locks::lock_api::Mutex;
+/// use symmetry_locks::spin_then_block::{Futex, SpinThenBlock, policy::FixedSpinC, profiler};
+///
+/// // Spin for C (a futex block + wake, in spins), then block on a futex.
+/// type Lock = SpinThenBlock<FixedSpinC, Futex>;
+/// let m = Arc::new(Mutex::from_raw(Lock::named("doc.jobs"), Vec::new()));
+/// let threads: Vec<_> = (0..4)
+///     .map(|i| {
+///         let m = Arc::clone(&m);
+///         std::thread::spawn(move || m.lock().push(i))
+///     })
+///     .collect();
+/// threads.into_iter().for_each(|t| t.join().unwrap());
+/// assert_eq!(m.lock().len(), 4);
+/// // Contended waits, if any, are in the profile under the lock's name.
+/// let waits = profiler::snapshot().locks.iter().filter(|l| l.name == "doc.jobs").count();
+/// assert!(waits <= 1);
+/// ```
 pub struct SpinThenBlock<P: SpinPolicy, B: Blocker> {
     /// UNLOCKED / LOCKED / CONTENDED (module docs).
     state: AtomicU32,

@@ -547,7 +547,20 @@ pub fn dump_at_exit(path: PathBuf) {
 }
 
 /// A saved profile: per-lock histograms and the constants to price them.
+///
+/// ```
+/// use symmetry_locks::spin_then_block::profiler::{LockRecord, Profile};
+///
+/// // A profile built by hand: one lock that waited 10 spins, then 5000.
+/// let mut rec = LockRecord::new("queue", "os", 1000);
+/// rec.add(10, false);
+/// rec.add(5000, true);
+/// let p = Profile::new(2.0, vec![rec]);
+/// let text = p.to_csv();
+/// assert_eq!(Profile::parse(&text).unwrap(), p);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Profile {
     /// Length of one spin on the recording machine, ns.
     pub ns_per_spin: f64,
@@ -555,8 +568,16 @@ pub struct Profile {
     pub locks: Vec<LockRecord>,
 }
 
+impl Profile {
+    /// A profile of `locks`, recorded where a spin took `ns_per_spin` ns.
+    pub fn new(ns_per_spin: f64, locks: Vec<LockRecord>) -> Profile {
+        Profile { ns_per_spin, locks }
+    }
+}
+
 /// Sampled hold times of one lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct HoldTimes {
     /// Acquisitions whose hold was timed (0: none).
     pub samples: u64,
@@ -575,6 +596,7 @@ impl HoldTimes {
 
 /// One lock's histogram and counts in a [`Profile`].
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct LockRecord {
     /// The lock's name (see [`LockName::key`]).
     pub name: String,
@@ -666,6 +688,7 @@ impl LockRecord {
 
 /// Why a profile file could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ProfileError {
     /// 1-based line number (0: the file as a whole).
     pub line: usize,

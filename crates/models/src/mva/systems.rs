@@ -35,7 +35,20 @@ use super::{Hierarchical, Lock, MvaError, Prediction, Spinning};
 
 /// The costs both models are built from, measured on one processor (or
 /// one pair of cores), in one time unit (ns in the harness).
+///
+/// ```
+/// use symmetry_models::mva::systems::{self, Costs, ReadyQueue};
+///
+/// // 10 ns per queue operation and per line transfer, 30 ns per spin.
+/// let c = Costs::new(10.0, 10.0, 30.0);
+/// // 300 ns of thread management and 1 us of work per thread.
+/// let one = systems::thread_package(ReadyQueue::Central, 1, &c, 300.0, 1000.0, 0.0)?;
+/// let many = systems::thread_package(ReadyQueue::PerProcessor, 16, &c, 300.0, 1000.0, 0.0)?;
+/// assert!(many.throughput > 8.0 * one.throughput);
+/// # Ok::<(), symmetry_models::mva::MvaError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct Costs {
     /// One uncontended locked queue operation.
     pub queue_op: f64,
@@ -45,6 +58,18 @@ pub struct Costs {
     /// One spin-wait iteration: the gap between a test-and-set spinner's
     /// attempts.
     pub spin: f64,
+}
+
+impl Costs {
+    /// The costs of a queue operation, a cache-line transfer (0 without a
+    /// pair of cores) and a spin-wait iteration.
+    pub const fn new(queue_op: f64, transfer: f64, spin: f64) -> Costs {
+        Costs {
+            queue_op,
+            transfer,
+            spin,
+        }
+    }
 }
 
 /// Ready-queue operations per thread (push, pop).

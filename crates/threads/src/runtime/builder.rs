@@ -16,6 +16,20 @@ use crate::sleepers::Sleepers;
 use crate::strategy::{Allocator, Env, ProcStats, Strategy};
 
 /// Configures and builds a [`Runtime`].
+///
+/// ```
+/// use symmetry_threads::{LocalFreelist, Runtime};
+///
+/// let mut rt = Runtime::<LocalFreelist>::builder()
+///     .processors(2)
+///     .stack_size(64 * 1024) // small stacks for many small threads
+///     .warm(64, 8) // preallocate 64 control blocks and 8 stacks
+///     .name("worker") // the processors' OS threads: worker-0, worker-1
+///     .build()?;
+/// assert_eq!(rt.block_on(|| 6 * 7).unwrap(), 42);
+/// assert!(rt.shutdown().nothing_leaked());
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Builder<S, P = DefaultProcessor> {
     processors: usize,

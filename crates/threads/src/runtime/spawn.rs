@@ -95,6 +95,26 @@ impl<S: Strategy, P: Processor> Runtime<S, P> {
 }
 
 /// A handle to a runtime: spawns threads from anywhere. Cloning is cheap.
+///
+/// ```
+/// use symmetry_threads::{Handle, Runtime, SingleLock};
+///
+/// let mut rt: Runtime<SingleLock> = Runtime::new(2)?;
+/// let h: Handle<SingleLock> = rt.handle();
+/// // From an OS thread outside the runtime...
+/// let outside = std::thread::spawn({
+///     let h = h.clone();
+///     move || h.spawn(|| 1).join().unwrap()
+/// });
+/// // ...and from a user thread, whose join blocks only that user thread.
+/// let inside = h.spawn({
+///     let h = h.clone();
+///     move || h.builder().name("child").spawn(|| 2).join().unwrap()
+/// });
+/// assert_eq!(outside.join().unwrap() + inside.join().unwrap(), 3);
+/// rt.shutdown();
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub struct Handle<S: Strategy, P: Processor = DefaultProcessor> {
     shared: Arc<Shared<S, P>>,
 }

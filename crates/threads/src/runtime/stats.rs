@@ -9,6 +9,7 @@ use crate::strategy::Strategy;
 
 /// Counters of a runtime (see [`Runtime::stats`](super::Runtime::stats)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Processors.
     pub processors: usize,
@@ -32,6 +33,7 @@ pub struct Stats {
 
 /// What [`Runtime::shutdown`](super::Runtime::shutdown) found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ShutdownReport {
     /// Final counters.
     pub stats: Stats,

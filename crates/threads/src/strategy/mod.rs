@@ -147,6 +147,7 @@ impl<Q: ReadyPool, L: RawMutex> LockedPool<Q, L> {
 /// Per-processor counters, written only by their processor (relaxed load
 /// and store, no read-modify-write) and read by anyone.
 #[derive(Debug, Default)]
+#[non_exhaustive]
 pub struct ProcStats {
     /// Threads created on this processor.
     pub created: AtomicU64,
@@ -272,6 +273,7 @@ impl Allocator {
 
 /// What a runtime hands its strategy at construction.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Env {
     /// Number of processors.
     pub processors: usize,
@@ -294,6 +296,7 @@ pub struct Env {
 
 /// A finished thread handed back to the strategy: its control block (reset,
 /// ready for a free list) and its stack.
+#[non_exhaustive]
 pub struct Finished {
     /// The control block.
     pub cb: CbRef,
@@ -306,11 +309,20 @@ pub struct Finished {
 /// thread that has not started and comes without a stack (no stack could
 /// be had) fails to start: its join handle returns
 /// [`JoinError::NoStack`](crate::JoinError::NoStack).
+#[non_exhaustive]
 pub struct Dispatch {
     /// The thread.
     pub cb: CbRef,
     /// Its stack, if it is starting.
     pub stack: Option<Stack>,
+}
+
+impl Dispatch {
+    /// Runs `cb`: starts it on `stack` if it has not started, resumes it
+    /// (`stack` is `None`) if it has.
+    pub fn new(cb: CbRef, stack: Option<Stack>) -> Dispatch {
+        Dispatch { cb, stack }
+    }
 }
 
 impl std::fmt::Debug for Finished {

@@ -10,11 +10,10 @@ use symmetry_am::{
 
 /// The queue sizes of every mode: 4 packets, 2 bulk blocks of 1 KiB (tests
 /// that take part as a rank must use the same).
-const CONFIG: Config = Config {
-    packets: 4,
-    bulk_blocks: 2,
-    bulk_bytes: 1024,
-};
+const CONFIG: Config = Config::new()
+    .with_packets(4)
+    .with_bulk_blocks(2)
+    .with_bulk_bytes(1024);
 
 /// Longest an `exchange` waits for its deliveries: a hang guard only.
 const HANG_GUARD: Duration = Duration::from_secs(120);
