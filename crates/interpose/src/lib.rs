@@ -10,8 +10,9 @@
 //! - **Profile** (default): the program keeps glibc's locks. Each lock
 //!   call first tries the real `try` call; if that succeeds the
 //!   acquisition was uncontended and is only counted (sampled, for a lock
-//!   that has waited before). Otherwise the library times the real blocking call
-//!   and its hold, to the unlock, and records the wait, in spins of this machine, in the histogram of that lock: the
+//!   that has waited before). Otherwise the library times the real
+//!   blocking call and the hold after it, to the unlock, and records the
+//!   wait, in spins of this machine, in the histogram of that lock: the
 //!   same profiler, file format and `symmetry analyze` as the Rust locks
 //!   use (`symmetry_locks::spin_then_block::profiler`). `symmetry profile
 //!   -- CMD` runs a command this way, names each lock by its user's call
@@ -98,12 +99,10 @@
 //! the acquisitions from the lock's first contended one on (sampled, one
 //! in [`COUNT_EVERY`] per thread, each sample counting for its gap: an
 //! estimate; none for a futex lock, whose fast path makes no call), and
-//! the holds that
-//! followed contended acquisitions, from the wait's end to the unlock's
-//! return. Uncontended holds are not timed: two clock reads inside every
-//! critical section would cost a program that locks often more than the
-//! profile's budget, and a contended lock's holds are the ones its
-//! waiters wait for.
+//! the holds that followed contended acquisitions, from the wait's end to
+//! the unlock's return. Uncontended holds are not timed, so an
+//! uncontended critical section reads no clock; a contended lock's holds
+//! are the ones its waiters wait for.
 //!
 //! A pthread lock's wait is the time from the failed `try` call to the
 //! return of the real lock call: the holder's remaining hold time plus

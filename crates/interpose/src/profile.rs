@@ -189,6 +189,16 @@ struct Local {
     gaps: Cell<u64>,
 }
 
+impl Local {
+    /// The sink [`Local::hot`] holds for `lock` in `era` (`None`: it holds
+    /// another lock's, or an older era's).
+    #[inline]
+    fn hot_sink(&self, lock: Lock, era: u64) -> Option<Option<Sink>> {
+        let (hot, s, e) = self.hot.get();
+        (hot == lock && e == era).then_some(s)
+    }
+}
+
 thread_local! {
     static LOCAL: Local = const {
         Local {
@@ -290,7 +300,7 @@ fn unpublish(lock: Lock) {
         match KNOWN[s].load(Ordering::Relaxed) {
             0 => return,
             // Relaxed: a reader racing a destroy of the lock it acquires
-            // is the program's race; see `record`.
+            // is the program's race; see `record_in`.
             k if k == key => KNOWN[s].store(TOMBSTONE, Ordering::Relaxed),
             _ => {}
         }
@@ -356,31 +366,29 @@ fn sink_of(e: &'static LockProfile) -> Sink {
 /// This thread's sink for `lock`, if it has an entry.
 #[inline]
 fn sink(l: &Local, lock: Lock) -> Option<Sink> {
-    // Relaxed: see `record`.
+    // Relaxed: see `record_in`.
     let era = ERA.load(Ordering::Relaxed);
-    let (hot, s, e) = l.hot.get();
-    if hot == lock && e == era {
-        return s;
-    }
-    // A lock without an entry (most are never contended) costs one probe
-    // of `KNOWN`.
-    let Some(e) = known(lock) else {
-        l.hot.set((lock, None, era));
-        return None;
-    };
-    sink_of_known(l, lock, e, era)
+    l.hot_sink(lock, era)
+        .unwrap_or_else(|| sink_guarded(l, lock, era))
 }
 
-/// This thread's sink for entry `e` of `lock`, made [`Local::hot`].
+/// [`lookup`] inside the recording guard (making a shard takes the
+/// profile registry's lock).
 #[cold]
 #[inline(never)]
-fn sink_of_known(l: &Local, lock: Lock, e: &'static LockProfile, era: u64) -> Option<Sink> {
+fn sink_guarded(l: &Local, lock: Lock, era: u64) -> Option<Sink> {
     let mut out = None;
-    recording_in(l, || {
-        out = Some(sink_of(e));
-        l.hot.set((lock, out, era));
-    });
+    recording_in(l, || out = lookup(l, lock, era));
     out
+}
+
+/// This thread's sink for `lock` past [`Local::hot`] (a probe of
+/// [`KNOWN`]; none for a lock without an entry, as most are never
+/// contended), made hot.
+fn lookup(l: &Local, lock: Lock, era: u64) -> Option<Sink> {
+    let s = known(lock).map(sink_of);
+    l.hot.set((lock, s, era));
+    s
 }
 
 /// Acquisitions are counted by sampling: one in this many on average
@@ -556,7 +564,7 @@ fn entry_of(w: &Wait, frames: &Frames) -> &'static LockProfile {
     );
     map.insert(w.lock, e);
     publish(w.lock, e);
-    // Relaxed: see `record`.
+    // Relaxed: see `record_in`.
     ERA.fetch_add(1, Ordering::Relaxed);
     e
 }
@@ -585,31 +593,24 @@ fn record_in(l: &Local, w: Wait, hold: Option<u64>) {
         // (read-write coherence). Only a program racing a destroy against
         // a wait on the same lock could record one wait under the old name.
         let era = ERA.load(Ordering::Relaxed);
-        let (hot, s, e) = l.hot.get();
-        let s = match (hot == w.lock && e == era).then_some(s).flatten() {
+        let found = l.hot_sink(w.lock, era).flatten();
+        let s = match found.or_else(|| lookup(l, w.lock, era)) {
             Some(s) => s,
-            None => match known(w.lock).map(sink_of) {
-                Some(s) => {
-                    l.hot.set((w.lock, Some(s), era));
-                    s
+            None => {
+                let frames = match l.walked.take() {
+                    Some((lock, f)) if lock == w.lock => f,
+                    _ => Frames::EMPTY,
+                };
+                let s = sink_of(entry_of(&w, &frames));
+                l.hot.set((w.lock, Some(s), ERA.load(Ordering::Relaxed)));
+                // A reader-writer acquisition that named the lock found
+                // no entry to count into (a mutex's or spin lock's is
+                // counted at its unlock; a futex's are not seen).
+                if counted_when_acquired(w.lock) {
+                    s.acquired(1);
                 }
-                None => {
-                    let frames = match l.walked.take() {
-                        Some((lock, f)) if lock == w.lock => f,
-                        _ => Frames::EMPTY,
-                    };
-                    let s = sink_of(entry_of(&w, &frames));
-                    let era = ERA.load(Ordering::Relaxed);
-                    l.hot.set((w.lock, Some(s), era));
-                    // A reader-writer acquisition that named the lock found
-                    // no entry to count into (a mutex's or spin lock's is
-                    // counted at its unlock; a futex's are not seen).
-                    if matches!(w.lock.kind, LockKind::Read | LockKind::Write) {
-                        s.acquired(1);
-                    }
-                    s
-                }
-            },
+                s
+            }
         };
         let spins = calibration::ns_to_spins(clock::to_ns(w.ticks));
         s.record(spins, w.blocked);
@@ -642,7 +643,7 @@ pub(crate) fn forget(addr: usize, kinds: &[LockKind]) {
                 unpublish(l);
             }
         }
-        // Relaxed: see `record`.
+        // Relaxed: see `record_in`.
         ERA.fetch_add(1, Ordering::Relaxed);
     }
 }
