@@ -14,6 +14,8 @@
 //! cycles, `pub use` lines do not count: a module that re-exports its
 //! children's items is their façade, not their user.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -43,14 +45,6 @@ struct Import {
     path: Vec<String>,
     reexport: bool,
     line: String,
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("crates/bench is two levels below the workspace")
-        .to_path_buf()
 }
 
 /// Every `.rs` file under `src`, with its module path (`lib.rs` and
@@ -244,7 +238,7 @@ fn file_of<'a>(files: &'a BTreeSet<Vec<String>>, path: &[String]) -> Option<&'a 
 
 #[test]
 fn no_experiment_imports_another() {
-    let src = workspace().join("crates/bench/src");
+    let src = common::workspace().join("crates/bench/src");
     let mut offences = Vec::new();
     for s in sources(&src) {
         if s.module.first().map(String::as_str) != Some("experiments") || s.module.len() != 2 {
@@ -272,7 +266,7 @@ fn rank(module: &str) -> Option<usize> {
 
 #[test]
 fn harness_arrows_point_down() {
-    let src = workspace().join("crates/bench/src");
+    let src = common::workspace().join("crates/bench/src");
     let mut offences = Vec::new();
     for s in sources(&src) {
         let Some(own) = s.module.first() else {
@@ -377,7 +371,7 @@ fn cycles(src: &Path) -> Vec<Vec<String>> {
 
 #[test]
 fn no_file_cycles_in_any_crate() {
-    let crates = workspace().join("crates");
+    let crates = common::workspace().join("crates");
     let mut found = Vec::new();
     for entry in std::fs::read_dir(&crates).unwrap() {
         let src = entry.unwrap().path().join("src");

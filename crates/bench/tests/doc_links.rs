@@ -7,49 +7,35 @@
 //! file itself for `#fragment` alone), slugged as GitHub does. Links with a
 //! scheme (`https:`, `mailto:`, ...) are not checked.
 
+mod common;
+
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 
-/// The workspace root (this crate is `crates/bench`).
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("workspace root")
-}
-
-/// The Markdown files whose links are checked, relative to the root.
+/// The Markdown files whose links are checked, relative to the root:
+/// `README.md`, `docs/*.md`, `crates/*/README.md`, `reference/README.md`.
 fn files(root: &Path) -> Vec<PathBuf> {
-    let mut out = vec![PathBuf::from("README.md")];
-    let mut add_dir = |dir: &str, pick: &dyn Fn(&Path) -> Option<PathBuf>| {
-        let Ok(entries) = fs::read_dir(root.join(dir)) else {
-            return;
-        };
-        let mut found: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok())
-            .filter_map(|e| pick(&e.path()))
+    let listed = |dir: &str| -> Vec<PathBuf> {
+        let mut names: Vec<PathBuf> = fs::read_dir(root.join(dir))
+            .into_iter()
+            .flatten()
+            .filter_map(|e| Some(Path::new(dir).join(e.ok()?.file_name())))
             .collect();
-        found.sort();
-        out.extend(found);
+        names.sort();
+        names
     };
-    add_dir("docs", &|p| {
-        let name = p.file_name()?;
-        p.extension()
-            .is_some_and(|e| e == "md")
-            .then(|| Path::new("docs").join(name))
-    });
-    add_dir("crates", &|p| {
-        let name = p.file_name()?;
-        p.join("README.md")
-            .is_file()
-            .then(|| Path::new("crates").join(name).join("README.md"))
-    });
-    if root.join("reference/README.md").is_file() {
-        out.push(PathBuf::from("reference/README.md"));
-    }
+    let mut out = vec![PathBuf::from("README.md")];
+    out.extend(
+        listed("docs")
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "md")),
+    );
+    out.extend(listed("crates").into_iter().map(|c| c.join("README.md")));
+    out.push(PathBuf::from("reference/README.md"));
+    out.retain(|p| root.join(p).is_file());
     out
 }
 
@@ -111,39 +97,12 @@ fn targets(text: &str) -> Vec<String> {
 
 /// Whether a target names a scheme (`https:`, `mailto:`): not a relative link.
 fn has_scheme(target: &str) -> bool {
-    match target.find(':') {
-        Some(i) => {
-            let scheme = &target[..i];
-            !scheme.is_empty()
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-                && !target[..i].contains('/')
-        }
-        None => false,
-    }
-}
-
-/// `%20` and friends, as a browser would decode them in a path.
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(b);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    target.split_once(':').is_some_and(|(scheme, _)| {
+        !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    })
 }
 
 /// Lexically normalized `base/rel` (`..` and `.` removed), so that a link
@@ -169,20 +128,17 @@ fn broken_links(root: &Path, file: &Path, text: &str) -> Vec<String> {
     let dir = file.parent().unwrap_or(Path::new(""));
     let mut broken = Vec::new();
     for target in targets(text) {
-        if target.is_empty() || has_scheme(&target) || target.starts_with("//") {
+        if target.is_empty() || has_scheme(&target) {
             continue;
         }
         let (path, fragment) = match target.split_once('#') {
             Some((p, f)) => (p, Some(f)),
             None => (target.as_str(), None),
         };
-        let path = percent_decode(path.split('?').next().unwrap_or(""));
         let resolved = if path.is_empty() {
             Some(file.to_path_buf())
-        } else if let Some(abs) = path.strip_prefix('/') {
-            join_normalized(Path::new(""), abs)
         } else {
-            join_normalized(dir, &path)
+            join_normalized(dir, path)
         };
         let Some(resolved) = resolved else {
             broken.push(format!(
@@ -209,7 +165,7 @@ fn broken_links(root: &Path, file: &Path, text: &str) -> Vec<String> {
             } else {
                 fs::read_to_string(&full).unwrap_or_default()
             };
-            let fragment = percent_decode(fragment).to_lowercase();
+            let fragment = fragment.to_lowercase();
             if !anchors(&target_text).contains(&fragment) {
                 broken.push(format!(
                     "{}: `{target}` -> no heading with anchor #{fragment} in {}",
@@ -224,7 +180,7 @@ fn broken_links(root: &Path, file: &Path, text: &str) -> Vec<String> {
 
 #[test]
 fn every_relative_link_resolves() {
-    let root = root();
+    let root = common::workspace();
     let files = files(&root);
     assert!(
         files.iter().any(|f| f.starts_with("docs")),
@@ -246,7 +202,7 @@ fn every_relative_link_resolves() {
 
 #[test]
 fn the_checker_reports_what_is_broken() {
-    let root = root();
+    let root = common::workspace();
     let text = "# Top\n\n## Two words `code`\n\n[ok](docs/README.md) [dir](docs/) \
                 [web](https://example.com/x) [mail](mailto:a@b.c) [self](#two-words-code) \
                 [missing](docs/nope.md) [bad anchor](README.md#no-such-heading) \

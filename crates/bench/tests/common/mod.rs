@@ -1,10 +1,19 @@
-//! What the CLI tests share: running the `symmetry` binary, a fresh
-//! scratch directory per test, and reading output as text.
+//! What the tests share: the workspace root, running the `symmetry`
+//! binary, a fresh scratch directory per test, and reading output as text.
 
 #![allow(dead_code)] // each test file uses its own part
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// The workspace root (this crate is `crates/bench`).
+pub(crate) fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/bench is two levels below the workspace")
+        .to_path_buf()
+}
 
 /// Runs the `symmetry` binary with `args` in the current directory.
 pub(crate) fn symmetry(args: &[&str]) -> Output {
