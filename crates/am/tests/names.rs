@@ -136,12 +136,7 @@ fn a_planted_name_fails_the_job_naming_it() {
 
     // The same as a job of two processes: rank 0 waits for rank 1, which
     // exits with the error (the launcher then ends rank 0).
-    let rank0 = Kid::start_with(
-        &job.clone().with_rank(0),
-        0,
-        &["idle", "stamp"],
-        Stdio::null(),
-    );
+    let rank0 = Kid::start_with(&job, 0, &["idle", "stamp"], Stdio::null());
     let mut rank1 = Command::new(SELFTEST)
         .args(["idle", "stamp"])
         .env(job::ENV_JOB, &job.name)

@@ -857,21 +857,10 @@ mod tests {
     /// A thread package: one central lock held 2 units (1 of it bus) per
     /// cycle, 20 units of local work plus `bus` units of bus work outside.
     fn tm(p: u32, bus: f64) -> Hierarchical {
-        Hierarchical {
-            processors: p,
-            locks: vec![Lock {
-                name: "ready".into(),
-                copies: 1,
-                held_local: 1.0,
-                held_bus: 1.0,
-            }],
-            free_local: 20.0,
-            free_bus: bus,
-            bus_service: 0.1,
-            spinning: Spinning::Continuous { gap: 0.2 },
-            tolerance: Hierarchical::TOLERANCE,
-            max_iterations: Hierarchical::MAX_ITERATIONS,
-        }
+        Hierarchical::new(p, Spinning::Continuous { gap: 0.2 })
+            .with_lock(Lock::new("ready", 1.0, 1.0))
+            .with_free(20.0, bus)
+            .with_bus_service(0.1)
     }
 
     #[test]

@@ -135,25 +135,19 @@ pub fn thread_package(
     bus_load: f64,
 ) -> Result<Prediction, MvaError> {
     let held_local = QUEUE_OPS_PER_THREAD * c.queue_op;
-    Hierarchical {
-        processors: p,
-        locks: vec![Lock {
-            name: "ready queue".into(),
-            copies: match queue {
-                ReadyQueue::Central => 1,
-                ReadyQueue::PerProcessor => p,
-            },
-            held_local,
-            held_bus: QUEUE_OPS_PER_THREAD * TRANSFERS_PER_QUEUE_OP * c.transfer * moved(p),
-        }],
-        free_local: (overhead - held_local).max(0.0) + work * (1.0 - bus_load),
-        free_bus: work * bus_load,
-        bus_service: c.transfer,
-        spinning: Spinning::Continuous { gap: c.spin },
-        tolerance: Hierarchical::TOLERANCE,
-        max_iterations: Hierarchical::MAX_ITERATIONS,
-    }
-    .solve()
+    let held_bus = QUEUE_OPS_PER_THREAD * TRANSFERS_PER_QUEUE_OP * c.transfer * moved(p);
+    let copies = match queue {
+        ReadyQueue::Central => 1,
+        ReadyQueue::PerProcessor => p,
+    };
+    Hierarchical::new(p, Spinning::Continuous { gap: c.spin })
+        .with_lock(Lock::new("ready queue", held_local, held_bus).with_copies(copies))
+        .with_free(
+            (overhead - held_local).max(0.0) + work * (1.0 - bus_load),
+            work * bus_load,
+        )
+        .with_bus_service(c.transfer)
+        .solve()
 }
 
 /// A spin lock at `p` processors in the counter, one acquisition costing
@@ -164,22 +158,10 @@ pub fn spin_lock(lock: SpinLock, p: u32, c: &Costs, held: f64) -> Result<Predict
         SpinLock::TestAndTestAndSet => (moved(p), Spinning::PerRelease { per_release: 2.0 }),
         SpinLock::Queue => (if p > 1 { 2.0 } else { 0.0 }, Spinning::Local),
     };
-    Hierarchical {
-        processors: p,
-        locks: vec![Lock {
-            name: lock.name().into(),
-            copies: 1,
-            held_local: held,
-            held_bus: transfers * c.transfer,
-        }],
-        free_local: 0.0,
-        free_bus: 0.0,
-        bus_service: c.transfer,
-        spinning,
-        tolerance: Hierarchical::TOLERANCE,
-        max_iterations: Hierarchical::MAX_ITERATIONS,
-    }
-    .solve()
+    Hierarchical::new(p, spinning)
+        .with_lock(Lock::new(lock.name(), held, transfers * c.transfer))
+        .with_bus_service(c.transfer)
+        .solve()
 }
 
 #[cfg(test)]
