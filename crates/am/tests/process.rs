@@ -309,6 +309,48 @@ fn closed_receiver_is_an_error_at_the_sender() {
     symmetry_am::for_each_claim!(each);
 }
 
+/// Peers that close their endpoint and exit at once, per algorithm.
+const EXITS: usize = 40;
+
+/// A peer that closes its endpoint and exits is reported closed, never
+/// dead, however the looker's reads interleave with its exit: a process
+/// sets the closed flag before it exits, so a flag read after its death
+/// is final (a busy machine once made a looker read the flag, lose its
+/// CPU, and find the process gone).
+fn closing_peer<C: Claim>() {
+    for _ in 0..EXITS {
+        let job = own_job(2);
+        let mut kid = Kid::start(&job, 1, &["send", C::NAME, "0", "1", "--go"]);
+        // Its one request stays in the queue: nothing here polls.
+        let ep = Endpoint::<C>::join(&job, &CFG, ()).expect("join");
+        kid.expect("joined");
+        kid.say("go");
+        let mut stall = Stall::new();
+        let err = loop {
+            if let Err(e) = ep.check_peers() {
+                break e;
+            }
+            assert!(!stall.stuck(0), "{}: rank 1 never closed", C::NAME);
+        };
+        assert!(
+            matches!(err, AmError::PeerClosed { rank: 1 }),
+            "{}: a peer that closed and exited was reported as {err:?}",
+            C::NAME
+        );
+        assert!(kid.wait().success(), "{}: the sender failed", C::NAME);
+        drop(ep);
+        job::cleanup_job(&job.name);
+    }
+}
+
+#[test]
+fn closing_peer_is_never_taken_for_dead() {
+    macro_rules! each {
+        ($($name:literal => $ty:ty;)*) => {$( closing_peer::<$ty>(); )*};
+    }
+    symmetry_am::for_each_claim!(each);
+}
+
 // ---------------------------------------------------------------------------
 // d. a crash under the launcher
 

@@ -89,11 +89,16 @@ impl<C: Claim, S> Core<C, S> {
             return Some(g);
         }
         let seg = self.segment(rank);
+        // Death is looked at before the closed flag: a peer that closes
+        // sets the flag before it exits, so a flag read after its death
+        // is final. Read the other way round, a peer that closes and exits
+        // between the two reads would be taken for one that died.
+        let pid = seg.owner_pid();
+        let dead = pid != self.pid && !pid_alive(pid);
         if seg.is_closed() {
             return Some(Gone::Closed);
         }
-        let pid = seg.owner_pid();
-        (pid != self.pid && !pid_alive(pid)).then_some(Gone::Dead(pid))
+        dead.then_some(Gone::Dead(pid))
     }
 
     fn check_all_peers(&mut self) -> Result<(), AmError> {
