@@ -172,26 +172,33 @@ fn near_tas_np(d: &Data<'_>) -> Finding {
 }
 
 fn beats_queued(d: &Data<'_>) -> Finding {
+    // Every lock the rule names, with its time and its ratio over `tas-np`
+    // of the same rounds; a lock without either leaves the rule unjudged,
+    // so that it never holds on fewer locks than it names.
     let mut evidence = Vec::new();
+    let mut ratios = Vec::new();
     for lock in ["smart-q", "handshake", "mcs", "mcs-np"] {
-        let Some(e) = at(d, lock, 2.0) else {
-            return Finding::missing(&format!("`{lock}` at level 2.0"));
+        let (Some(e), Some(r)) = (at(d, lock, 2.0), vs_tas_np(d, lock, 2.0)) else {
+            return Finding::missing(&format!(
+                "`{lock}` at level 2.0 with its ratio over `tas-np` paired by round"
+            ));
         };
-        evidence.push(format!("`{lock}` {}", est(e, 1, "us")));
+        evidence.push(format!(
+            "`{lock}` {} ({}x `tas-np`)",
+            est(e, 1, "us"),
+            r.show(2)
+        ));
+        ratios.push(r);
     }
-    let mut outcomes = Vec::new();
-    for safe in ["smart-q", "handshake"] {
-        for queued in ["mcs", "mcs-np"] {
-            // Both over `tas-np` of their own rounds, so a drift between
-            // rounds cancels.
-            if let (Some(s), Some(q)) = (vs_tas_np(d, safe, 2.0), vs_tas_np(d, queued, 2.0)) {
-                outcomes.push(rule::less(s, q));
-            }
-        }
-    }
+    // Both sides over `tas-np` of their own rounds, so a drift between
+    // rounds cancels.
+    let (safe, queued) = ratios.split_at(2);
+    let outcomes = safe
+        .iter()
+        .flat_map(|s| queued.iter().map(|q| rule::less(*s, *q)));
     Finding::new(
         Outcome::all(outcomes),
-        format!("at 2.0: {}", evidence.join(", ")),
+        format!("at 2.0: {} (ratios paired by round)", evidence.join(", ")),
     )
 }
 
@@ -324,6 +331,30 @@ mod tests {
         let one = testing::machine(1, true);
         testing::assert_verdict(&EXPERIMENT, &rows(&one, paper), &one, NotMeasurable);
         testing::assert_nothing_judged(&EXPERIMENT, &[], &small_vm());
+    }
+
+    #[test]
+    fn a_lock_without_its_paired_ratio_leaves_the_rule_unjudged() {
+        let m = small_vm();
+        let all = rows(&m, paper);
+        let i = (CLAIMS.iter())
+            .position(|c| c.key == "preemption-safe-beats-queued")
+            .unwrap();
+        testing::assert_outcome(&testing::findings(&EXPERIMENT, &all, &m), i, Outcome::Holds);
+        // `handshake` and `mcs-np` still have their times but no ratio over
+        // `tas-np`: the rule is not judged on the two pairs left.
+        for lock in ["handshake", "mcs-np"] {
+            let some: Vec<Row> = (all.iter())
+                .filter(|r| !(r.series == lock && r.metric == VS_TAS_NP))
+                .cloned()
+                .collect();
+            let f = &testing::findings(&EXPERIMENT, &some, &m)[i];
+            assert!(matches!(f.outcome, Outcome::NotMeasurable(_)), "{f:?}");
+            testing::assert_says(
+                &f.evidence,
+                &format!("`{lock}` at level 2.0 with its ratio"),
+            );
+        }
     }
 
     #[test]
