@@ -156,22 +156,35 @@ fn sizes(d: &Data<'_>, m: &Machine) -> Vec<String> {
 }
 
 /// The relative speeds of `lock` at P = all cores of `m`, one per
-/// critical-section size that has one, in the order of [`sizes`].
-fn curve(d: &Data<'_>, m: &Machine, lock: &str) -> Vec<Estimate> {
+/// critical-section size of [`sizes`], in that order; `None` if it lacks
+/// any of them, so that a rule read "from the smallest to the largest"
+/// never starts or ends at another size for one lock than for the rest.
+fn curve(d: &Data<'_>, m: &Machine, lock: &str) -> Option<Vec<Estimate>> {
     let sel = Sel::metric("relative_speed")
         .threads(m.cores() as u32)
         .series(lock);
     sizes(d, m)
         .iter()
-        .filter_map(|c| d.estimate(sel.params(&[("cs_ns", c.as_str())])))
+        .map(|c| d.estimate(sel.params(&[("cs_ns", c.as_str())])))
         .collect()
 }
 
 /// What the relative speed of `lock` at P = all cores of `m` gains from
-/// the first critical-section size of its [`curve`] to the last.
+/// the smallest critical-section size to the largest.
 fn gain(d: &Data<'_>, m: &Machine, lock: &str) -> Option<Estimate> {
-    let c = curve(d, m, lock);
+    let c = curve(d, m, lock).filter(|c| c.len() >= 2)?;
     Some(c.last()?.minus(*c.first()?))
+}
+
+/// "from S ns to L ns": the smallest and largest critical-section sizes
+/// at P = all cores of `m` (the range the rules read: all of a quick run's
+/// or a full run's sizes).
+fn range(d: &Data<'_>, m: &Machine) -> String {
+    let s = sizes(d, m);
+    match (s.first(), s.last()) {
+        (Some(a), Some(b)) => format!("from {a} ns to {b} ns"),
+        _ => "no sizes".into(),
+    }
 }
 
 /// Whether the points at P = all cores of `m` are oversubscribed (data
@@ -187,19 +200,18 @@ fn oversubscribed(d: &Data<'_>, m: &Machine) -> bool {
 /// from the smallest to the largest critical section.
 fn ttas_recovers(d: &Data<'_>, m: &Machine) -> Finding {
     let p = m.cores() as u32;
-    let ttas = curve(d, m, "ttas");
-    if sizes(d, m).len() < 2 || ttas.len() < 2 || oversubscribed(d, m) {
-        Finding::missing(&format!(
-            "`ttas` at {p} threads over two or more critical-section sizes"
-        ))
-    } else {
-        Finding::new(
+    match curve(d, m, "ttas") {
+        Some(ttas) if ttas.len() >= 2 && !oversubscribed(d, m) => Finding::new(
             rule::increasing(&ttas),
             format!(
-                "`ttas` relative speed {}",
+                "`ttas` relative speed {}: {}",
+                range(d, m),
                 join(ttas.iter().map(|e| e.show(2)), " -> ")
             ),
-        )
+        ),
+        _ => Finding::missing(&format!(
+            "`ttas` at {p} threads at each of two or more critical-section sizes"
+        )),
     }
 }
 
@@ -211,9 +223,16 @@ fn ttas_over_tas(d: &Data<'_>, m: &Machine) -> Finding {
     match (gain(d, m, "ttas"), gain(d, m, "tas")) {
         (Some(gr), Some(gt)) if !oversubscribed(d, m) => Finding::new(
             rule::greater(gr, gt),
-            format!("gain of `ttas` {}, of `tas` {}", gr.show(2), gt.show(2)),
+            format!(
+                "{}: gain of `ttas` {}, of `tas` {}",
+                range(d, m),
+                gr.show(2),
+                gt.show(2)
+            ),
         ),
-        _ => Finding::missing(&format!("`tas` and `ttas` at {p} threads")),
+        _ => Finding::missing(&format!(
+            "`tas` and `ttas` at {p} threads at each critical-section size"
+        )),
     }
 }
 
@@ -300,6 +319,23 @@ mod tests {
         // Data from a small machine judged for a big one: no points at P = 64.
         let small = rows(&small_vm(), PAPER);
         assert_verdict(&EXPERIMENT, &small, &big_metal(), NotMeasurable);
+    }
+
+    #[test]
+    fn the_rules_read_every_size_for_every_lock() {
+        let m = small_vm();
+        let all = rows(&m, PAPER);
+        let f = testing::findings(&EXPERIMENT, &all, &m);
+        for i in 0..2 {
+            testing::assert_outcome(&f, i, Outcome::Holds);
+            testing::assert_says(&f[i].evidence, "from 0 ns to 4000 ns");
+        }
+        // `ttas` without its smallest size: neither rule is judged from
+        // its next size up, where the other lock starts at 0 ns.
+        let some: Vec<Row> = (all.into_iter())
+            .filter(|r| !(r.series == "ttas" && r.get_param("cs_ns") == Some("0")))
+            .collect();
+        testing::assert_nothing_judged(&EXPERIMENT, &some, &m);
     }
 
     #[test]
