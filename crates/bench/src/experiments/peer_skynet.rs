@@ -170,7 +170,11 @@ fn no_run() -> Finding {
 }
 
 /// The estimate of `metric` for `series` in `order` at `p` processors,
-/// `leaves` leaves.
+/// `leaves` leaves: [`Data::estimate`], not [`Data::at`], as `completes`
+/// reads every P run, oversubscribed or not, and `within-tokio` only
+/// P = 1 and all cores, which are never oversubscribed where they ran; its
+/// `ms` is the median of at most three repeats, too few for the row's own
+/// interval ([`OWN_MIN`]), so it is widened by the pooled noise.
 fn point(
     d: &Data<'_>,
     leaves: &str,
