@@ -10,9 +10,13 @@
 //!   the ones it uses.
 //!
 //! An import is a `use` of `crate::` / `super::` / `self::` paths, or such
-//! a path in code, outside comments and the file's test module. For file
-//! cycles, `pub use` lines do not count: a module that re-exports its
-//! children's items is their façade, not their user.
+//! a path in code, outside comments, string and character literals and the
+//! file's `#[cfg(test)]` modules: test code may reach up for fixtures (a
+//! kernel's test may run every lock of the registry), as it is built only
+//! into the test binary, but every other line of the file is checked,
+//! wherever the test module sits. For file cycles, `pub use` lines do not
+//! count: a module that re-exports its children's items is their façade,
+//! not their user.
 
 mod common;
 
@@ -76,7 +80,7 @@ fn sources(src: &Path) -> Vec<Source> {
             let text = std::fs::read_to_string(&path).unwrap();
             out.push(Source {
                 module,
-                code: without_tests(&without_comments(&text)),
+                code: code_only(&without_tests(&text)),
                 path,
             });
         }
@@ -85,26 +89,156 @@ fn sources(src: &Path) -> Vec<Source> {
     out
 }
 
-/// `text` without `//` comments (doc comments included).
-fn without_comments(text: &str) -> String {
-    text.lines()
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n")
+/// `text` with comments (doc comments included) and the contents of
+/// string and character literals blanked to spaces, newlines kept: every
+/// byte keeps its offset, and braces, attributes and paths are found only
+/// in code. A lifetime (`'a`) is code; a character literal (`'}'`) is not.
+fn code_only(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = b.to_vec();
+    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for c in &mut out[from..to] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &b[i..];
+        let end = if rest.starts_with(b"//") {
+            rest.iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |e| i + e)
+        } else if rest.starts_with(b"/*") {
+            // Block comments nest.
+            let (mut depth, mut j) = (0usize, i);
+            while j < b.len() {
+                if b[j..].starts_with(b"/*") {
+                    depth += 1;
+                    j += 2;
+                } else if b[j..].starts_with(b"*/") {
+                    depth -= 1;
+                    j += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    j += 1;
+                }
+            }
+            j
+        } else if b[i] == b'r'
+            && (i == 0 || !ident(b[i - 1]) || b[i - 1] == b'b' && (i < 2 || !ident(b[i - 2])))
+            && rest[1..]
+                .iter()
+                .position(|&c| c != b'#')
+                .is_some_and(|h| rest[1 + h] == b'"')
+        {
+            // A raw string: `r"…"`, `r#"…"#`, `br"…"`; ends at `"` and
+            // as many `#`.
+            let hashes = rest[1..].iter().take_while(|&&c| c == b'#').count();
+            let close: Vec<u8> = std::iter::once(b'"')
+                .chain(std::iter::repeat_n(b'#', hashes))
+                .collect();
+            let body = i + 2 + hashes;
+            b[body..]
+                .windows(close.len())
+                .position(|w| w == close.as_slice())
+                .map_or(b.len(), |e| body + e + close.len())
+        } else if b[i] == b'"' {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            (j + 1).min(b.len())
+        } else if b[i] == b'\'' {
+            // A character literal: an escape, or one character and the
+            // closing quote; anything else is a lifetime or a label.
+            let ch = text[i + 1..].chars().next().map_or(0, char::len_utf8);
+            if rest.get(1) == Some(&b'\\') {
+                let close = rest[3..].iter().position(|&c| c == b'\'');
+                close.map_or(i + 1, |e| i + 3 + e + 1)
+            } else if ch > 0 && rest.get(1 + ch) == Some(&b'\'') {
+                i + 2 + ch
+            } else {
+                i + 1
+            }
+        } else {
+            i + 1
+        };
+        if end > i + 1 || b[i] == b'"' {
+            blank(&mut out, i, end);
+        }
+        i = end.max(i + 1);
+    }
+    String::from_utf8(out).expect("whole characters are blanked")
 }
 
-/// `code` up to its test module (by convention the end of a file).
-fn without_tests(code: &str) -> String {
-    let cut = code
-        .match_indices("#[cfg(test)]")
-        .map(|(i, _)| i)
-        .find(|&i| {
-            code[i..]
-                .trim_start_matches("#[cfg(test)]")
-                .trim_start()
-                .starts_with("mod ")
-        });
-    code[..cut.unwrap_or(code.len())].to_string()
+/// `text` without its `#[cfg(test)]` modules (`mod tests { … }` or
+/// `mod tests;`, after any further attributes and a visibility), wherever
+/// they sit in the file: the code before and after them is kept.
+fn without_tests(text: &str) -> String {
+    let code = code_only(text);
+    let b = code.as_bytes();
+    let skip_ws = |mut j: usize| {
+        while j < b.len() && b[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        j
+    };
+    // The end of the bracketed group that opens at `j` (`open`), if any.
+    let group = |j: usize, open: u8, close: u8| {
+        let mut depth = 0usize;
+        for (k, &c) in b.iter().enumerate().skip(j) {
+            if c == open {
+                depth += 1;
+            } else if c == close {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k + 1);
+                }
+            }
+        }
+        None
+    };
+    let mut cuts = Vec::new();
+    for (i, _) in code.match_indices("#[cfg(test)]") {
+        if cuts.last().is_some_and(|&(_, e)| i < e) {
+            continue; // inside a test module already cut
+        }
+        let mut j = skip_ws(i + "#[cfg(test)]".len());
+        while b[j..].starts_with(b"#[") {
+            j = skip_ws(group(j + 1, b'[', b']').unwrap_or(b.len()));
+        }
+        if b[j..].starts_with(b"pub") {
+            j = skip_ws(j + 3);
+            if b[j..].starts_with(b"(") {
+                j = skip_ws(group(j, b'(', b')').unwrap_or(b.len()));
+            }
+        }
+        if !(b[j..].starts_with(b"mod") && b.get(j + 3).is_some_and(u8::is_ascii_whitespace)) {
+            continue; // a test-only item that is no module
+        }
+        let Some(k) = b[j..].iter().position(|&c| c == b'{' || c == b';') else {
+            continue;
+        };
+        let end = if b[j + k] == b';' {
+            j + k + 1
+        } else {
+            group(j + k, b'{', b'}').unwrap_or(b.len())
+        };
+        cuts.push((i, end));
+    }
+    let mut out = String::new();
+    let mut at = 0;
+    for (from, to) in cuts {
+        out.push_str(&text[at..from]);
+        at = to;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// Expands a `use` tree (`a::{b, c::{d, e}}`) into its paths.
@@ -403,13 +537,45 @@ fn the_checks_see_what_they_look_for() {
     assert_eq!(resolve(&m("a/b"), "super::c"), Some(m("a/c")));
     assert_eq!(resolve(&m("a/b"), "crate::x::y"), Some(m("x/y")));
     assert_eq!(resolve(&m("a/b"), "std::fmt"), None);
-    let s = Source {
-        module: m("kernels/x"),
-        path: PathBuf::from("kernels/x.rs"),
-        code: without_tests(&without_comments(
-            "use crate::harness::Ctx; // crate::cli\nfn f() { crate::output::g(); }\n#[cfg(test)]\nmod tests { use crate::cli::x; }",
-        )),
-    };
-    let got: Vec<String> = imports(&s).iter().map(|i| i.path.join("/")).collect();
+    let got = imports_of(
+        "kernels/x",
+        "use crate::harness::Ctx; // crate::cli\nfn f() { crate::output::g(); }\n#[cfg(test)]\nmod tests { use crate::cli::x; }",
+    );
     assert_eq!(got, ["harness/Ctx", "output/g"]);
+}
+
+/// The crate paths that the file of module `module` with source `text`
+/// imports, as the checks read it.
+fn imports_of(module: &str, text: &str) -> Vec<String> {
+    let s = Source {
+        module: module.split('/').map(String::from).collect(),
+        path: PathBuf::from(format!("{module}.rs")),
+        code: code_only(&without_tests(text)),
+    };
+    imports(&s).iter().map(|i| i.path.join("/")).collect()
+}
+
+#[test]
+fn code_after_a_test_module_is_checked() {
+    // The test module in the middle of the file, its braces unbalanced in
+    // a string and a character literal, a lifetime beside them: what
+    // follows it is code of the file and its imports count.
+    let text = "use crate::output::Row;\n\
+        #[cfg(test)]\n#[allow(unused)]\nmod tests {\n    use crate::cli::x;\n    \
+        fn f<'a>(s: &'a str) -> char { let _ = \"}}\"; '}' }\n}\n\
+        use crate::registry::locks;\nfn g() { crate::experiments::h(); }\n";
+    assert_eq!(
+        imports_of("kernels/x", text),
+        ["output/Row", "registry/locks", "experiments/h"]
+    );
+    // A test module declared in a file of its own (`mod tests;`) and one
+    // with a visibility are cut as well, and nothing after them.
+    let text = "#[cfg(test)]\nmod tests;\nuse crate::cli::a;\n\
+        #[cfg(test)]\npub(crate) mod fixtures { use crate::cli::b; }\nuse crate::cli::c;\n";
+    assert_eq!(imports_of("kernels/x", text), ["cli/a", "cli/c"]);
+    // A test-only item that is no module is code; comments, strings and
+    // raw strings are not, nor a `#[cfg(test)]` inside them.
+    let text = "#[cfg(test)]\nuse crate::cli::a;\n/* crate::cli::b /* nested */ crate::cli::c */\n\
+        const S: &str = r#\"crate::cli::d \" #[cfg(test)] mod t {\"#;\nuse crate::cli::e;\n";
+    assert_eq!(imports_of("kernels/x", text), ["cli/a", "cli/e"]);
 }
