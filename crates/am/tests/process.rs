@@ -351,6 +351,75 @@ fn closing_peer_is_never_taken_for_dead() {
     symmetry_am::for_each_claim!(each);
 }
 
+/// How long the slow sender of `closed_peers_last_message` stays
+/// descheduled after the closing peer has exited: longer than a sleeping
+/// receiver's longest sleep (100 ms) and its checks' period (20 ms), so
+/// that the receiver looks at the closed peer while its message is stuck.
+const DESCHEDULED: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Counts the requests of each source rank.
+fn by_source<C: Claim>(t: &mut Token<'_, C, [u64; 3]>, m: &Msg<'_>) -> Result<(), AmError> {
+    let src = m.src as usize;
+    t.state()[src] += 1;
+    Ok(())
+}
+
+/// A peer that sends its last message and closes is reported closed only
+/// after that message is delivered, even when the message waits in the
+/// queue behind a live sender that lost its CPU between its claim and
+/// its READY store: the wait that needs the message completes instead
+/// of failing with `PeerClosed` (a `barrier` in `finish` on a busy
+/// machine once failed so, after its peer had completed it and left).
+fn closed_peers_last_message<C: Claim>() {
+    let job = own_job(3);
+    let mut slow = Kid::start(&job, 1, &["slow-send", C::NAME, "0"]);
+    let mut last = Kid::start(&job, 2, &["send", C::NAME, "0", "1", "--go"]);
+    let mut ep = Endpoint::<C, [u64; 3]>::join(&job, &CFG, [0; 3]).expect("join");
+    ep.register(0, by_source::<C>).expect("register");
+    slow.expect("joined");
+    last.expect("joined");
+    // Rank 1 holds the position at the head of our request queue.
+    slow.expect("claimed");
+    // Rank 2 sends behind it, closes and exits.
+    last.say("go");
+    last.expect("done");
+    let later = std::thread::spawn(move || {
+        let ok = last.wait().success();
+        std::thread::sleep(DESCHEDULED);
+        slow.say("go");
+        slow.expect("done");
+        (ok, slow.wait().success())
+    });
+    let got = ep.poll_until(|s| s[2] == 1);
+    let (last_ok, slow_ok) = later.join().expect("the releasing thread");
+    assert!(
+        got.is_ok(),
+        "{}: rank 2's message, queued behind a live sender, was given up for {got:?}",
+        C::NAME
+    );
+    assert!(last_ok && slow_ok, "{}: a sender failed", C::NAME);
+    // Rank 1's message comes too; each closed peer is reported once.
+    let mut stall = Stall::new();
+    while ep.state()[1] == 0 {
+        match ep.poll_until(|s| s[1] == 1) {
+            Ok(()) | Err(AmError::PeerClosed { .. }) => {}
+            Err(e) => panic!("{}: {e:?}", C::NAME),
+        }
+        assert!(!stall.stuck(0), "{}: rank 1's message never came", C::NAME);
+    }
+    assert_eq!(*ep.state(), [0, 1, 1], "{}", C::NAME);
+    drop(ep);
+    job::cleanup_job(&job.name);
+}
+
+#[test]
+fn closed_peers_last_message_is_delivered_before_its_close() {
+    macro_rules! each {
+        ($($name:literal => $ty:ty;)*) => {$( closed_peers_last_message::<$ty>(); )*};
+    }
+    symmetry_am::for_each_claim!(each);
+}
+
 // ---------------------------------------------------------------------------
 // d. a crash under the launcher
 

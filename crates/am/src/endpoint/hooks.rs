@@ -42,3 +42,43 @@ impl<C: Claim, S> Endpoint<C, S> {
         Ok(C::debug_hold_lock(q, me))
     }
 }
+
+impl<C: Claim, S> Endpoint<C, S> {
+    /// Test hook: a short request to `dest` whose sender is descheduled
+    /// between its claim and its READY store (as a busy machine can do to
+    /// any sender, for as long as it likes): claims the packet, runs
+    /// `between` (the caller's stand-in for the lost CPU), then publishes
+    /// and rings as [`Endpoint::request`] does.
+    #[doc(hidden)]
+    pub fn debug_slow_request(
+        &mut self,
+        dest: u32,
+        handler: u16,
+        args: &[u64],
+        between: impl FnOnce(),
+    ) -> Result<(), AmError> {
+        self.core.check_user(handler, args, None)?;
+        self.core.check_peer(dest)?;
+        let (Some(q), Some(bell)) = (
+            self.core.queue(dest, REQUESTS)?,
+            self.core.routes[dest as usize].bell,
+        ) else {
+            return Ok(());
+        };
+        let me = Holder {
+            pid: self.core.pid,
+            rank: self.core.rank,
+        };
+        let mut hint = self.core.routes[dest as usize].hints[REQUESTS];
+        let (core, state) = (&mut self.core, &mut self.state);
+        let mut waits = 0u32;
+        let mut wait = || Core::wait_full(core, state, dest, Scope::Both, &mut waits);
+        let c = C::claim(q, me, &mut hint, false, &mut wait)?;
+        between();
+        q.publish(&c, handler, self.core.rank, args, None);
+        crate::bell::ring(bell, || C::announce(q, me));
+        self.core.routes[dest as usize].hints[REQUESTS] = hint;
+        self.core.stats.sent += 1;
+        Ok(())
+    }
+}

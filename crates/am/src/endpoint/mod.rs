@@ -32,7 +32,9 @@
 //! keeps delivering what live peers send. [`Endpoint::poll_until`] returns
 //! [`AmError::PeerDead`] or [`AmError::PeerClosed`] once for each peer it
 //! finds gone (after one more poll, in case the peer's last message
-//! finishes the wait); call it again to go on serving the others, and
+//! finishes the wait, and only once every message the peer published to
+//! it is delivered, even one queued behind a slow sender's claim); call
+//! it again to go on serving the others, and
 //! [`Endpoint::failed_peers`] lists who is gone. A request to a peer known
 //! to be gone, or that has closed, fails at once with the same error; a
 //! death is noticed by the periodic checks of `poll_until`, or by a

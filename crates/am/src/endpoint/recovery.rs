@@ -8,7 +8,7 @@
 //! and never shown is skipped, a bulk block claimed and never sent is
 //! freed; a live sender, however slow, is waited for.
 
-use super::{Core, Endpoint, Gone, Need, Route, Stall, bump};
+use super::{Core, Endpoint, Gone, Need, REPLIES, REQUESTS, Route, Stall, bump};
 use crate::claim::Claim;
 use crate::error::AmError;
 use crate::layout::{CLAIMED, FREE, Queue, READY_BULK, lap_of, pid_of, state_of, word};
@@ -101,29 +101,77 @@ impl<C: Claim, S> Core<C, S> {
         dead.then_some(Gone::Dead(pid))
     }
 
-    fn check_all_peers(&mut self) -> Result<(), AmError> {
-        (0..self.size).try_for_each(|r| self.check_peer(r))
+    /// `rank`'s failure, if it is gone and nothing it sent us waits in
+    /// our queues (see [`Core::undelivered_from`]).
+    fn failed(&mut self, rank: u32) -> Option<AmError> {
+        let e = self.check_peer(rank).err()?;
+        (!self.undelivered_from(rank)).then_some(e)
     }
 
     /// The first failed peer that `need` says ends a wait (checking the
-    /// peers it names first), marking it reported.
+    /// peers it names first), marking it reported. A peer is reported
+    /// only once every message it published to us has been delivered:
+    /// its failure comes after its messages, as it happened after them.
     pub(super) fn failed_for(&mut self, need: Need) -> Option<AmError> {
         match need {
-            Need::Rank(r) => self.check_peer(r).err(),
-            Need::Everyone => self.check_all_peers().err(),
+            Need::Rank(r) => self.failed(r),
+            Need::Everyone => (0..self.size).find_map(|r| self.failed(r)),
             Need::Report => {
                 for r in 0..self.size {
                     let _ = self.check_peer(r);
                 }
-                let r = self
-                    .routes
-                    .iter()
-                    .position(|r| matches!(r.gone, Some((_, false))))?;
+                let r = (0..self.size).find(|&r| {
+                    matches!(self.routes[r as usize].gone, Some((_, false)))
+                        && !self.undelivered_from(r)
+                })? as usize;
                 let g = self.routes[r].gone.as_mut()?;
                 g.1 = true;
                 Some(g.0.error(r as u32))
             }
         }
+    }
+
+    /// Whether one of our queues holds a message of `rank` that is
+    /// published (READY) and not yet delivered: one that waits behind a
+    /// position the head has not passed (a live sender's claim, however
+    /// long its process is descheduled). A peer that closes, or dies,
+    /// right after its last send is found gone by a wait whose one more
+    /// poll cannot deliver that message yet; reporting the peer then
+    /// would fail a wait (a barrier the peer completed) that the message
+    /// finishes as soon as the head moves.
+    ///
+    /// Every message of a closed peer is READY by now: a peer publishes
+    /// each message before its send returns, and closes after, with a
+    /// Release store of its closed flag that our look at the flag
+    /// acquired, so the scan's loads below see every READY store it
+    /// made. (A dead peer's messages are READY or never will be; one it
+    /// left CLAIMED is the recovery's.)
+    #[cold]
+    #[inline(never)]
+    fn undelivered_from(&self, rank: u32) -> bool {
+        let from = |q: &Queue<'_, C::Tail>, head: u64| {
+            (head..head + q.packets.len() as u64).any(|pos| {
+                let p = &q.packets[q.slot_of(pos)];
+                // Acquire: as in `poll_queue`, for the body read below.
+                let w = p.state.load(Ordering::Acquire);
+                q.ready(w, pos, C::RECEIVER_FREES).is_some()
+                    // SAFETY: a message not yet delivered is not written
+                    // until the head passes it, which only we move.
+                    && unsafe { p.body.read() }.src == rank
+            })
+        };
+        [REQUESTS, REPLIES].into_iter().any(|which| {
+            if C::PER_SENDER {
+                // Its messages are in its own lane only.
+                let (lanes, heads) = (&self.lanes[which], &self.lane_heads[which]);
+                lanes
+                    .get(rank as usize)
+                    .zip(heads.get(rank as usize))
+                    .is_some_and(|(lane, &head)| from(lane, head))
+            } else {
+                from(self.own_queue(which), self.head[which])
+            }
+        })
     }
 
     /// No lane of own queue `which` (an algorithm with lanes) held a

@@ -46,7 +46,9 @@ impl<C: Claim, S> Core<C, S> {
     /// the heads of its own queues (dead senders' claims, stranded
     /// positions) and checks the peers that `need` names. A failed check
     /// is reported only if one more poll does not finish the wait (a peer
-    /// may send its last message and close right away).
+    /// may send its last message and close right away), and not while a
+    /// message of the failed peer waits undelivered in our queues
+    /// (`Core::failed_for`).
     pub(super) fn poll_until<P: SpinPolicy>(
         core: &mut Self,
         state: &mut S,

@@ -24,6 +24,7 @@ const USAGE: &str = "usage: am-selftest MODE ...
   hold-lock ALG DEST
   idle ALG
   send ALG DEST K [--bulk] [--go]
+  slow-send ALG DEST
   abort-after-join ALG [RANK]
   from-env
 (run as a rank of a job: SYMMETRY_AM_JOB, SYMMETRY_AM_RANK, SYMMETRY_AM_SIZE)";
@@ -70,10 +71,16 @@ fn run(args: &[String]) -> Result<(), Fail> {
     }
     if !matches!(
         mode.as_str(),
-        "exchange" | "hold-claim" | "hold-lock" | "idle" | "send" | "abort-after-join"
+        "exchange"
+            | "hold-claim"
+            | "hold-lock"
+            | "idle"
+            | "send"
+            | "slow-send"
+            | "abort-after-join"
     ) {
         return Err(Fail::Usage(format!(
-            "unknown mode {mode:?} (accepted: exchange, hold-claim, hold-lock, idle, send, abort-after-join, from-env)"
+            "unknown mode {mode:?} (accepted: exchange, hold-claim, hold-lock, idle, send, slow-send, abort-after-join, from-env)"
         )));
     }
     let Some(alg) = args.get(1) else {
@@ -225,6 +232,29 @@ fn run_mode<C: Claim>(mode: &str, rest: &[String]) -> Result<(), Fail> {
                 } else {
                     ep.request(dest, 0, &[seq])?;
                 }
+            }
+            say("done");
+            Ok(())
+        }
+        "slow-send" => {
+            // One request to DEST whose sender stalls between its claim
+            // and its READY store until told to go on: a live sender that
+            // a busy machine descheduled at the worst moment.
+            let o = opts(mode, rest, 1..=1)?;
+            let job = job()?;
+            let dest = rank_arg("DEST", &o.pos[0], &job)?;
+            let mut ep = Endpoint::<C>::join(&job, &CONFIG, ())?;
+            say("joined");
+            let mut failed = None;
+            ep.debug_slow_request(dest, 0, &[0], || {
+                say("claimed");
+                let mut line = String::new();
+                if let Err(e) = std::io::stdin().lock().read_line(&mut line) {
+                    failed = Some(format!("reading the go line: {e}"));
+                }
+            })?;
+            if let Some(e) = failed {
+                return Err(Fail::Check(e));
             }
             say("done");
             Ok(())

@@ -11,6 +11,7 @@
 //! | `hold-lock ALG DEST` | takes the claim lock of DEST's request queue and never releases it; prints `held`, then sleeps forever (the test kills it) |
 //! | `idle ALG` | joins, prints `joined`, sleeps forever without polling |
 //! | `send ALG DEST K [--bulk] [--go]` | joins, prints `joined`, (with `--go`, waits for a line on stdin,) sends K requests `[seq]` to handler 0 of DEST, prints `done`, exits |
+//! | `slow-send ALG DEST` | joins, prints `joined`, claims a request packet at DEST, prints `claimed` and waits for a line on stdin before it fills and publishes it (a sender descheduled between its claim and its READY store), prints `done`, exits |
 //! | `abort-after-join ALG [RANK]` | every rank joins; rank RANK (default 1) then aborts, the others sleep forever |
 //! | `from-env` | prints what `Job::from_env` makes of the environment (`none`, `job NAME RANK SIZE`, or `error: ...`) |
 //!
