@@ -420,6 +420,46 @@ fn closed_peers_last_message_is_delivered_before_its_close() {
     symmetry_am::for_each_claim!(each);
 }
 
+/// A bulk block whose sender published its message and then exited is
+/// never freed by the sweep of dead senders' blocks, however the sweep's
+/// looks interleave with the exit: its message names it, and the sweep
+/// that found the sender alive must not find it dead later and free the
+/// block under an undelivered message. A killed rank 1 leaves a block
+/// the sweep frees, so that it runs; rank 2 publishes its bulk message
+/// and exits in the middle of it.
+fn sender_exiting_during_a_bulk_sweep<C: Claim>() {
+    let job = own_job(3);
+    let mut dead = Kid::start(&job, 1, &["hold-claim", C::NAME, "0", "--bulk"]);
+    let mut late = Kid::start(&job, 2, &["send", C::NAME, "0", "1", "--bulk", "--go"]);
+    let mut ep = Endpoint::<C>::join(&job, &CFG, ()).expect("join");
+    dead.expect("claimed");
+    late.expect("joined");
+    dead.kill();
+    let mut late_ok = false;
+    let freed = ep.debug_sweep_bulk(|| {
+        late.say("go");
+        late.expect("done");
+        late_ok = late.wait().success();
+    });
+    assert!(late_ok, "{}: rank 2 failed", C::NAME);
+    assert_eq!(
+        freed,
+        1,
+        "{}: the sweep freed the block of a message still in the queue",
+        C::NAME
+    );
+    drop(ep);
+    job::cleanup_job(&job.name);
+}
+
+#[test]
+fn a_published_bulk_block_is_never_swept() {
+    macro_rules! each {
+        ($($name:literal => $ty:ty;)*) => {$( sender_exiting_during_a_bulk_sweep::<$ty>(); )*};
+    }
+    symmetry_am::for_each_claim!(each);
+}
+
 // ---------------------------------------------------------------------------
 // d. a crash under the launcher
 

@@ -82,3 +82,17 @@ impl<C: Claim, S> Endpoint<C, S> {
         Ok(())
     }
 }
+
+impl<C: Claim, S> Endpoint<C, S> {
+    /// Test hook: frees the bulk blocks of own request queue that dead
+    /// senders claimed and no message names, as the receiver's repair
+    /// does, running `between` in the middle of the sweep (as a receiver
+    /// that loses its CPU there); how many it freed.
+    #[doc(hidden)]
+    pub fn debug_sweep_bulk(&mut self, between: impl FnOnce()) -> u64 {
+        let before = self.core.stats.recovered_bulk;
+        let q = self.core.own_queue(REQUESTS);
+        self.core.sweep_dead_bulk_with(q, REQUESTS, between);
+        self.core.stats.recovered_bulk - before
+    }
+}

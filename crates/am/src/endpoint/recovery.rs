@@ -287,16 +287,45 @@ impl<C: Claim, S> Core<C, S> {
     #[cold]
     #[inline(never)]
     pub(super) fn sweep_dead_bulk(&mut self, q: &Queue<'_, C::Tail>, which: usize) {
+        self.sweep_dead_bulk_with(q, which, || {});
+    }
+
+    /// [`Core::sweep_dead_bulk`], running `between` between its look at
+    /// the senders' deaths and its scan of the packets (a test hook's
+    /// stand-in for a receiver that loses its CPU there).
+    ///
+    /// Deaths are looked at before the packets, as in [`Core::look`]: a
+    /// sender publishes its message (naming its block) before it exits,
+    /// so a scan made after its death was seen finds that message. Read
+    /// the other way round, a sender that published and exited between
+    /// the scan and the look at its death would have its block, named by
+    /// a message still in the queue, freed under that message (and
+    /// claimed by another sender, and freed again after the delivery).
+    pub(super) fn sweep_dead_bulk_with(
+        &mut self,
+        q: &Queue<'_, C::Tail>,
+        which: usize,
+        between: impl FnOnce(),
+    ) {
         let own = self.pid & 0x00ff_ffff;
-        let claimed_by_dead =
-            |bw: u64| state_of(bw) == CLAIMED && pid_of(bw) != own && !pid_alive(pid_of(bw));
-        if !q
+        // The blocks claimed by dead processes, with their words as seen.
+        // Relaxed: the CAS below, from exactly this word, is what frees a
+        // block (it fails if the block was freed and claimed since); what
+        // orders the scan after the owner's publication is that its death
+        // was seen first (above).
+        let dead: Vec<(usize, u64)> = q
             .bulk
             .iter()
-            .any(|b| claimed_by_dead(b.load(Ordering::Relaxed)))
-        {
+            .enumerate()
+            .map(|(b, slot)| (b, slot.load(Ordering::Relaxed)))
+            .filter(|&(_, bw)| {
+                state_of(bw) == CLAIMED && pid_of(bw) != own && !pid_alive(pid_of(bw))
+            })
+            .collect();
+        if dead.is_empty() {
             return;
         }
+        between();
         let mut referenced = vec![false; q.bulk.len()];
         let mut mark = |q: &Queue<'_, C::Tail>, head: u64| {
             for pos in head..head + q.packets.len() as u64 {
@@ -320,17 +349,19 @@ impl<C: Claim, S> Core<C, S> {
         } else {
             mark(q, self.head[which]);
         }
-        for (b, slot) in q.bulk.iter().enumerate() {
-            let bw = slot.load(Ordering::Acquire);
-            if !referenced[b] && claimed_by_dead(bw) {
-                let free = word(lap_of(bw).wrapping_add(1), 0, FREE);
-                if slot
-                    .compare_exchange(bw, free, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    self.stats.recovered_bulk += 1;
-                    bump(&q.head.recovered_bulk);
-                }
+        for (b, bw) in dead {
+            if referenced[b] {
+                continue;
+            }
+            let free = word(lap_of(bw).wrapping_add(1), 0, FREE);
+            // AcqRel: Acquire for what the dead owner wrote, Release for
+            // the sender that claims the block next.
+            if q.bulk[b]
+                .compare_exchange(bw, free, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                self.stats.recovered_bulk += 1;
+                bump(&q.head.recovered_bulk);
             }
         }
     }
