@@ -424,6 +424,9 @@ impl Segment {
                 });
             }
             match existing(name) {
+                // Removed between our create and our look (an endpoint
+                // under the name closed meanwhile): create it again.
+                Existing::Gone => {}
                 Existing::Stale if !retried => {
                     retried = true;
                     let _ = unlink(name);
@@ -783,6 +786,9 @@ impl Segment {
 
 /// What an existing object under a name we want to create is.
 enum Existing {
+    /// Nothing any more: the name was removed after the create that found
+    /// it (its endpoint closed meanwhile).
+    Gone,
     /// Our own endpoint segment whose owner has died: safe to remove.
     Stale,
     /// Anything else, described.
@@ -797,10 +803,11 @@ fn existing(name: &str) -> Existing {
     // SAFETY: valid C string; read-only open of an existing object.
     let fd = unsafe { libc::shm_open(c.as_ptr(), libc::O_RDONLY, 0) };
     if fd < 0 {
-        return Existing::Taken(format!(
-            "it exists and cannot be opened ({})",
-            std::io::Error::last_os_error()
-        ));
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::ENOENT) {
+            return Existing::Gone;
+        }
+        return Existing::Taken(format!("it exists and cannot be opened ({err})"));
     }
     let verdict = (|| {
         // SAFETY: `st` is written by fstat.

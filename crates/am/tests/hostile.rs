@@ -352,6 +352,49 @@ fn taken_and_stale_names() {
     let _ = segment::unlink(&name);
 }
 
+/// How long `a_name_removed_while_looked_at_is_created_afresh` churns.
+const CHURN: Duration = Duration::from_secs(2);
+
+/// A name whose previous endpoint removes it between a creator's failed
+/// exclusive create and the creator's look at what is there is created
+/// afresh: the creator is never refused with "it exists and cannot be
+/// opened" for a name that no longer exists (a job run again under its
+/// name while the previous run's rank is still closing).
+#[test]
+fn a_name_removed_while_looked_at_is_created_afresh() {
+    let name = format!("/symmetry-am.{}-churn.0", Job::new_name());
+    let stop = AtomicBool::new(false);
+    let refused = std::thread::scope(|s| {
+        // The previous owner: creates the name and removes it, again and
+        // again, as endpoints that join and close do.
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(seg) = Segment::create::<Stamp>(&name, &CFG, 0, 1) {
+                    let _ = segment::unlink(&name);
+                    drop(seg);
+                }
+            }
+        });
+        let start = std::time::Instant::now();
+        let mut refused = None;
+        while refused.is_none() && start.elapsed() < CHURN {
+            match Segment::create::<Stamp>(&name, &CFG, 0, 1) {
+                Ok(seg) => {
+                    let _ = segment::unlink(&name);
+                    drop(seg);
+                }
+                // The other endpoint holds the name (built or being built).
+                Err(AmError::NameTaken { detail, .. }) if !detail.contains("cannot be opened") => {}
+                Err(e) => refused = Some(e),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        refused
+    });
+    let _ = segment::unlink(&name);
+    assert!(refused.is_none(), "{refused:?}");
+}
+
 /// Runs `am-selftest idle stamp` as user `nobody` (root only), as rank
 /// `rank` of `job`; returns the child once it has joined.
 fn as_nobody(job: &Job, rank: u32) -> Option<std::process::Child> {
