@@ -30,7 +30,7 @@ use symmetry_am::{AmError, Claim, Endpoint, Job, Msg, Token, job};
 
 mod common;
 
-use common::{CFG, SELFTEST, SHORT};
+use common::{CFG, GUARD, SELFTEST, SHORT};
 
 /// A writable mapping of an existing segment, as a hostile peer has it.
 struct Raw {
@@ -96,8 +96,17 @@ impl Drop for Raw {
 }
 
 /// A job of two ranks in this process; rank 0 is the one under test.
+/// Its joins wait [`SHORT`]: the tests that use it make peers that never
+/// become right.
 fn job2(tag: &str) -> Job {
     Job::new(format!("{}-hostile-{tag}", Job::new_name()), 0, 2).with_timeout(SHORT)
+}
+
+/// As [`job2`], for two ranks that both join for real: their joins wait
+/// for each other, which on a busy machine can take far longer than
+/// [`SHORT`] (a hang guard only).
+fn live_job2(tag: &str) -> Job {
+    job2(tag).with_timeout(GUARD)
 }
 
 fn cleanup(job: &Job) {
@@ -237,7 +246,7 @@ proptest! {
     /// arrives.
     #[test]
     fn garbage_bodies_are_dropped(bodies in prop::collection::vec((any::<bool>(), prop::collection::vec(any::<u8>(), 120)), 1..=4)) {
-        let job = job2("bodies");
+        let job = live_job2("bodies");
         let peer_job = job.clone().with_rank(1);
         let r = std::thread::scope(|s| {
             let peer = s.spawn(|| Endpoint::<Stamp, u64>::join(&peer_job, &CFG, 0).unwrap());
@@ -277,7 +286,7 @@ proptest! {
 /// returning, with errors at most, for a claim algorithm with each kind of
 /// tail.
 fn random_words<C: Claim>() {
-    let job = job2(&format!("words-{}", C::NAME));
+    let job = live_job2(&format!("words-{}", C::NAME));
     let peer_job = job.clone().with_rank(1);
     std::thread::scope(|s| {
         let peer = s.spawn(|| Endpoint::<C, u64>::join(&peer_job, &CFG, 0).unwrap());
