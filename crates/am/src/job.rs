@@ -107,6 +107,13 @@ impl Job {
     /// ranks. Every rank must use the same `name`, e.g. one from
     /// [`Job::new_name`]; ranks and sizes are checked when the job is
     /// joined.
+    ///
+    /// A name is for one run. A run under the name of an earlier one whose
+    /// segments are still there (it crashed and nobody ran
+    /// [`cleanup_stale`], or one of its ranks is between its close and the
+    /// removal of its name) can map that run's segment for a rank before
+    /// the new rank replaces it, and then reports the live rank as dead or
+    /// closed. [`Job::new_name`] gives a fresh name each run.
     pub fn new(name: impl Into<String>, rank: u32, size: u32) -> Job {
         Job {
             name: name.into(),
