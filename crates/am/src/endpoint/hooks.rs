@@ -1,30 +1,36 @@
-//! Test hooks (hidden from the docs): they leave a destination's queue as
-//! a sender killed at the worst moment would, so that crash tests can
-//! check what receivers recover.
+//! Test hooks (hidden from the docs): they leave a queue as a sender
+//! killed, or a sender or receiver descheduled, at the worst moment
+//! would, so that crash and race tests can check what receivers recover.
 
 use super::{Core, Endpoint, REQUESTS, Scope};
-use crate::claim::{Claim, Holder};
+use crate::claim::{Claim, Claimed};
 use crate::error::AmError;
 
 impl<C: Claim, S> Endpoint<C, S> {
+    /// Claims a request packet (and a bulk block if `bulk`) at `dest` as
+    /// a send does, saving the claim's hint; `None` for a destination on
+    /// another host.
+    fn debug_claim(&mut self, dest: u32, bulk: bool) -> Result<Option<Claimed>, AmError> {
+        let Some(q) = self.core.queue(dest, REQUESTS)? else {
+            return Ok(None);
+        };
+        let me = self.core.holder();
+        let mut hint = self.core.routes[dest as usize].hints[REQUESTS];
+        let (core, state) = (&mut self.core, &mut self.state);
+        let mut waits = 0u32;
+        let mut wait = || Core::wait_full(core, state, dest, Scope::Both, &mut waits);
+        let c = C::claim(q, me, &mut hint, bulk, &mut wait)?;
+        self.core.routes[dest as usize].hints[REQUESTS] = hint;
+        Ok(Some(c))
+    }
+
     /// Test hook: claims a request packet (and a bulk block if `bulk`) at
     /// `dest` and leaves it CLAIMED, as a sender killed between its claim
     /// and its READY store would. Crash tests call it in a child process
     /// and then kill the child.
     #[doc(hidden)]
     pub fn debug_abandon_claim(&mut self, dest: u32, bulk: bool) -> Result<(), AmError> {
-        let Some(q) = self.core.queue(dest, REQUESTS)? else {
-            return Ok(());
-        };
-        let me = Holder {
-            pid: self.core.pid,
-            rank: self.core.rank,
-        };
-        let mut hint = self.core.routes[dest as usize].hints[REQUESTS];
-        let (core, state) = (&mut self.core, &mut self.state);
-        let mut waits = 0u32;
-        let mut wait = || Core::wait_full(core, state, dest, Scope::Both, &mut waits);
-        C::claim(q, me, &mut hint, bulk, &mut wait).map(|_| ())
+        self.debug_claim(dest, bulk).map(|_| ())
     }
 
     /// Test hook: takes the claim lock of `dest`'s request queue and never
@@ -35,15 +41,9 @@ impl<C: Claim, S> Endpoint<C, S> {
         let Some(q) = self.core.queue(dest, REQUESTS)? else {
             return Ok(false);
         };
-        let me = Holder {
-            pid: self.core.pid,
-            rank: self.core.rank,
-        };
-        Ok(C::debug_hold_lock(q, me))
+        Ok(C::debug_hold_lock(q, self.core.holder()))
     }
-}
 
-impl<C: Claim, S> Endpoint<C, S> {
     /// Test hook: a short request to `dest` whose sender is descheduled
     /// between its claim and its READY store (as a busy machine can do to
     /// any sender, for as long as it likes): claims the packet, runs
@@ -59,31 +59,23 @@ impl<C: Claim, S> Endpoint<C, S> {
     ) -> Result<(), AmError> {
         self.core.check_user(handler, args, None)?;
         self.core.check_peer(dest)?;
+        let (me, rank) = (self.core.holder(), self.core.rank);
         let (Some(q), Some(bell)) = (
             self.core.queue(dest, REQUESTS)?,
             self.core.routes[dest as usize].bell,
         ) else {
             return Ok(());
         };
-        let me = Holder {
-            pid: self.core.pid,
-            rank: self.core.rank,
+        let Some(c) = self.debug_claim(dest, false)? else {
+            return Ok(());
         };
-        let mut hint = self.core.routes[dest as usize].hints[REQUESTS];
-        let (core, state) = (&mut self.core, &mut self.state);
-        let mut waits = 0u32;
-        let mut wait = || Core::wait_full(core, state, dest, Scope::Both, &mut waits);
-        let c = C::claim(q, me, &mut hint, false, &mut wait)?;
         between();
-        q.publish(&c, handler, self.core.rank, args, None);
+        q.publish(&c, handler, rank, args, None);
         crate::bell::ring(bell, || C::announce(q, me));
-        self.core.routes[dest as usize].hints[REQUESTS] = hint;
         self.core.stats.sent += 1;
         Ok(())
     }
-}
 
-impl<C: Claim, S> Endpoint<C, S> {
     /// Test hook: frees the bulk blocks of own request queue that dead
     /// senders claimed and no message names, as the receiver's repair
     /// does, running `between` in the middle of the sweep (as a receiver

@@ -125,7 +125,7 @@ use std::time::Duration;
 use symmetry_locks::spin_then_block::SpinPolicy;
 use symmetry_locks::spin_then_block::policy::FixedSpinC;
 
-use crate::claim::{Claim, Hint};
+use crate::claim::{Claim, Hint, Holder};
 use crate::error::AmError;
 use crate::layout::Queue;
 use crate::net::Wire;
@@ -551,6 +551,15 @@ impl<C: Claim, S> Core<C, S> {
                 rank,
                 size: self.size,
             }),
+        }
+    }
+
+    /// This process as the holder of a claim it makes.
+    #[inline(always)]
+    fn holder(&self) -> Holder {
+        Holder {
+            pid: self.pid,
+            rank: self.rank,
         }
     }
 
