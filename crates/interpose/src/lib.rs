@@ -293,6 +293,20 @@ fn real() -> &'static Real {
     })
 }
 
+/// Whether the library is linked into the program's executable instead
+/// of preloaded (decided by the constructor): then it neither profiles
+/// nor replaces anything, and its wrappers only call glibc's functions. A
+/// program that links the crate for its names and constants (the
+/// `symmetry` harness) would otherwise profile its own locks, from every
+/// thread and signal handler, into the profiles it measures with. The
+/// crate's own unit tests exercise the recording in their test
+/// executable, so there it stays on.
+#[inline]
+fn inert() -> bool {
+    // Relaxed: stored by the constructor before the program's threads.
+    !cfg!(test) && futex::IN_EXECUTABLE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Resolves glibc's functions while the process is still single-threaded.
 #[used]
 #[unsafe(link_section = ".init_array")]
@@ -301,6 +315,7 @@ static INIT: extern "C" fn() = {
         let _ = real();
         let _ = rwlock::real();
         let _ = futex::real();
+        // Before the mode: an inert library decides none.
         futex::find_own_image();
         let _ = replace::mode();
         // Decided before any thread of the program reads the clock.

@@ -218,9 +218,13 @@ thread_local! {
 }
 
 /// Runs `f` on this thread's [`Local`] (nothing once the thread's
-/// storage is being torn down).
+/// storage is being torn down, nor in a library linked into the
+/// executable, [`crate::inert`]: every recording goes through here).
 #[inline]
 fn local<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
+    if crate::inert() {
+        return None;
+    }
     LOCAL.try_with(f).ok()
 }
 

@@ -76,6 +76,9 @@ static MODE: OnceLock<Option<Mode>> = OnceLock::new();
 /// policy).
 pub(crate) fn mode() -> Option<&'static Mode> {
     MODE.get_or_init(|| {
+        if crate::inert() {
+            return None;
+        }
         let name = std::env::var(crate::LOCK_ENV).ok()?;
         let name = name.trim();
         if name.is_empty() || name == "glibc" {

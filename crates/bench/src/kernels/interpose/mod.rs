@@ -216,4 +216,40 @@ mod tests {
         assert_eq!(elf_is_dynamic(&h), Some(false));
         assert_eq!(elf_is_dynamic(&h[..10]), None);
     }
+
+    /// The library is linked into this harness (for its names and
+    /// constants), and with it its exported `pthread_*` and `syscall`
+    /// wrappers: linked into an executable instead of preloaded, it must
+    /// pass every call straight through and record nothing, or the
+    /// harness would profile its own locks (a cost in every measurement,
+    /// entries in the profiles its experiments read, and recording from
+    /// inside the emulated scheduler's signal handler, which can wait for
+    /// the allocator's lock the interrupted code holds).
+    #[test]
+    fn linked_into_the_harness_the_library_records_nothing() {
+        use symmetry_locks::spin_then_block::profiler;
+        let m = std::sync::Mutex::new(0u64);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..50_000 {
+                        *m.lock().unwrap() += 1;
+                    }
+                });
+            }
+        });
+        let theirs: Vec<String> = profiler::snapshot()
+            .locks
+            .iter()
+            .filter(|l| {
+                l.blocker == symmetry_interpose::BLOCKER
+                    || l.blocker == symmetry_interpose::FUTEX_BLOCKER
+            })
+            .map(|l| l.name.clone())
+            .collect();
+        assert!(
+            theirs.is_empty(),
+            "the harness profiled its own locks: {theirs:?}"
+        );
+    }
 }
