@@ -23,7 +23,7 @@ pub enum Mode<'a> {
 /// One run of a program.
 #[derive(Debug, Clone, Copy)]
 pub struct Launch<'a> {
-    /// The program (a path; see [`resolve`]).
+    /// The program (a path; see [`resolve`](super::resolve)).
     pub program: &'a Path,
     /// Its arguments.
     pub args: &'a [String],
