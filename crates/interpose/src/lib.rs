@@ -23,6 +23,11 @@
 //!   glibc's (stderr says so once), and so do reader-writer locks, spin
 //!   locks and futex calls. See [`replace`].
 //!
+//! Linked into a program's executable as a Rust dependency (the
+//! `symmetry` harness links it for its names and constants) instead of
+//! preloaded, the library is inert: its exported wrappers only call
+//! glibc's functions, so the program does not profile its own locks.
+//!
 //! # Entry points
 //!
 //! The set audited is every `pthread_mutex_*`, `pthread_cond_*`,
