@@ -104,10 +104,11 @@ pub(crate) fn real() -> &'static Real {
     })
 }
 
-/// Whether profile mode records (replace mode leaves these locks alone).
+/// Whether profile mode records (replace mode leaves these locks alone,
+/// and an inert library, [`crate::inert`], every lock).
 #[inline]
 fn profiling() -> bool {
-    replace::mode().is_none()
+    !crate::inert() && replace::mode().is_none()
 }
 
 /// A profiled acquisition of `rw` as `kind`, `try_lock` first, then
