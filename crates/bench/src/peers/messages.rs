@@ -578,6 +578,9 @@ mod iox {
     /// written.
     type Loan = SampleMutUninit<ipc::Service, MaybeUninit<u64>, ()>;
 
+    /// A side's error when the other side failed and told it to stop.
+    const OTHER_SIDE_FAILED: &str = "iceoryx2: the other side failed";
+
     fn err(what: &str, e: impl std::fmt::Debug) -> String {
         format!("iceoryx2: {what}: {e:?}")
     }
@@ -636,7 +639,7 @@ mod iox {
     fn receive(s: &Subscriber<ipc::Service, u64, ()>, quit: &AtomicBool) -> Result<u64, String> {
         spin_until(|| {
             if quit.load(Ordering::Relaxed) {
-                return Some(Err("iceoryx2: the other side failed".to_string()));
+                return Some(Err(OTHER_SIDE_FAILED.to_string()));
             }
             let got = s.receive().map_err(|e| err("receive", e));
             got.map(|x| x.map(|x| *x)).transpose()
@@ -738,11 +741,15 @@ mod iox {
                     median(&per_round).ok_or_else(|| "iceoryx2: no round was timed".to_string())
                 })
             });
-            let ns = timed
-                .join()
-                .map_err(|_| "iceoryx2 ping thread panicked")??;
-            echo.join().map_err(|_| "iceoryx2 echo thread panicked")??;
-            Ok(ns)
+            let timed = timed.join().map_err(|_| "iceoryx2 ping thread panicked")?;
+            let echo = echo.join().map_err(|_| "iceoryx2 echo thread panicked")?;
+            // The side that failed first says why; the other one only
+            // that it was told to stop.
+            match (timed, echo) {
+                (Ok(ns), Ok(())) => Ok(ns),
+                (Err(e), Ok(())) | (Ok(_), Err(e)) => Err(e),
+                (Err(t), Err(e)) => Err(if t == OTHER_SIDE_FAILED { e } else { t }),
+            }
         })
     }
 
@@ -820,7 +827,34 @@ mod iox {
 /// timed. An echo that is not the ping's value + 1 is an error.
 #[cfg(feature = "iceoryx2")]
 pub fn iceoryx2_rtt_ns(rounds: u64) -> Result<f64, String> {
-    iox::rtt_ns(rounds)
+    iox_tries(|| iox::rtt_ns(rounds))
+}
+
+/// Runs of an iceoryx2 measurement before its error is returned.
+#[cfg(feature = "iceoryx2")]
+const IOX_TRIES: usize = 3;
+
+/// Runs `measure` again, on new services, when it fails, at most
+/// [`IOX_TRIES`] times in all. iceoryx2 connects a publisher to a
+/// subscriber lazily, and a connection whose shared memory both sides
+/// set up at the same moment can fail to be made: the publisher logs
+/// "Unable to establish connection to new receiver" and sends to nobody
+/// until the subscriber list changes again (iceoryx2 0.7's
+/// `update_connection` warns and goes on). It happened in about one run
+/// in four of `peer-messages --quick` on a 2-CPU VM; the sample that
+/// reaches no subscriber makes the run fail at once, and a run on new
+/// services connects afresh. A run that fails every time gives its last
+/// error.
+#[cfg(feature = "iceoryx2")]
+fn iox_tries<T>(measure: impl Fn() -> Result<T, String>) -> Result<T, String> {
+    let mut out = measure();
+    for _ in 1..IOX_TRIES {
+        if out.is_ok() {
+            break;
+        }
+        out = measure();
+    }
+    out
 }
 
 /// LC98 §4.2 through iceoryx2: `writers` publisher threads send the
@@ -833,7 +867,7 @@ pub fn iceoryx2_rtt_ns(rounds: u64) -> Result<f64, String> {
 /// `verified` checks the count and sum and that nothing more arrived.
 #[cfg(feature = "iceoryx2")]
 pub fn iceoryx2_many_to_one(writers: u32, ints: u64) -> Result<ManyToOne, String> {
-    iox::many_to_one(writers, ints)
+    iox_tries(|| iox::many_to_one(writers, ints))
 }
 
 #[cfg(test)]
