@@ -847,14 +847,7 @@ const IOX_TRIES: usize = 3;
 /// error.
 #[cfg(feature = "iceoryx2")]
 fn iox_tries<T>(measure: impl Fn() -> Result<T, String>) -> Result<T, String> {
-    let mut out = measure();
-    for _ in 1..IOX_TRIES {
-        if out.is_ok() {
-            break;
-        }
-        out = measure();
-    }
-    out
+    (1..IOX_TRIES).fold(measure(), |out, _| out.or_else(|_| measure()))
 }
 
 /// LC98 §4.2 through iceoryx2: `writers` publisher threads send the

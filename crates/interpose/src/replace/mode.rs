@@ -107,10 +107,11 @@ pub(crate) fn mode() -> Option<&'static Mode> {
 
 /// Whether profile mode is known to be on, without waiting: false while
 /// [`mode`] is still being decided (by the constructor, or by a thread
-/// that came before it). For callers that must never wait, such as the
-/// futex wait the decision's own waiters make.
+/// that came before it), and in an inert library ([`crate::inert`]). For
+/// callers that must never wait, such as the futex wait the decision's
+/// own waiters make.
 pub(crate) fn profiling_decided() -> bool {
-    matches!(MODE.get(), Some(None))
+    !crate::inert() && matches!(MODE.get(), Some(None))
 }
 
 impl Mode {
