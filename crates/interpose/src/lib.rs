@@ -23,6 +23,12 @@
 //!   glibc's (stderr says so once), and so do reader-writer locks, spin
 //!   locks and futex calls. See [`replace`].
 //!
+//! A third setting, `SYMMETRY_LOCK=off` (pass-through), loads the library
+//! but records and replaces nothing: every wrapper calls glibc's function
+//! at once. It measures what interposition alone costs a program (the
+//! extra call and the checks every wrapper makes), the floor under which
+//! no interposing profiler can go.
+//!
 //! Linked into a program's executable as a Rust dependency (the
 //! `symmetry` harness links it for its names and constants) instead of
 //! preloaded, the library is inert: its exported wrappers only call
@@ -130,7 +136,8 @@
 //! - `SYMMETRY_LOCK_PROFILE=PATH`: where the profile is written at exit
 //!   (nothing is written without it).
 //! - `SYMMETRY_LOCK=NAME`: replace mode ([`replace::algorithms`] lists the
-//!   names; an unknown name stops the program with the list).
+//!   names; an unknown name stops the program with the list); `glibc` or
+//!   unset: profile mode; [`OFF`]: pass-through.
 //! - `SYMMETRY_LOCK_WAIT=pure|polite`: how replace mode's waiters wait
 //!   ([`replace::Waiting`]); unset: `polite` for FIFO locks, `pure` for
 //!   the others. `symmetry profile --lock NAME --pure` sets `pure`.
@@ -147,6 +154,7 @@
 
 use std::ffi::{CStr, c_int, c_void};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use symmetry_locks::spin_then_block::profiler::LockKind;
 
@@ -170,6 +178,13 @@ pub const PROFILE_ENV: &str = "SYMMETRY_LOCK_PROFILE";
 /// the lock algorithm every normal mutex runs on (`glibc` or unset:
 /// profile mode).
 pub const LOCK_ENV: &str = "SYMMETRY_LOCK";
+
+/// The value of [`LOCK_ENV`] that selects pass-through: the library is
+/// loaded, but records and replaces nothing.
+pub const OFF: &str = "off";
+
+/// Whether [`LOCK_ENV`] is [`OFF`] (decided by the constructor).
+static PASSTHROUGH: AtomicBool = AtomicBool::new(false);
 
 pub mod clock;
 pub mod futex;
@@ -298,18 +313,25 @@ fn real() -> &'static Real {
     })
 }
 
-/// Whether the library is linked into the program's executable instead
-/// of preloaded (decided by the constructor): then it neither profiles
-/// nor replaces anything, and its wrappers only call glibc's functions. A
-/// program that links the crate for its names and constants (the
-/// `symmetry` harness) would otherwise profile its own locks, from every
-/// thread and signal handler, into the profiles it measures with. The
-/// crate's own unit tests exercise the recording in their test
-/// executable, so there it stays on.
+/// Whether the library neither profiles nor replaces anything, its
+/// wrappers only calling glibc's functions (decided by the constructor):
+/// when it is linked into the program's executable instead of preloaded,
+/// and in pass-through ([`OFF`]). A program that links the crate for its
+/// names and constants (the `symmetry` harness) would otherwise profile
+/// its own locks, from every thread and signal handler, into the profiles
+/// it measures with. The crate's own unit tests exercise the recording in
+/// their test executable, so there it stays on.
 #[inline]
 fn inert() -> bool {
-    // Relaxed: stored by the constructor before the program's threads.
-    !cfg!(test) && futex::IN_EXECUTABLE.load(std::sync::atomic::Ordering::Relaxed)
+    // Relaxed: both are stored by the constructor before the program's
+    // threads exist.
+    !cfg!(test)
+        && (futex::IN_EXECUTABLE.load(Ordering::Relaxed) || PASSTHROUGH.load(Ordering::Relaxed))
+}
+
+/// Whether `value` of [`LOCK_ENV`] selects pass-through.
+fn is_off(value: &str) -> bool {
+    value.trim() == OFF
 }
 
 /// Resolves glibc's functions while the process is still single-threaded.
@@ -322,6 +344,8 @@ static INIT: extern "C" fn() = {
         let _ = futex::real();
         // Before the mode: an inert library decides none.
         futex::find_own_image();
+        let off = std::env::var(LOCK_ENV).is_ok_and(|v| is_off(&v));
+        PASSTHROUGH.store(off, Ordering::Relaxed);
         let _ = replace::mode();
         // Decided before any thread of the program reads the clock.
         let _ = clock::source();

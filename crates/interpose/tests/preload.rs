@@ -710,3 +710,39 @@ fn rust_locks_waiting_in_futex_are_profiled_one_entry_per_lock() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn pass_through_records_nothing_and_changes_no_output() {
+    let dir = scratch("off");
+    let profile = dir.join("off.csv");
+    // Each program waits on its locks in every run (or nearly every run)
+    // in profile mode: see the tests above.
+    let programs = [
+        (compile("contend", &dir), vec!["4"]),
+        (compile("rwspin", &dir), vec!["2"]),
+        (contended_rust(), vec![]),
+    ];
+    for (prog, args) in &programs {
+        let plain = run(prog, args, None);
+        let _ = std::fs::remove_file(&profile);
+        let mut c = Command::new(prog);
+        c.args(args)
+            .env("LD_PRELOAD", library())
+            .env(symmetry_interpose::PROFILE_ENV, &profile)
+            .env(symmetry_interpose::LOCK_ENV, symmetry_interpose::OFF);
+        let off = run_killed(c, &format!("{} in pass-through", prog.display()));
+        assert!(
+            off.status.success(),
+            "{}: {}",
+            prog.display(),
+            String::from_utf8_lossy(&off.stderr)
+        );
+        assert_eq!(plain.stdout, off.stdout, "{}", prog.display());
+        assert!(
+            !profile.exists(),
+            "{}: pass-through wrote a profile",
+            prog.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,7 +1,8 @@
 //! The Debian programs the interposition library runs
 //! (`interpose-apps`), by name, and the measurement of one of them
 //! ([`ProgramRun`]): each with `threads` workers, under glibc's own
-//! mutexes, the library's profile mode and each replacement lock.
+//! mutexes, the library's profile mode, the library passing every call
+//! straight through, and each replacement lock.
 //!
 //! The programs (Debian packages, installed by CI; a missing one's row
 //! says "not installed"):
@@ -27,14 +28,15 @@
 //! analyze`) and its recommendation, and one untimed glibc run gives the
 //! reference output. Then every series runs once per round, so drift of
 //! the machine falls on every series alike: the series the rules read
-//! (`glibc`, `profile`, the spin-then-block policies) as many rounds as
+//! (`glibc`, `profile`, `passthrough`, the spin-then-block policies) as many rounds as
 //! fit in 25 s (60 s in a full run), from 9 to 21 (25), the others 3 (5).
 //! A run that outlives 30x the reference run (at least 10 s) is killed and
 //! its series stops.
 //!
 //! Metrics: `ms` (median of the rounds, with their spread), `vs_glibc` (a
 //! series' time over `glibc`'s in the same round, the median of these
-//! paired quotients), `recommended_over` (on each other spin-then-block
+//! paired quotients), `vs_passthrough` (on `profile`: its time over
+//! `passthrough`'s, paired the same way), `recommended_over` (on each other spin-then-block
 //! series: the recommended policy's time over that series' in the same
 //! round), `completed`
 //! (1 if every run exited 0 in time; else a `status`), `identical` (1 if
@@ -63,10 +65,16 @@ use crate::output::data::Row;
 pub const GLIBC: &str = "glibc";
 /// Profile mode.
 pub const PROFILE: &str = "profile";
+/// The library loaded in pass-through (`SYMMETRY_LOCK=off`): what
+/// interposing every lock call costs before anything is recorded.
+pub const PASSTHROUGH: &str = "passthrough";
 /// Series prefix of KLMO91's lock in replace mode.
 pub const STB: &str = "spin-then-block:";
 /// Metric: a series' time over `glibc`'s in the same round.
 pub const VS_GLIBC: &str = "vs_glibc";
+/// Metric on the `profile` series: its time over `passthrough`'s in the
+/// same round (what the recording adds to interposition).
+pub const VS_PASSTHROUGH: &str = "vs_passthrough";
 /// Metric on a spin-then-block series: the recommended policy's time over
 /// this series' in the same round.
 pub const RECOMMENDED_OVER: &str = "recommended_over";
@@ -192,10 +200,10 @@ pub const PROGRAMS: &[Program] = &[
     },
 ];
 
-/// Whether the rules read `series`: `glibc`, `profile` and the
-/// spin-then-block policies; the other replacement locks are only drawn.
+/// Whether the rules read `series`: `glibc`, `profile`, `passthrough`
+/// and the spin-then-block policies; the other replacement locks are only drawn.
 fn judged(series: &str) -> bool {
-    series == GLIBC || series == PROFILE || series.starts_with(STB)
+    series == GLIBC || series == PROFILE || series == PASSTHROUGH || series.starts_with(STB)
 }
 
 /// How many rounds each series of one program runs.
@@ -252,7 +260,7 @@ impl Rounds {
 /// rounds to the bar once it knows them.
 pub fn least_steps(ctx: &Ctx, base_locks: &[String]) -> usize {
     let least = Rounds::least(ctx);
-    [GLIBC, PROFILE, STB]
+    [GLIBC, PROFILE, PASSTHROUGH, STB]
         .into_iter()
         .chain(base_locks.iter().map(String::as_str))
         .map(|s| least.of(s))
@@ -455,7 +463,7 @@ impl ProgramRun<'_> {
         let want = key(self.program.same, &reference.out);
         let timeout = (reference.elapsed * 30).max(Duration::from_secs(10));
         // The series, round-robin.
-        let mut series: Vec<String> = vec![GLIBC.into(), PROFILE.into()];
+        let mut series: Vec<String> = vec![GLIBC.into(), PROFILE.into(), PASSTHROUGH.into()];
         series.extend(base_locks.iter().cloned());
         if let Some(s) = recommended {
             let name = interpose::spin_then_block_name(s);
@@ -484,6 +492,7 @@ impl ProgramRun<'_> {
                         let _ = std::fs::remove_file(&profile_path);
                         Mode::Profile(&profile_path)
                     }
+                    PASSTHROUGH => Mode::Passthrough,
                     lock => Mode::Replace(lock),
                 };
                 match interpose::run(&launch(mode, timeout)) {
@@ -529,7 +538,8 @@ impl ProgramRun<'_> {
     }
 
     /// The ratios paired by round: every series that completed every
-    /// round over `glibc` in the same round ([`VS_GLIBC`]), and the
+    /// round over `glibc` in the same round ([`VS_GLIBC`]), `profile`
+    /// over `passthrough` ([`VS_PASSTHROUGH`]), and the
     /// recommended policy over every other spin-then-block policy in the
     /// same round ([`RECOMMENDED_OVER`], on the other policy's series).
     /// A series of fewer rounds than the other ran in the first of them.
@@ -562,6 +572,9 @@ impl ProgramRun<'_> {
                     rows.extend(pair(name, VS_GLIBC, r, glibc));
                 }
             }
+        }
+        if let (Some(profile), Some(floor)) = (of(PROFILE), of(PASSTHROUGH)) {
+            rows.extend(pair(PROFILE, VS_PASSTHROUGH, profile, floor));
         }
         if let Some((rec_name, rec)) = recommended.as_deref().and_then(|n| Some((n, of(n)?))) {
             for (name, r) in series.iter().zip(runs) {

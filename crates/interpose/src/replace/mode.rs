@@ -81,14 +81,17 @@ pub(crate) fn mode() -> Option<&'static Mode> {
         }
         let name = std::env::var(crate::LOCK_ENV).ok()?;
         let name = name.trim();
-        if name.is_empty() || name == "glibc" {
+        // Pass-through (`off`) is decided by the constructor; a lock call
+        // before it, made in profile mode, must not abort on the name.
+        if name.is_empty() || name == "glibc" || crate::is_off(name) {
             return None;
         }
         let Some(algo) = algorithm(name) else {
             let names: Vec<&str> = algorithms().map(|a| a.name).collect();
             eprintln!(
-                "symmetry-interpose: {}={name} is not a lock this library can run; accepted: glibc, {}",
+                "symmetry-interpose: {}={name} is not a lock this library can run; accepted: glibc, {}, {}",
                 crate::LOCK_ENV,
+                crate::OFF,
                 names.join(", ")
             );
             std::process::abort();

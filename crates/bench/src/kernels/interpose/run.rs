@@ -18,6 +18,9 @@ pub enum Mode<'a> {
     Profile(&'a Path),
     /// Replace mode on the named algorithm.
     Replace(&'a str),
+    /// The library loaded in pass-through: every call straight to glibc
+    /// (what interposition alone costs).
+    Passthrough,
 }
 
 /// One run of a program.
@@ -129,6 +132,10 @@ pub fn run(l: &Launch<'_>) -> Result<Ran, String> {
         Mode::Replace(name) => {
             cmd.env("LD_PRELOAD", preload_with(l.lib))
                 .env(symmetry_interpose::LOCK_ENV, name);
+        }
+        Mode::Passthrough => {
+            cmd.env("LD_PRELOAD", preload_with(l.lib))
+                .env(symmetry_interpose::LOCK_ENV, symmetry_interpose::OFF);
         }
     }
     // Its own process group, so a timeout kills whatever it started too
