@@ -1,9 +1,10 @@
 //! `interpose-apps` — KLMO91's method on programs nobody here wrote: each
 //! program runs under glibc's own mutexes, under the interposition
-//! library's profile mode, and with every pthread mutex replaced by each
-//! registry lock ([`crate::kernels::interpose`]); the recorded profile is
-//! priced against the optimal off-line, and the policy it prices cheapest
-//! runs as well.
+//! library's profile mode, with the library passing every call straight
+//! through (the floor of any interposer), and with every pthread mutex
+//! replaced by each registry lock ([`crate::kernels::interpose`]); the
+//! recorded profile is priced against the optimal off-line, and the
+//! policy it prices cheapest runs as well.
 //!
 //! The programs (`pigz`, `pbzip2`, `xz`, `sysbench-mutex`,
 //! `sysbench-threads`, `kcprototest`, whose database sits behind one
@@ -12,9 +13,9 @@
 //! `threads` = the cores (`--threads` overrides) as its worker count, on
 //! 8 MiB of input (64 MiB in a full run).
 //!
-//! Series: `glibc`, `profile`, and the replacement locks: in a quick run
-//! [`QUICK_LOCKS`], in a full run every algorithm replace mode accepts;
-//! `--locks` narrows them. The recommended policy's lock is always run.
+//! Series: `glibc`, `profile`, `passthrough`, and the replacement locks:
+//! in a quick run [`QUICK_LOCKS`], in a full run every algorithm replace
+//! mode accepts; `--locks` narrows them. The recommended policy's lock is always run.
 
 use crate::harness::ScratchDir;
 use crate::harness::prelude::*;
