@@ -15,7 +15,8 @@
 //!
 //! Series: `glibc`, `profile`, `passthrough`, and the replacement locks:
 //! in a quick run [`QUICK_LOCKS`], in a full run every algorithm replace
-//! mode accepts; `--locks` narrows them. The recommended policy's lock is always run.
+//! mode accepts; `--locks` narrows them. The recommended policy's lock is
+//! always run.
 
 use crate::harness::ScratchDir;
 use crate::harness::prelude::*;
@@ -633,8 +634,8 @@ mod tests {
     use crate::output::report::Verdict;
 
     /// Rows for two programs: glibc and pass-through at 100 ms, profile at
-    /// `profile_ms`, `mcs` at 90, two spin-then-block policies at 80 and `other_ms`, the
-    /// recommended one being `fixed-spin-c2` (80 ms).
+    /// `profile_ms`, `mcs` at 90, two spin-then-block policies at 80 and
+    /// `other_ms`, the recommended one being `fixed-spin-c2` (80 ms).
     fn rows(m: &Machine, profile_ms: f64, other_ms: f64, identical: bool) -> Vec<Row> {
         let t = m.cores() as u32;
         let mut out = Vec::new();

@@ -28,17 +28,18 @@
 //! analyze`) and its recommendation, and one untimed glibc run gives the
 //! reference output. Then every series runs once per round, so drift of
 //! the machine falls on every series alike: the series the rules read
-//! (`glibc`, `profile`, `passthrough`, the spin-then-block policies) as many rounds as
-//! fit in 25 s (60 s in a full run), from 9 to 21 (25), the others 3 (5).
+//! (`glibc`, `profile`, `passthrough`, the spin-then-block policies) as
+//! many rounds as fit in 25 s (60 s in a full run), from 9 to 21 (25),
+//! the others 3 (5).
 //! A run that outlives 30x the reference run (at least 10 s) is killed and
 //! its series stops.
 //!
 //! Metrics: `ms` (median of the rounds, with their spread), `vs_glibc` (a
 //! series' time over `glibc`'s in the same round, the median of these
 //! paired quotients), `vs_passthrough` (on `profile`: its time over
-//! `passthrough`'s, paired the same way), `recommended_over` (on each other spin-then-block
-//! series: the recommended policy's time over that series' in the same
-//! round), `completed`
+//! `passthrough`'s, paired the same way), `recommended_over` (on each
+//! other spin-then-block series: the recommended policy's time over that
+//! series' in the same round), `completed`
 //! (1 if every run exited 0 in time; else a `status`), `identical` (1 if
 //! every completed run's output matched the reference); on the `profile`
 //! series also `waits` (contended waits recorded), `locks` (mutexes that
@@ -201,7 +202,8 @@ pub const PROGRAMS: &[Program] = &[
 ];
 
 /// Whether the rules read `series`: `glibc`, `profile`, `passthrough`
-/// and the spin-then-block policies; the other replacement locks are only drawn.
+/// and the spin-then-block policies; the other replacement locks are
+/// only drawn.
 fn judged(series: &str) -> bool {
     series == GLIBC || series == PROFILE || series == PASSTHROUGH || series.starts_with(STB)
 }
