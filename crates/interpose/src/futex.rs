@@ -33,7 +33,7 @@
 //! `errno` is kept as the real call left it.
 
 use std::ffi::{c_long, c_void};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use symmetry_locks::platform::rng::mix;
 use symmetry_locks::spin_then_block::profiler::LockKind;
@@ -87,17 +87,14 @@ const NEXT_WORD: usize = 4;
 /// one could wait for the lock being waited for).
 static OWN: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
 
-/// Whether this library's code lies in the program's executable rather
+/// Finds [`OWN`] (by the loader's list of objects, whose first is the
+/// executable, with an empty name; called by the library's constructor,
+/// or by the first wait before it), and makes the library inert
+/// ([`crate::inert`]) if its code lies in the program's executable rather
 /// than in a shared object: a program that links the crate (the
 /// `symmetry` harness does, for its names and constants) instead of
 /// preloading it gets its exported wrappers too, and they must then pass
-/// every call straight through (see [`crate::inert`]). Found with
-/// [`OWN`].
-pub(crate) static IN_EXECUTABLE: AtomicBool = AtomicBool::new(false);
-
-/// Finds [`OWN`] and [`IN_EXECUTABLE`] (by the loader's list of objects,
-/// whose first is the executable, with an empty name; called by the
-/// library's constructor, or by the first wait before it).
+/// every call straight through.
 #[cold]
 pub(crate) fn find_own_image() {
     unsafe extern "C" fn each(
@@ -125,7 +122,9 @@ pub(crate) fn find_own_image() {
             let unnamed = info.dlpi_name.is_null() || unsafe { *info.dlpi_name } == 0;
             // Relaxed: every finder stores the same values, and the
             // constructor stores them before the program's threads exist.
-            IN_EXECUTABLE.store(unnamed, Ordering::Relaxed);
+            if unnamed {
+                crate::INERT.store(true, Ordering::Relaxed);
+            }
             OWN[0].store(lo, Ordering::Relaxed);
             OWN[1].store(hi, Ordering::Relaxed);
             return 1;

@@ -183,8 +183,12 @@ pub const LOCK_ENV: &str = "SYMMETRY_LOCK";
 /// loaded, but records and replaces nothing.
 pub const OFF: &str = "off";
 
-/// Whether [`LOCK_ENV`] is [`OFF`] (decided by the constructor).
-static PASSTHROUGH: AtomicBool = AtomicBool::new(false);
+/// Set when the library is to record and replace nothing (see
+/// [`inert`]): by the search for its own image when that lies in the
+/// executable, and by the decision of the mode when [`LOCK_ENV`] is
+/// [`OFF`], both made by the constructor (or by a thread that calls in
+/// before it). Never cleared.
+pub(crate) static INERT: AtomicBool = AtomicBool::new(false);
 
 pub mod clock;
 pub mod futex;
@@ -323,15 +327,10 @@ fn real() -> &'static Real {
 /// their test executable, so there it stays on.
 #[inline]
 fn inert() -> bool {
-    // Relaxed: both are stored by the constructor before the program's
-    // threads exist.
-    !cfg!(test)
-        && (futex::IN_EXECUTABLE.load(Ordering::Relaxed) || PASSTHROUGH.load(Ordering::Relaxed))
-}
-
-/// Whether `value` of [`LOCK_ENV`] selects pass-through.
-fn is_off(value: &str) -> bool {
-    value.trim() == OFF
+    // Relaxed: stored by the constructor before the program's threads
+    // exist; a thread that called in before the constructor may profile
+    // a few calls before it sees the store.
+    !cfg!(test) && INERT.load(Ordering::Relaxed)
 }
 
 /// Resolves glibc's functions while the process is still single-threaded.
@@ -344,8 +343,6 @@ static INIT: extern "C" fn() = {
         let _ = futex::real();
         // Before the mode: an inert library decides none.
         futex::find_own_image();
-        let off = std::env::var(LOCK_ENV).is_ok_and(|v| is_off(&v));
-        PASSTHROUGH.store(off, Ordering::Relaxed);
         let _ = replace::mode();
         // Decided before any thread of the program reads the clock.
         let _ = clock::source();

@@ -81,9 +81,12 @@ pub(crate) fn mode() -> Option<&'static Mode> {
         }
         let name = std::env::var(crate::LOCK_ENV).ok()?;
         let name = name.trim();
-        // Pass-through (`off`) is decided by the constructor; a lock call
-        // before it, made in profile mode, must not abort on the name.
-        if name.is_empty() || name == "glibc" || crate::is_off(name) {
+        if name.is_empty() || name == "glibc" {
+            return None;
+        }
+        if name == crate::OFF {
+            // Relaxed: see `crate::inert`.
+            crate::INERT.store(true, std::sync::atomic::Ordering::Relaxed);
             return None;
         }
         let Some(algo) = algorithm(name) else {
