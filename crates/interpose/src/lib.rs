@@ -154,7 +154,7 @@
 
 use std::ffi::{CStr, c_int, c_void};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
 
 use symmetry_locks::spin_then_block::profiler::LockKind;
 
@@ -240,6 +240,76 @@ struct Real {
 }
 
 static REAL: OnceLock<Real> = OnceLock::new();
+
+/// Which path the mutex wrappers take, decided once by the constructor
+/// after the function table, the image search and the mode: one load on
+/// every lock and unlock, where the general path asks the table's, the
+/// mode's and the inert flag's once-cells in turn. (Counted by callgrind
+/// on sysbench's mutex benchmark with one thread: pass-through added
+/// 46 instructions to each lock and unlock pair before, 10 after.)
+/// Values: [`GENERAL`], [`PASS`], [`PROFILE`]. Stored once (Release,
+/// after [`HOT`]); never changed.
+static ROUTE: AtomicU8 = AtomicU8::new(GENERAL);
+/// The general path: not decided yet (a thread that calls in before the
+/// constructor decides there), or replace mode.
+const GENERAL: u8 = 0;
+/// Every call goes straight to glibc ([`inert`]).
+const PASS: u8 = 1;
+/// Profile mode.
+const PROFILE: u8 = 2;
+
+/// glibc's mutex lock, trylock and unlock, copied out of [`REAL`] by the
+/// constructor before it publishes [`ROUTE`], for the fast paths: a load
+/// each. `repr(C)`: the x86-64 `pthread_mutex_lock` jumps through `lock`,
+/// the first field, from assembly.
+#[repr(C)]
+struct Hot {
+    lock: AtomicPtr<c_void>,
+    trylock: AtomicPtr<c_void>,
+    unlock: AtomicPtr<c_void>,
+}
+
+static HOT: Hot = Hot {
+    lock: AtomicPtr::new(core::ptr::null_mut()),
+    trylock: AtomicPtr::new(core::ptr::null_mut()),
+    unlock: AtomicPtr::new(core::ptr::null_mut()),
+};
+
+impl Hot {
+    /// Publishes `r`'s functions and then `route` (constructor only).
+    fn publish(r: &Real, route: u8) {
+        // Relaxed: published by the Release store of the route.
+        HOT.lock.store(r.lock as *mut c_void, Ordering::Relaxed);
+        HOT.trylock
+            .store(r.trylock as *mut c_void, Ordering::Relaxed);
+        HOT.unlock.store(r.unlock as *mut c_void, Ordering::Relaxed);
+        // Release: pairs with the Acquire load in `route`.
+        ROUTE.store(route, Ordering::Release);
+    }
+
+    /// `f` as the function it was copied from.
+    ///
+    /// # Safety
+    ///
+    /// [`route`] returned [`PASS`] or [`PROFILE`] (so `f` was published,
+    /// from a [`Real`] function of type [`LockFn`]).
+    #[inline(always)]
+    unsafe fn get(f: &AtomicPtr<c_void>) -> LockFn {
+        // Relaxed: ordered after the route's Acquire load (see `publish`).
+        let p = f.load(Ordering::Relaxed);
+        // SAFETY: the caller's contract: a non-null pointer to glibc's
+        // function of this type.
+        unsafe { std::mem::transmute::<*mut c_void, LockFn>(p) }
+    }
+}
+
+/// The mutex wrappers' path ([`ROUTE`]).
+#[inline(always)]
+fn route() -> u8 {
+    // Acquire: pairs with the Release store in `Hot::publish`; a route
+    // other than GENERAL means the hot functions are there.
+    ROUTE.load(Ordering::Acquire)
+}
 
 /// Looks up `name` in the objects loaded after this one, or aborts: a
 /// program whose mutex calls cannot reach glibc cannot go on.
@@ -343,9 +413,17 @@ static INIT: extern "C" fn() = {
         let _ = futex::real();
         // Before the mode: an inert library decides none.
         futex::find_own_image();
-        let _ = replace::mode();
+        let replacing = replace::mode().is_some();
         // Decided before any thread of the program reads the clock.
         let _ = clock::source();
+        let route = if inert() {
+            PASS
+        } else if replacing {
+            GENERAL
+        } else {
+            PROFILE
+        };
+        Hot::publish(real(), route);
     }
     init
 };
@@ -357,6 +435,17 @@ fn pshared(m: *mut libc::pthread_mutex_t) -> bool {
 
 /// `pthread_mutex_lock` with its acquisition site.
 extern "C" fn lock_at(m: *mut libc::pthread_mutex_t, site: usize) -> c_int {
+    match route() {
+        // SAFETY: the route says the hot functions are published; the
+        // caller's mutex goes to glibc unchanged.
+        PASS => return unsafe { Hot::get(&HOT.lock)(m) },
+        PROFILE => {
+            // SAFETY: as above.
+            let (try_, wait) = unsafe { (|| Hot::get(&HOT.trylock)(m), || Hot::get(&HOT.lock)(m)) };
+            return profile::acquire_profiling(mutex(m), site, try_, wait, || pshared(m));
+        }
+        _ => {}
+    }
     let r = real();
     if let Some(mode) = replace::mode() {
         // SAFETY: as below.
@@ -432,7 +521,21 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> c_
     // At entry [rsp] is the return address: the acquisition site. It goes
     // in the second argument register and `lock_at` is tail-called, so the
     // caller's frame is untouched and `lock_at` returns to it.
-    core::arch::naked_asm!("mov rsi, [rsp]", "jmp {imp}", imp = sym lock_at)
+    // Pass-through jumps to glibc's function at once (`Hot::lock`, the
+    // first field of `HOT`; x86-64 orders the two loads as the route's
+    // Acquire needs).
+    core::arch::naked_asm!(
+        "cmp byte ptr [rip + {route}], {pass}",
+        "jne 2f",
+        "jmp qword ptr [rip + {hot}]",
+        "2:",
+        "mov rsi, [rsp]",
+        "jmp {imp}",
+        route = sym ROUTE,
+        pass = const PASS,
+        hot = sym HOT,
+        imp = sym lock_at,
+    )
 }
 
 /// Interposed `pthread_mutex_timedlock`: passes its return address on.
@@ -476,8 +579,8 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
 #[unsafe(naked)]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> c_int {
-    // As in `pthread_mutex_lock`.
-    core::arch::naked_asm!("mov rsi, [rsp]", "jmp {imp}", imp = sym lock_at)
+    // A jump leaves the return address, the site, where it is.
+    core::arch::naked_asm!("jmp {f}", f = sym pthread_mutex_lock)
 }
 
 /// Interposed `pthread_mutex_clocklock` (no site on this architecture).
@@ -564,6 +667,11 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut libc::pthread_mutex_t) ->
 /// As glibc's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int {
+    if matches!(route(), PASS | PROFILE) {
+        // SAFETY: the route says the hot functions are published; the
+        // caller's argument, unchanged, to glibc. (Counted at the unlock.)
+        return unsafe { Hot::get(&HOT.trylock)(m) };
+    }
     let r = real();
     // An acquisition is counted at its unlock, whichever call made it.
     match replace::mode().and_then(|mode| replace::try_lock(mode, m)) {
@@ -580,6 +688,27 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) ->
 /// As glibc's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut libc::pthread_mutex_t) -> c_int {
+    // Pass-through is a jump to glibc; everything else is out of line, so
+    // that this path saves no registers.
+    if route() == PASS {
+        // SAFETY: the route says the hot functions are published; the
+        // caller's argument, unchanged, to glibc.
+        return unsafe { Hot::get(&HOT.unlock)(m) };
+    }
+    unlock(m)
+}
+
+/// `pthread_mutex_unlock` in profile or replace mode (or before the
+/// constructor).
+#[inline(never)]
+fn unlock(m: *mut libc::pthread_mutex_t) -> c_int {
+    if route() == PROFILE {
+        // SAFETY: the route says the hot functions are published; the
+        // caller's argument, unchanged, to glibc.
+        let rc = unsafe { Hot::get(&HOT.unlock)(m) };
+        profile::released_profiling(m as usize, Some(LockKind::Mutex));
+        return rc;
+    }
     let r = real();
     match replace::mode() {
         Some(mode) => match replace::unlock(mode, m) {

@@ -454,7 +454,17 @@ pub(crate) fn acquired(lock: Lock) {
 /// if the wait was on this lock.
 #[inline]
 pub(crate) fn released(addr: usize, counted: Option<LockKind>) {
-    local(|l| {
+    if !crate::inert() {
+        released_profiling(addr, counted);
+    }
+}
+
+/// [`released`] where profile mode is decided and on (the mutex
+/// wrappers' profile route).
+#[inline]
+pub(crate) fn released_profiling(addr: usize, counted: Option<LockKind>) {
+    // A thread whose locals are gone (its exit) records nothing more.
+    let _ = LOCAL.try_with(|l| {
         if let Some(kind) = counted {
             count(l, Lock::at(addr, kind));
         }
@@ -672,6 +682,19 @@ pub(crate) fn acquire(
     if crate::inert() {
         return wait();
     }
+    acquire_profiling(lock, site, try_lock, wait, pshared)
+}
+
+/// [`acquire`] where profile mode is decided and on (the mutex wrappers'
+/// profile route).
+#[inline]
+pub(crate) fn acquire_profiling(
+    lock: Lock,
+    site: usize,
+    try_lock: impl FnOnce() -> c_int,
+    wait: impl FnOnce() -> c_int,
+    pshared: impl FnOnce() -> bool,
+) -> c_int {
     let first = try_lock();
     if first != libc::EBUSY {
         if first == 0 && counted_when_acquired(lock) {
