@@ -254,9 +254,9 @@ static ROUTE: AtomicU8 = AtomicU8::new(GENERAL);
 /// constructor decides there), or replace mode.
 const GENERAL: u8 = 0;
 /// Every call goes straight to glibc ([`inert`]).
-const PASS: u8 = 1;
+pub(crate) const PASS: u8 = 1;
 /// Profile mode.
-const PROFILE: u8 = 2;
+pub(crate) const PROFILE: u8 = 2;
 
 /// glibc's mutex lock, trylock and unlock, copied out of [`REAL`] by the
 /// constructor before it publishes [`ROUTE`], for the fast paths: a load
@@ -305,7 +305,7 @@ impl Hot {
 
 /// The mutex wrappers' path ([`ROUTE`]).
 #[inline(always)]
-fn route() -> u8 {
+pub(crate) fn route() -> u8 {
     // Acquire: pairs with the Release store in `Hot::publish`; a route
     // other than GENERAL means the hot functions are there.
     ROUTE.load(Ordering::Acquire)

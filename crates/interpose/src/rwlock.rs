@@ -108,7 +108,12 @@ pub(crate) fn real() -> &'static Real {
 /// and an inert library, [`crate::inert`], every lock).
 #[inline]
 fn profiling() -> bool {
-    !crate::inert() && replace::mode().is_none()
+    match crate::route() {
+        crate::PROFILE => true,
+        crate::PASS => false,
+        // Not decided yet (or replace mode): ask.
+        _ => !crate::inert() && replace::mode().is_none(),
+    }
 }
 
 /// A profiled acquisition of `rw` as `kind`, `try_lock` first, then
