@@ -244,11 +244,9 @@ static REAL: OnceLock<Real> = OnceLock::new();
 /// Which path the mutex wrappers take, decided once by the constructor
 /// after the function table, the image search and the mode: one load on
 /// every lock and unlock, where the general path asks the table's, the
-/// mode's and the inert flag's once-cells in turn. (Counted by callgrind
-/// on sysbench's mutex benchmark with one thread: pass-through added
-/// 46 instructions to each lock and unlock pair before, 10 after.)
-/// Values: [`GENERAL`], [`PASS`], [`PROFILE`]. Stored once (Release,
-/// after [`HOT`]); never changed.
+/// mode's and the inert flag's once-cells in turn. Values: [`GENERAL`],
+/// [`PASS`], [`PROFILE`]. Stored once (Release, after [`HOT`]); never
+/// changed.
 static ROUTE: AtomicU8 = AtomicU8::new(GENERAL);
 /// The general path: not decided yet (a thread that calls in before the
 /// constructor decides there), or replace mode.
