@@ -27,9 +27,10 @@
 //! 20,000, a tenth of that for `unix-socket`) and `ns_per_msg` of
 //! many-to-one with `writers` in `1..=2*cores-1` (threads = writers + 1,
 //! oversubscribed marked; parameters `writers`, `ints` (1,000,000, as
-//! LC98; `--quick` 200,000), `verified`). Each point is the median of
-//! [`Ctx::repeats`] runs, interleaved across the series so that drift hits
-//! every series alike, with their spread (`lo`, `hi`, `repeats`).
+//! LC98; `--quick` 200,000), `verified`). Each round trip is the median
+//! of [`Ctx::repeats`] runs and each many-to-one point of
+//! [`MTO_ROUNDS`], interleaved across the series so that drift hits every
+//! series alike, with their spread (`lo`, `hi`, `repeats`).
 //! `--threads T,...` selects many-to-one points by thread count (writers =
 //! T - 1, T >= 2).
 
@@ -130,6 +131,13 @@ const ICEORYX2: &str = "iceoryx2";
 const LINE: &str = "cacheline-pingpong";
 const RTT: &str = "rtt_ns";
 const MTO: &str = "ns_per_msg";
+/// Runs per many-to-one point, oversubscribed or not ([`Ctx::rounds`] of
+/// it). Not [`Ctx::repeats`]' two for oversubscribed points: with a
+/// writer descheduled now and then, one writer count's runs fall into
+/// modes (the receiver catching up with a running writer, or waiting for a
+/// descheduled one), and the median of two took either; a point costs
+/// milliseconds, so nine cost the run little.
+const MTO_ROUNDS: usize = 9;
 /// Series of both patterns, in report order (and [`ICEORYX2`] after them
 /// where it was measured).
 const SERIES: [&str; 5] = [AM, STAMP, LOCK_FREE, CROSSBEAM, UNIX];
@@ -253,11 +261,8 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let series = measured();
     let rtt_series: Vec<&str> = std::iter::once(LINE).chain(series.clone()).collect();
     let rtt_repeats = ctx.repeats(2);
-    let len = rtt_repeats * rtt_series.len()
-        + writers
-            .iter()
-            .map(|&w| ctx.repeats(w as usize + 1) * series.len())
-            .sum::<usize>();
+    let mto_rounds = ctx.rounds(MTO_ROUNDS);
+    let len = rtt_repeats * rtt_series.len() + mto_rounds * writers.len() * series.len();
     let bar = ctx.bar(EXPERIMENT.id, len);
     let row = |s: &str, t: usize, metric: &str, spread: &Spread| {
         let (over, median) = (ctx.over(t), spread.median);
@@ -283,7 +288,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     }
     for &w in &writers {
         let threads = w as usize + 1;
-        let samples = try_in_rounds(ctx.repeats(threads), series.len(), |_, i| {
+        let samples = try_in_rounds(mto_rounds, series.len(), |_, i| {
             bar.set_message(format!("{} x{w} writers", series[i]));
             let sample = mto_sample(series[i], w, ints);
             bar.inc(1);
