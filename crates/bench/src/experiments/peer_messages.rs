@@ -27,10 +27,10 @@
 //! 20,000, a tenth of that for `unix-socket`) and `ns_per_msg` of
 //! many-to-one with `writers` in `1..=2*cores-1` (threads = writers + 1,
 //! oversubscribed marked; parameters `writers`, `ints` (1,000,000, as
-//! LC98; `--quick` 200,000), `verified`). Each round trip is the median
-//! of [`Ctx::repeats`] runs and each many-to-one point of
-//! [`MTO_ROUNDS`], interleaved across the series so that drift hits every
-//! series alike, with their spread (`lo`, `hi`, `repeats`).
+//! LC98; `--quick` 200,000), `verified`). Each point is the median of
+//! [`Ctx::repeats`] runs (an oversubscribed many-to-one point of
+//! [`OVER_ROUNDS`]), interleaved across the series so that drift hits
+//! every series alike, with their spread (`lo`, `hi`, `repeats`).
 //! `--threads T,...` selects many-to-one points by thread count (writers =
 //! T - 1, T >= 2).
 
@@ -131,13 +131,15 @@ const ICEORYX2: &str = "iceoryx2";
 const LINE: &str = "cacheline-pingpong";
 const RTT: &str = "rtt_ns";
 const MTO: &str = "ns_per_msg";
-/// Runs per many-to-one point, oversubscribed or not ([`Ctx::rounds`] of
-/// it). Not [`Ctx::repeats`]' two for oversubscribed points: with a
-/// writer descheduled now and then, one writer count's runs fall into
-/// modes (the receiver catching up with a running writer, or waiting for a
-/// descheduled one), and the median of two took either; a point costs
-/// milliseconds, so nine cost the run little.
-const MTO_ROUNDS: usize = 9;
+/// Runs per oversubscribed many-to-one point ([`Ctx::rounds`] of it), not
+/// [`Ctx::repeats`]' two: with a writer descheduled now and then, one
+/// writer count's runs fall into modes (the receiver catching up with a
+/// running writer, or waiting for a descheduled one), and the median of
+/// two took either. A point costs milliseconds, so nine cost the run
+/// little. Points with a core per participant keep [`Ctx::repeats`]: their
+/// rules read the spread from the fastest to the slowest run, which more
+/// runs would only widen.
+const OVER_ROUNDS: usize = 9;
 /// Series of both patterns, in report order (and [`ICEORYX2`] after them
 /// where it was measured).
 const SERIES: [&str; 5] = [AM, STAMP, LOCK_FREE, CROSSBEAM, UNIX];
@@ -261,8 +263,18 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let series = measured();
     let rtt_series: Vec<&str> = std::iter::once(LINE).chain(series.clone()).collect();
     let rtt_repeats = ctx.repeats(2);
-    let mto_rounds = ctx.rounds(MTO_ROUNDS);
-    let len = rtt_repeats * rtt_series.len() + mto_rounds * writers.len() * series.len();
+    let mto_rounds = |threads: usize| {
+        if ctx.over(threads) {
+            ctx.rounds(OVER_ROUNDS)
+        } else {
+            ctx.repeats(threads)
+        }
+    };
+    let len = rtt_repeats * rtt_series.len()
+        + writers
+            .iter()
+            .map(|&w| mto_rounds(w as usize + 1) * series.len())
+            .sum::<usize>();
     let bar = ctx.bar(EXPERIMENT.id, len);
     let row = |s: &str, t: usize, metric: &str, spread: &Spread| {
         let (over, median) = (ctx.over(t), spread.median);
@@ -288,7 +300,7 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     }
     for &w in &writers {
         let threads = w as usize + 1;
-        let samples = try_in_rounds(mto_rounds, series.len(), |_, i| {
+        let samples = try_in_rounds(mto_rounds(threads), series.len(), |_, i| {
             bar.set_message(format!("{} x{w} writers", series[i]));
             let sample = mto_sample(series[i], w, ints);
             bar.inc(1);
