@@ -7,7 +7,8 @@
 //! `valgrind --tool=callgrind`, which counts instructions where no cycle
 //! counter is available); `NO_FLOORS=1` prints only the ping-pong floor;
 //! `STREAM=1` runs, after the send to itself, one writer streaming to a
-//! polling receiver instead of the round trip.
+//! polling receiver instead of the round trip. `PACKETS=N` gives the
+//! queues N packets instead of [`Config::default`]'s.
 
 use std::time::Instant;
 
@@ -22,12 +23,14 @@ fn pong<C: Claim>(t: &mut Token<'_, C, u64>, _m: &Msg<'_>) -> Result<(), AmError
     Ok(())
 }
 
+/// [`Config::default`], with `PACKETS` packets if that is set.
+fn config() -> Config {
+    let packets = std::env::var("PACKETS").ok().and_then(|v| v.parse().ok());
+    packets.map_or_else(Config::default, |p| Config::default().with_packets(p))
+}
+
 fn run<C: Claim>(rounds: u64) {
-    let packets: u32 = std::env::var("PACKETS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
-    let cfg = Config::default().with_packets(packets);
+    let cfg = config();
     let cfg = &cfg;
     let out = job::run_threads(2, |job| -> Result<Option<f64>, AmError> {
         pin(job.rank as usize);
@@ -84,7 +87,7 @@ fn self_loop<C: Claim>(rounds: u64) {
 /// One writer streams `rounds` short requests to a polling receiver: ns
 /// per message.
 fn stream<C: Claim>(rounds: u64) -> f64 {
-    let cfg = Config::default();
+    let cfg = config();
     let cfg = &cfg;
     let out = job::run_threads(2, |job| -> Result<Option<f64>, AmError> {
         pin(job.rank as usize);

@@ -60,7 +60,7 @@ pub const HEADER_BYTES: usize = 4096;
 /// // Short rings of small bulk blocks, e.g. for many ranks on one host.
 /// const SMALL: Config = Config::new().with_packets(32).with_bulk_blocks(4).with_bulk_bytes(1024);
 /// assert!(SMALL.validate().is_ok());
-/// assert_eq!(Config::default().packets, 256);
+/// assert_eq!(Config::default().packets, 64);
 /// assert!(Config::default().with_bulk_bytes(100).validate().is_err()); // not a multiple of 128
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,8 +76,16 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// LC98's proportions: a packet ring much longer than the bulk ring,
-    /// 8 KB bulk blocks (about 330 KB per endpoint with both queues).
+    /// 64 packets (per sender under `rings`) and 16 bulk blocks of 8 KB
+    /// (LC98's largest bulk transfer).
+    ///
+    /// The ring is short on purpose. One writer streaming short messages
+    /// to a polling receiver took about half the time per message with 64
+    /// packets as with 128 or 256: under `rings` at both placements of
+    /// this project's two-vCPU machine, under `stamp` and `lock-free` at
+    /// the near one (`STREAM=1 PACKETS=N cargo run --release -p
+    /// symmetry-am --example rtt -- ALG`). A longer ring buys room for
+    /// bursts, not speed.
     fn default() -> Self {
         Self::new()
     }
@@ -87,7 +95,7 @@ impl Config {
     /// The default sizes ([`Config::default`]), usable in a `const`.
     pub const fn new() -> Config {
         Config {
-            packets: 256,
+            packets: 64,
             bulk_blocks: 16,
             bulk_bytes: 8192,
         }
