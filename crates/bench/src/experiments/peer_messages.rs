@@ -29,7 +29,7 @@
 //! oversubscribed marked; parameters `writers`, `ints` (1,000,000, as
 //! LC98; `--quick` 200,000), `verified`). Each point is the median of
 //! [`Ctx::repeats`] runs (an oversubscribed many-to-one point of
-//! [`OVER_ROUNDS`]), interleaved across the series so that drift hits
+//! `OVER_ROUNDS`), interleaved across the series so that drift hits
 //! every series alike, with their spread (`lo`, `hi`, `repeats`).
 //! `--threads T,...` selects many-to-one points by thread count (writers =
 //! T - 1, T >= 2).
