@@ -79,12 +79,11 @@ impl Default for Config {
     /// 64 packets (per sender under `rings`) and 16 bulk blocks of 8 KB
     /// (LC98's largest bulk transfer).
     ///
-    /// The ring is short on purpose. One writer streaming short messages
-    /// to a polling receiver took about half the time per message with 64
-    /// packets as with 128 or 256: under `rings` at both placements of
-    /// this project's two-vCPU machine, under `stamp` and `lock-free` at
-    /// the near one (`STREAM=1 PACKETS=N cargo run --release -p
-    /// symmetry-am --example rtt -- ALG`). A longer ring buys room for
+    /// The ring is short on purpose. In full `symmetry run peer-messages`
+    /// runs on this project's two-vCPU machine, one writer streaming to a
+    /// polling receiver took about half the time per message with 64
+    /// packets as with 256 under `rings` and `stamp` (0.6x under
+    /// `lock-free`), and the round trip did not change. A longer ring buys room for
     /// bursts, not speed.
     fn default() -> Self {
         Self::new()
