@@ -22,6 +22,13 @@
 //! median over the repeats of its `rtt_vs_pingpong` over that of the
 //! fastest of the five (by median) in the same repeat, with the median
 //! interval of these quotients; `others-equivalent` judges it.
+//! `bare-rings` is the floor of a request-reply over rings
+//! ([`crate::kernels::messages::bare_rings_rtt_ns`]: two rings of the
+//! default queues' length, no claim, dispatch or check), measured right
+//! after the default algorithm in each repeat; its `rtt_vs_pingpong` and
+//! the default's `rtt_vs_bare` are paired by repeat, and split the default
+//! round trip into what the memory traffic of rings costs and what the
+//! software adds (shown, not judged).
 //! `rtt_vs_others_mean` is, in the same way, the median over the repeats of
 //! `pthread`'s `rtt_vs_pingpong` over the mean of the other five's in that
 //! repeat; `mutex-25pct-worse` judges it. Rows carry the spread
@@ -109,6 +116,12 @@ const WAKE_TARGET: f64 = 2.0;
 const DEFAULT: &str = <symmetry_am::claim::DefaultClaim as symmetry_am::Claim>::NAME;
 /// Series of the cache-line ping-pong.
 const PINGPONG: &str = "cacheline-pingpong";
+/// Series of the bare request-reply over two rings of the default queues'
+/// length ([`am_kernels::bare_rings_rtt_ns`]).
+const BARE: &str = "bare-rings";
+/// Metric: the default algorithm's round trip over the bare rings'
+/// measured just after it, paired by repeat.
+const VS_BARE: &str = "rtt_vs_bare";
 /// Metric: an algorithm's round trip over the ping-pong measured just
 /// before it, the median over the repeats.
 const VS_PINGPONG: &str = "rtt_vs_pingpong";
@@ -178,6 +191,10 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         (100, 10_000)
     };
     let (mut wake, mut handoff) = (Vec::new(), Vec::new());
+    // The bare exchange over two rings of the default queues' length,
+    // right after the default algorithm's round trip (so in its placement).
+    let slots = symmetry_am::Config::default().packets as usize;
+    let mut bare = Vec::new();
     for _ in 0..repeats {
         for (i, alg) in names.iter().enumerate() {
             bar.set_message(*alg);
@@ -185,6 +202,9 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             pingpong.push(pp);
             before[i].push(pp);
             samples[i].push(am_kernels::logp(alg, rounds)?);
+            if *alg == DEFAULT {
+                bare.push(am_kernels::bare_rings_rtt_ns(pp_rounds, slots));
+            }
             bar.inc(1);
         }
         if let Some(h) = machine::futex_handoff_ns(handoff_rounds) {
@@ -269,6 +289,17 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     if let Some(q) = vs_others {
         rows.push(ratio_row("pthread", VS_OTHERS, &q).with_spread(&q));
     }
+    if let (Some(d), Some(b)) = (names.iter().position(|n| *n == DEFAULT), Spread::of(&bare)) {
+        let floor = row(BARE, "rtt_ns", b.median, "ns", pp_rounds, &b).param("slots", slots);
+        rows.push(floor);
+        if let Some(q) = Spread::paired_ratio(&bare, &before[d]) {
+            rows.push(ratio_row(BARE, VS_PINGPONG, &q).with_spread(&q));
+        }
+        let rtt: Vec<f64> = samples[d].iter().map(|p| p.rtt_ns).collect();
+        if let Some(q) = Spread::paired_ratio(&rtt, &bare) {
+            rows.push(ratio_row(DEFAULT, VS_BARE, &q).with_spread(&q));
+        }
+    }
     for (i, (alg, s)) in names.iter().zip(&samples).enumerate() {
         let get = |f: fn(&LogP) -> f64| -> Result<Spread, String> {
             spread_of(alg, &s.iter().map(f).collect::<Vec<f64>>())
@@ -308,7 +339,7 @@ fn algorithms(rows: &[Row]) -> Vec<String> {
 
 fn group(series: &str) -> &'static str {
     match series {
-        PINGPONG => "cache-line ping-pong",
+        PINGPONG | BARE => "floor (no claim, dispatch or checks)",
         "lock-free" | "stamp" | "rings" => "lock-free claim",
         _ => "locking claim",
     }
@@ -330,6 +361,11 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
             bars.push(Bar::new(PINGPONG, p, group(PINGPONG)));
             reference_lines.push((format!("{TARGET} x ping-pong"), TARGET * p));
         }
+        if metric == "rtt_ns"
+            && let Some(b) = value(rows, BARE, 2, metric, None)
+        {
+            bars.push(Bar::new(BARE, b, group(BARE)));
+        }
         panels.push(Panel::Bar(BarPanel {
             title: title.to_string(),
             y_label: "ns".into(),
@@ -344,6 +380,8 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
         y_scale: Scale::Linear,
         bars: algs
             .iter()
+            .map(String::as_str)
+            .chain([BARE])
             .filter_map(|a| value(rows, a, 2, VS_PINGPONG, None).map(|v| Bar::new(a, v, group(a))))
             .collect(),
         reference_lines: vec![(format!("target {TARGET}x"), TARGET)],
@@ -623,6 +661,29 @@ fn outcome_notes(d: &Data<'_>) -> Vec<String> {
             ns(pp.value)
         ));
     }
+    if let (Some(b), Some(q), Some(r), Some(rtt)) = (
+        est(d, BARE, "rtt_ns"),
+        d.estimate_own(Sel::metric(VS_PINGPONG).series(BARE).threads(2)),
+        d.estimate_own(Sel::metric(VS_BARE).series(DEFAULT).threads(2)),
+        est(d, DEFAULT, "rtt_ns"),
+    ) {
+        let slots = d
+            .row(Sel::metric("rtt_ns").series(BARE))
+            .and_then(|r| r.get_param("slots"))
+            .unwrap_or("?");
+        notes.push(format!(
+            "The floor of a protocol over rings, measured right after `{DEFAULT}` in each repeat: a one-word \
+             request and its reply over two rings of {slots} slots of 128 bytes (one each way, the default \
+             queues' length), each message in the next slot, with no claim, dispatch or check, took {} per \
+             round trip; over the ping-pong, paired by repeat: {}. `{DEFAULT}`'s round trip over this floor, \
+             paired by repeat: {}; about {} of each round trip is the software of two sends, two polls, two \
+             handler dispatches and the checks of each packet a possibly hostile sender wrote.",
+            ns(b.value),
+            q.show(2),
+            r.show(2),
+            ns(rtt.value - b.value),
+        ));
+    }
     notes
 }
 
@@ -658,6 +719,16 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         "1.00x".into(),
     );
     table.push(&pp);
+    // The bare rings' row: the floor of a protocol over rings.
+    if value(rows, BARE, 2, "rtt_ns", None).is_some() {
+        let mut bare = vec![String::new(); header.len()];
+        (bare[0], bare[1], bare[6]) = (
+            format!("`{BARE}`"),
+            cell(BARE, "rtt_ns"),
+            fmt::na(value(rows, BARE, 2, VS_PINGPONG, None), ratio),
+        );
+        table.push(&bare);
+    }
     let measured = d
         .row(Sel::metric("rtt_ns").series(DEFAULT))
         .or_else(|| {
@@ -801,6 +872,36 @@ mod tests {
         assert_eq!(v, Verdict::NotMeasurable);
         let m = small_vm();
         assert_eq!(draw(&rows(&m, &HOLDS), &m).panels.len(), 6);
+    }
+
+    #[test]
+    fn the_bare_rings_split_the_round_trip_without_a_rule() {
+        let m = small_vm();
+        let mut v = rows(&m, &HOLDS);
+        let before = assess(&v, &m);
+        assert!(!before.notes.contains("floor of a protocol over rings"));
+        let r = testing::Rows::new(&EXPERIMENT, &m).rel(0.01);
+        v.push(r.row(BARE, 2, "rtt_ns", 300.0).param("slots", "64"));
+        v.push(r.row(BARE, 2, VS_PINGPONG, 1.5));
+        v.push(r.row(DEFAULT, 2, VS_BARE, 1.5));
+        let after = assess(&v, &m);
+        assert!(
+            after.notes.contains("two rings of 64 slots"),
+            "{}",
+            after.notes
+        );
+        assert!(
+            after.notes.contains("about 150.0 ns of each round trip"),
+            "{}",
+            after.notes
+        );
+        let table = after.table.expect("a table").to_markdown();
+        assert!(table.contains("| `bare-rings` | 300.0 ns |"), "{table}");
+        // Shown, not judged: the verdict is the one without the floor.
+        assert_eq!(
+            testing::verdict(&EXPERIMENT, &v, &m),
+            testing::verdict(&EXPERIMENT, &rows(&m, &HOLDS), &m)
+        );
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! numbers. Algorithms are chosen by registry name and monomorphized
 //! through `symmetry_am::for_each_claim!`.
 //!
-//! One file per kernel: LogP ([`logp()`]), the cache-line ping-pong
-//! ([`pingpong_rtt_ns`]), the many-to-one stress test ([`stress()`],
+//! One file per kernel: LogP ([`logp()`]), the floors of a round trip
+//! ([`pingpong_rtt_ns`], [`bare_rings_rtt_ns`]), the many-to-one stress test ([`stress()`],
 //! [`stress_within`]), bulk transfers ([`bulk()`]) and their two copy
 //! baselines ([`memcpy_run`], [`cross_core_run`]), and the wake-up of a
 //! receiver asleep in `poll_until` ([`wake_ns`]). This file holds what
@@ -38,7 +38,7 @@ mod wake;
 pub use bulk::{BULK_WARMUP_BYTES, BulkOut, bulk, bulk_ring_shape};
 pub use copy::{cross_core_run, memcpy_run};
 pub use logp::{LogP, logp};
-pub use pingpong::pingpong_rtt_ns;
+pub use pingpong::{bare_rings_rtt_ns, pingpong_rtt_ns};
 pub use stress::{STOP_POLL, StressOut, StressRun, stress, stress_within};
 pub use wake::{WAKE_ALGORITHM, wake_ns};
 

@@ -1,9 +1,15 @@
-//! Cache-line ping-pong ([`pingpong_rtt_ns`]).
+//! The floors of a round trip: a cache-line ping-pong
+//! ([`pingpong_rtt_ns`]) and a bare request-reply over two rings
+//! ([`bare_rings_rtt_ns`]).
 //!
 //! The physical limit of a shared-memory message: two pinned threads
 //! bounce one `AtomicU64` on its own cache line (`CachePadded`), each
-//! writing the next value when it sees the other's; RTT = time per round
-//! trip of the median block, after a warm-up.
+//! writing the next value when it sees the other's. The bare rings are
+//! the floor of a protocol that, like `symmetry-am`'s, writes each
+//! message to the next slot of a ring: the same exchange over two rings
+//! of packet-sized slots, one each way, with no claim, dispatch or check.
+//! Each reports the time per round trip of the median block, after a
+//! warm-up.
 
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,6 +74,111 @@ pub fn pingpong_rtt_ns(rounds: u64) -> f64 {
     })
 }
 
+/// A slot of [`bare_rings_rtt_ns`]: a sequence word and one argument, on
+/// a `symmetry_am::layout::Packet`'s 128 bytes (a test checks the size).
+#[repr(C, align(128))]
+#[derive(Default)]
+struct Slot {
+    /// `i + 1` once message `i` is in the slot.
+    seq: AtomicU64,
+    /// The message's one argument.
+    arg: AtomicU64,
+}
+
+/// Round trip of a one-word request and its reply over two rings of
+/// `slots` slots (rounded up to a power of two), one each way, between two
+/// threads on two cores: message `i` goes to slot `i mod slots` of each
+/// ring, so the two sides poll and write a different pair of lines for
+/// every message, as `symmetry-am`'s queues do. With the default
+/// configuration's packets it is the floor of `rings`' round trip in
+/// memory traffic alone: what remains above it is the software of a send,
+/// a poll, a dispatch and the checks of a hostile sender's packet.
+pub fn bare_rings_rtt_ns(rounds: u64, slots: usize) -> f64 {
+    let rounds = rounds.max(1);
+    let warm = (rounds / 10).clamp(100, 100_000);
+    let total = warm + rounds;
+    let ring = || Ring::new(slots);
+    let (requests, replies) = (ring(), ring());
+    let pin = cpus() >= 2;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            if pin {
+                pin_to_core(1);
+            }
+            for i in 0..total {
+                let arg = requests.receive(i, pin);
+                replies.send(i, arg);
+            }
+        });
+        let a = s.spawn(|| {
+            if pin {
+                pin_to_core(0);
+            }
+            let exchange = |i: u64| {
+                requests.send(i, i);
+                std::hint::black_box(replies.receive(i, pin));
+            };
+            (0..warm).for_each(exchange);
+            let mut blocks = Vec::new();
+            for (start, len) in Blocks::new(rounds).iter() {
+                let t0 = Instant::now();
+                (warm + start..warm + start + len).for_each(exchange);
+                blocks.push(per_msg(t0.elapsed(), len));
+            }
+            blocks
+        });
+        median_block(&a.join().expect("bare-rings thread panicked"))
+    })
+}
+
+/// One ring of [`bare_rings_rtt_ns`]: message `i` in slot `i & mask`.
+struct Ring {
+    slots: Vec<Slot>,
+    mask: u64,
+}
+
+impl Ring {
+    /// `slots` slots, rounded up to a power of two.
+    fn new(slots: usize) -> Self {
+        let n = slots.max(1).next_power_of_two();
+        Self {
+            slots: (0..n).map(|_| Slot::default()).collect(),
+            mask: n as u64 - 1,
+        }
+    }
+
+    fn slot(&self, i: u64) -> &Slot {
+        &self.slots[(i & self.mask) as usize]
+    }
+
+    /// Puts message `i` with `arg` in its slot.
+    #[inline]
+    fn send(&self, i: u64, arg: u64) {
+        let s = self.slot(i);
+        s.arg.store(arg, Ordering::Relaxed);
+        // Release: publishes the argument with the sequence word; pairs
+        // with the Acquire load in `receive`.
+        s.seq.store(i + 1, Ordering::Release);
+    }
+
+    /// Waits for message `i` (spinning where `spin`, else yielding) and
+    /// returns its argument.
+    #[inline]
+    fn receive(&self, i: u64, spin: bool) -> u64 {
+        let s = self.slot(i);
+        // Acquire: pairs with the Release store in `send`, so the
+        // argument stored before it is visible.
+        while s.seq.load(Ordering::Acquire) != i + 1 {
+            if spin {
+                spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        s.arg.load(Ordering::Relaxed)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +186,13 @@ mod tests {
     #[test]
     fn pingpong_measures_something() {
         assert!(pingpong_rtt_ns(1_000) > 0.0);
+    }
+
+    #[test]
+    fn bare_rings_measure_something_with_packet_sized_slots() {
+        assert_eq!(size_of::<Slot>(), size_of::<symmetry_am::layout::Packet>());
+        assert!(bare_rings_rtt_ns(1_000, 64) > 0.0);
+        // Any slot count, wrapping many times.
+        assert!(bare_rings_rtt_ns(1_000, 3) > 0.0);
     }
 }
