@@ -151,6 +151,33 @@ fn spin_until<T>(mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// [`spin_until`], giving up (`None`) once `f` has given nothing for
+/// `limit` after the spinning turned to yielding. The clock is read only
+/// while yielding, so a prompt answer is waited for as by `spin_until`
+/// (which the peers without a failure of their own keep: no clock read
+/// in their yielding waits).
+#[cfg(feature = "iceoryx2")]
+#[inline]
+fn spin_until_within<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let mut n = 0u32;
+    let mut yielding_since = None;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        n = n.saturating_add(1);
+        if n < 1 << 10 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let since = *yielding_since.get_or_insert_with(Instant::now);
+        if since.elapsed() > limit {
+            return None;
+        }
+        std::thread::yield_now();
+    }
+}
+
 /// Sum of the integers `1..=ints` that writer `w` of `writers` sends:
 /// `w + 1, w + 1 + writers, ...`.
 fn share(w: u64, writers: u64, ints: u64) -> impl Iterator<Item = u64> {
@@ -581,6 +608,13 @@ mod iox {
     /// A side's error when the other side failed and told it to stop.
     const OTHER_SIDE_FAILED: &str = "iceoryx2: the other side failed";
 
+    /// How long a receiver waits for a sample before it calls it lost. A
+    /// round trip takes microseconds and a descheduled peer is back
+    /// within a time slice, but a `peer-messages --quick` run on 2 CPUs
+    /// once had both sides of the round trip wait for each other's sample
+    /// for ten minutes, each `send` having reached its one subscriber.
+    const STALL: Duration = Duration::from_secs(10);
+
     fn err(what: &str, e: impl std::fmt::Debug) -> String {
         format!("iceoryx2: {what}: {e:?}")
     }
@@ -635,14 +669,21 @@ mod iox {
 
     /// Busy-polls `s` for the next value, as iceoryx2's benchmarks do
     /// (yielding after a while: participants may outnumber cores); fails
-    /// once `quit` is set (the other side gave up).
+    /// once `quit` is set (the other side gave up), or when nothing has
+    /// come for [`STALL`] (a sample lost: `super::iox_tries` runs the
+    /// measurement again on new services).
     fn receive(s: &Subscriber<ipc::Service, u64, ()>, quit: &AtomicBool) -> Result<u64, String> {
-        spin_until(|| {
+        spin_until_within(STALL, || {
             if quit.load(Ordering::Relaxed) {
                 return Some(Err(OTHER_SIDE_FAILED.to_string()));
             }
             let got = s.receive().map_err(|e| err("receive", e));
             got.map(|x| x.map(|x| *x)).transpose()
+        })
+        .unwrap_or_else(|| {
+            Err(format!(
+                "iceoryx2: no sample came for {STALL:?}: one was lost"
+            ))
         })
     }
 
@@ -895,6 +936,21 @@ mod tests {
             let out = unix_many_to_one(w, 5_000).unwrap();
             assert!(out.verified, "{w} writers: {out:?}");
         }
+    }
+
+    #[cfg(feature = "iceoryx2")]
+    #[test]
+    fn a_wait_within_a_limit_ends() {
+        let limit = Duration::from_millis(50);
+        let t = Instant::now();
+        assert_eq!(spin_until_within(limit, || None::<()>), None);
+        assert!(t.elapsed() >= limit);
+        let mut n = 0;
+        let got = spin_until_within(limit, || {
+            n += 1;
+            (n == 5_000).then_some(n)
+        });
+        assert_eq!(got, Some(5_000));
     }
 
     #[cfg(feature = "iceoryx2")]
