@@ -885,10 +885,16 @@ const IOX_TRIES: usize = 3;
 /// in four of `peer-messages --quick` on a 2-CPU VM; the sample that
 /// reaches no subscriber makes the run fail at once, and a run on new
 /// services connects afresh. A run that fails every time gives its last
-/// error.
+/// error. Each failed try is said on standard error.
 #[cfg(feature = "iceoryx2")]
 fn iox_tries<T>(measure: impl Fn() -> Result<T, String>) -> Result<T, String> {
-    (1..IOX_TRIES).fold(measure(), |out, _| out.or_else(|_| measure()))
+    (1..IOX_TRIES).fold(measure(), |out, t| {
+        out.or_else(|e| {
+            // Said, not hidden: a retry costs up to STALL of the run.
+            eprintln!("{e} (try {t} of {IOX_TRIES}); measuring again on new services");
+            measure()
+        })
+    })
 }
 
 /// LC98 §4.2 through iceoryx2: `writers` publisher threads send the
