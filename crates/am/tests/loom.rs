@@ -620,43 +620,19 @@ fn dead_sender<C: Claim>() {
     assert!(complete > 0, "no execution ran to the end");
 }
 
+/// Every model of this file for claim algorithm `$claim`, each test
+/// named after its model.
 macro_rules! models {
     ($claim:ty) => {
-        #[test]
-        fn two_senders() {
-            super::two_senders::<$claim>();
-        }
-
-        #[test]
-        fn mixed() {
-            super::mixed::<$claim>();
-        }
-
-        #[test]
-        fn full_ring() {
-            super::full_ring::<$claim>();
-        }
-
-        #[test]
-        fn full_ring_one_sender() {
-            super::full_ring_one_sender::<$claim>();
-        }
-
-        #[test]
-        fn bulk_two_senders() {
-            super::bulk_two_senders::<$claim>();
-        }
-
-        #[test]
-        fn bulk_reuse() {
-            super::bulk_reuse::<$claim>();
-        }
-
-        #[test]
-        fn wrap_around() {
-            super::wrap_around::<$claim>();
-        }
+        models!(@each $claim; two_senders, mixed, full_ring, full_ring_one_sender,
+            bulk_two_senders, bulk_reuse, wrap_around);
     };
+    (@each $claim:ty; $($model:ident),*) => {$(
+        #[test]
+        fn $model() {
+            super::$model::<$claim>();
+        }
+    )*};
 }
 
 mod lock_free {
