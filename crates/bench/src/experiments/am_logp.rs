@@ -711,23 +711,16 @@ fn assess(rows: &[Row], m: &Machine) -> Assessment {
         }));
         cells
     });
-    // The ping-pong's own row: its round trip, the ratios' reference.
-    let mut pp = vec![String::new(); header.len()];
-    (pp[0], pp[1], pp[6]) = (
-        format!("`{PINGPONG}`"),
-        cell(PINGPONG, "rtt_ns"),
-        "1.00x".into(),
-    );
-    table.push(&pp);
-    // The bare rings' row: the floor of a protocol over rings.
+    // The floors' rows: a round trip and its ratio to the ping-pong.
+    let floor = |series: &str, vs_pingpong: String| {
+        let mut r = vec![String::new(); header.len()];
+        (r[0], r[1], r[6]) = (format!("`{series}`"), cell(series, "rtt_ns"), vs_pingpong);
+        r
+    };
+    table.push(&floor(PINGPONG, "1.00x".into()));
     if value(rows, BARE, 2, "rtt_ns", None).is_some() {
-        let mut bare = vec![String::new(); header.len()];
-        (bare[0], bare[1], bare[6]) = (
-            format!("`{BARE}`"),
-            cell(BARE, "rtt_ns"),
-            fmt::na(value(rows, BARE, 2, VS_PINGPONG, None), ratio),
-        );
-        table.push(&bare);
+        let vs_pingpong = fmt::na(value(rows, BARE, 2, VS_PINGPONG, None), ratio);
+        table.push(&floor(BARE, vs_pingpong));
     }
     let measured = d
         .row(Sel::metric("rtt_ns").series(DEFAULT))

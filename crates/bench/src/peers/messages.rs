@@ -136,29 +136,19 @@ fn pin(cpus: &[usize], i: usize) {
 /// Spins (then yields: participants may outnumber cores) until `f` gives
 /// a value.
 #[inline]
-fn spin_until<T>(mut f: impl FnMut() -> Option<T>) -> T {
-    let mut n = 0u32;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        n = n.saturating_add(1);
-        if n < 1 << 10 {
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
+fn spin_until<T>(f: impl FnMut() -> Option<T>) -> T {
+    match spin_until_within(None, f) {
+        Some(v) => v,
+        None => unreachable!("a wait without a limit gave up"),
     }
 }
 
 /// [`spin_until`], giving up (`None`) once `f` has given nothing for
-/// `limit` after the spinning turned to yielding. The clock is read only
-/// while yielding, so a prompt answer is waited for as by `spin_until`
-/// (which the peers without a failure of their own keep: no clock read
-/// in their yielding waits).
-#[cfg(feature = "iceoryx2")]
+/// `limit`, if one is given, after the spinning turned to yielding. The
+/// clock is read only while yielding (and never without a limit), so a
+/// prompt answer is waited for alike.
 #[inline]
-fn spin_until_within<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+fn spin_until_within<T>(limit: Option<Duration>, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let mut n = 0u32;
     let mut yielding_since = None;
     loop {
@@ -170,8 +160,9 @@ fn spin_until_within<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Op
             std::hint::spin_loop();
             continue;
         }
-        let since = *yielding_since.get_or_insert_with(Instant::now);
-        if since.elapsed() > limit {
+        if let Some(limit) = limit
+            && yielding_since.get_or_insert_with(Instant::now).elapsed() > limit
+        {
             return None;
         }
         std::thread::yield_now();
@@ -673,7 +664,7 @@ mod iox {
     /// come for [`STALL`] (a sample lost: `super::iox_tries` runs the
     /// measurement again on new services).
     fn receive(s: &Subscriber<ipc::Service, u64, ()>, quit: &AtomicBool) -> Result<u64, String> {
-        spin_until_within(STALL, || {
+        spin_until_within(Some(STALL), || {
             if quit.load(Ordering::Relaxed) {
                 return Some(Err(OTHER_SIDE_FAILED.to_string()));
             }
@@ -944,15 +935,14 @@ mod tests {
         }
     }
 
-    #[cfg(feature = "iceoryx2")]
     #[test]
     fn a_wait_within_a_limit_ends() {
         let limit = Duration::from_millis(50);
         let t = Instant::now();
-        assert_eq!(spin_until_within(limit, || None::<()>), None);
+        assert_eq!(spin_until_within(Some(limit), || None::<()>), None);
         assert!(t.elapsed() >= limit);
         let mut n = 0;
-        let got = spin_until_within(limit, || {
+        let got = spin_until_within(Some(limit), || {
             n += 1;
             (n == 5_000).then_some(n)
         });

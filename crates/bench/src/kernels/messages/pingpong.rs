@@ -27,15 +27,7 @@ pub fn pingpong_rtt_ns(rounds: u64) -> f64 {
     let total = warm + rounds;
     let pin = cpus() >= 2;
     let line = CachePadded::new(AtomicU64::new(0));
-    let wait_for = |v: u64| {
-        while line.load(Ordering::Acquire) != v {
-            if pin {
-                spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
-    };
+    let wait_for = |v: u64| wait_until(pin, || line.load(Ordering::Acquire) == v);
     std::thread::scope(|s| {
         s.spawn(|| {
             if pin {
@@ -168,14 +160,21 @@ impl Ring {
         let s = self.slot(i);
         // Acquire: pairs with the Release store in `send`, so the
         // argument stored before it is visible.
-        while s.seq.load(Ordering::Acquire) != i + 1 {
-            if spin {
-                spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
+        wait_until(spin, || s.seq.load(Ordering::Acquire) == i + 1);
         s.arg.load(Ordering::Relaxed)
+    }
+}
+
+/// Polls `ready` until it holds: spinning where `spin` (each side has a
+/// CPU of its own), else yielding between polls.
+#[inline]
+fn wait_until(spin: bool, mut ready: impl FnMut() -> bool) {
+    while !ready() {
+        if spin {
+            spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
 
