@@ -7,7 +7,8 @@
 //!   (`stats`, `scratch`); and no experiment imports another;
 //! - inside every crate, no two source files import each other, directly
 //!   or through others (a file cycle), so that each file can be read after
-//!   the ones it uses.
+//!   the ones it uses;
+//! - no source file of any crate is over 1,000 lines.
 //!
 //! An import is a `use` of `crate::` / `super::` / `self::` paths, or such
 //! a path in code, outside comments, string and character literals and the
@@ -518,6 +519,33 @@ fn no_file_cycles_in_any_crate() {
     assert!(
         found.is_empty(),
         "files that import each other (directly or through others):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The most lines a source file under a crate's `src/` may have, its
+/// in-file tests included: past this a file holds more than one role
+/// (issue 39 split `endpoint.rs`, `runtime.rs` and `report.rs` by role).
+const MAX_LINES: usize = 1_000;
+
+#[test]
+fn no_source_file_over_a_thousand_lines() {
+    let crates = common::workspace().join("crates");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&crates).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if src.is_dir() {
+            for s in sources(&src) {
+                let lines = std::fs::read_to_string(&s.path).unwrap().lines().count();
+                if lines > MAX_LINES {
+                    found.push(format!("{}: {lines} lines", s.path.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "source files over {MAX_LINES} lines (split them by role):\n{}",
         found.join("\n")
     );
 }

@@ -266,22 +266,18 @@ fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let mut rows = vec![row(PINGPONG, "rtt_ns", pp.median, "ns", pp_rounds, &pp)];
     if let (Some(h), Some(w)) = (Spread::of(&handoff), Spread::of(&wake)) {
         let paired: Vec<f64> = wake.iter().zip(&handoff).map(|(w, h)| w / h).collect();
-        rows.push(row(
-            HANDOFF,
-            "block_wake_ns",
-            h.median,
-            "ns",
-            handoff_rounds,
-            &h,
-        ));
-        rows.push(row(
-            am_kernels::WAKE_ALGORITHM,
-            "wake_ns",
-            w.median,
-            "ns",
-            u64::from(wake_samples),
-            &w,
-        ));
+        let wake_rows = [
+            (HANDOFF, "block_wake_ns", handoff_rounds, h),
+            (
+                am_kernels::WAKE_ALGORITHM,
+                "wake_ns",
+                u64::from(wake_samples),
+                w,
+            ),
+        ];
+        for (series, metric, n, s) in wake_rows {
+            rows.push(row(series, metric, s.median, "ns", n, &s));
+        }
         if let Some(q) = Spread::median_interval(&paired) {
             rows.push(ratio_row(am_kernels::WAKE_ALGORITHM, WAKE_VS, &q).with_spread(&q));
         }
@@ -391,21 +387,6 @@ fn draw(rows: &[Row], m: &Machine) -> Figure {
         m,
         panels,
     )
-}
-
-/// The mean of `es` (their values, lower and upper ends averaged); `None`
-/// for an empty list.
-fn mean(es: &[Estimate]) -> Option<Estimate> {
-    if es.is_empty() {
-        return None;
-    }
-    let n = es.len() as f64;
-    let avg = |f: fn(&Estimate) -> f64| es.iter().map(f).sum::<f64>() / n;
-    Some(Estimate::new(
-        avg(|e| e.value),
-        avg(|e| e.lo),
-        avg(|e| e.hi),
-    ))
 }
 
 /// Why the Posix mutex can be as fast as a spin lock here.
@@ -528,7 +509,7 @@ fn mutex_worse(d: &Data<'_>) -> Finding {
                 (Some(px), Ok(others)) => (px, others),
             };
             let es: Vec<Estimate> = px.1.iter().map(|o| o.1).collect();
-            let Some(o) = mean(&es) else {
+            let Some(o) = Estimate::mean(&es) else {
                 return Finding::missing("round trips of LC98's other algorithms");
             };
             let (px, r) = (px.0, px.0.ratio(o));
@@ -548,7 +529,7 @@ fn mutex_worse(d: &Data<'_>) -> Finding {
 fn overhead(d: &Data<'_>, metric: &str) -> Result<(Estimate, Estimate), Finding> {
     let lf = all(d, &["lock-free"], metric)?;
     let simple: Vec<Estimate> = all(d, &SIMPLE, metric)?.iter().map(|s| s.1).collect();
-    match (lf.first(), mean(&simple)) {
+    match (lf.first(), Estimate::mean(&simple)) {
         (Some(lf), Some(s)) => Ok((lf.1, s)),
         _ => Err(Finding::missing(&format!(
             "`{metric}` of `lock-free`, `tas`, `ttas`"

@@ -75,6 +75,14 @@ impl Estimate {
         )
     }
 
+    /// The mean of `es`: their values, lower and upper ends each averaged;
+    /// `None` for an empty list.
+    pub fn mean(es: &[Estimate]) -> Option<Estimate> {
+        let n = es.len() as f64;
+        let avg = |f: fn(&Estimate) -> f64| es.iter().map(f).sum::<f64>() / n;
+        (!es.is_empty()).then(|| Estimate::new(avg(|e| e.value), avg(|e| e.lo), avg(|e| e.hi)))
+    }
+
     /// `self - other` with the interval of every difference.
     pub fn minus(self, other: Estimate) -> Estimate {
         Estimate::new(
