@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use super::collective::{H_BARRIER, H_REDUCE, H_RESULT};
+use super::wait::FullWait;
 use super::{Core, REPLIES, REQUESTS, Remote, Scope, USER_HANDLERS};
 use crate::claim::Claim;
 use crate::error::AmError;
@@ -58,7 +59,7 @@ impl<C: Claim, S> Core<C, S> {
         data: Option<&[u8]>,
         scope: Scope,
     ) -> Result<(), AmError> {
-        let mut waits = 0u32;
+        let mut waits = FullWait::default();
         loop {
             let Some(r) = core.remote.as_mut() else {
                 unreachable!("a rank without a view is on another host, so there is a wire");

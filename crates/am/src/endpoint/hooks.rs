@@ -2,6 +2,7 @@
 //! killed, or a sender or receiver descheduled, at the worst moment
 //! would, so that crash and race tests can check what receivers recover.
 
+use super::wait::FullWait;
 use super::{Core, Endpoint, REQUESTS, Scope};
 use crate::claim::{Claim, Claimed};
 use crate::error::AmError;
@@ -17,7 +18,7 @@ impl<C: Claim, S> Endpoint<C, S> {
         let me = self.core.holder();
         let mut hint = self.core.routes[dest as usize].hints[REQUESTS];
         let (core, state) = (&mut self.core, &mut self.state);
-        let mut waits = 0u32;
+        let mut waits = FullWait::default();
         let mut wait = || Core::wait_full(core, state, dest, Scope::Both, &mut waits);
         let c = C::claim(q, me, &mut hint, bulk, &mut wait)?;
         self.core.routes[dest as usize].hints[REQUESTS] = hint;

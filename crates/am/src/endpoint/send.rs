@@ -3,6 +3,7 @@
 //! destination's queue with the claim algorithm `C`, and is published
 //! there; to a peer known to be gone it fails at once.
 
+use super::wait::FullWait;
 use super::{Core, REPLIES, Scope, Token, USER_HANDLERS};
 use crate::claim::{Claim, Claimed, Holder};
 use crate::error::AmError;
@@ -161,7 +162,7 @@ impl<C: Claim, S> Core<C, S> {
         scope: Scope,
     ) -> Result<Claimed, AmError> {
         let mut hint = core.routes[dest as usize].hints[which];
-        let mut waits = 0u32;
+        let mut waits = FullWait::default();
         let mut wait = || Core::wait_full(core, state, dest, scope, &mut waits);
         let c = C::claim(q, me, &mut hint, bulk, &mut wait)?;
         core.routes[dest as usize].hints[which] = hint;

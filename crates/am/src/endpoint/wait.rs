@@ -14,12 +14,28 @@ use crate::claim::Claim;
 use crate::error::AmError;
 use crate::sync::{AtomicU32, delay};
 
-/// Full-queue waits between checks of the receiver's liveness.
+/// Full-queue waits between checks of the receiver's liveness (or less:
+/// see [`Core::wait_full`]).
 const PEER_CHECK: u32 = 1 << 8;
 
+/// A sender's run of waits on one full queue: how many, and when it last
+/// made sure the receiver still exists.
+#[derive(Debug, Default)]
+pub(super) struct FullWait {
+    waits: u32,
+    checked: Option<Instant>,
+}
+
 impl<C: Claim, S> Core<C, S> {
-    /// One wait of a sender facing a full queue: poll, back off, and now
-    /// and then make sure the receiver still exists.
+    /// One wait of a sender facing a full queue: poll, back off, and make
+    /// sure the receiver still exists every [`PEER_CHECK`] waits or
+    /// [`CHECK_EVERY`] of yielding, whichever comes first.
+    ///
+    /// Each wait from the fifth on yields, and on a busy machine (more
+    /// runnable threads than cores) a yield can last a whole time slice:
+    /// by the count alone, a sender blocked on a dead receiver's full
+    /// queue took most of a second to notice. A clock read beside a yield
+    /// costs next to nothing.
     #[cold]
     #[inline(never)]
     pub(super) fn wait_full(
@@ -27,15 +43,23 @@ impl<C: Claim, S> Core<C, S> {
         state: &mut S,
         dest: u32,
         scope: Scope,
-        waits: &mut u32,
+        w: &mut FullWait,
     ) -> Result<(), AmError> {
-        if *waits == 0 {
+        if w.waits == 0 {
             core.stats.full_waits += 1;
         }
-        *waits = waits.wrapping_add(1);
+        w.waits = w.waits.saturating_add(1);
         Core::poll_queues(core, state, scope)?;
-        backoff(*waits);
-        if (*waits).is_multiple_of(PEER_CHECK) {
+        let mut due = w.waits.is_multiple_of(PEER_CHECK);
+        if backoff(w.waits) {
+            let now = Instant::now();
+            let since = *w.checked.get_or_insert(now);
+            due |= now.duration_since(since) >= CHECK_EVERY;
+            if due {
+                w.checked = Some(now);
+            }
+        }
+        if due {
             core.check_peer(dest)?;
         }
         Ok(())
@@ -102,7 +126,9 @@ impl<C: Claim, S> Core<C, S> {
                     continue;
                 }
                 Some(_) => {}
-                None => backoff(idle),
+                None => {
+                    backoff(idle);
+                }
             }
             if std::mem::take(&mut woke)
                 || (idle.is_multiple_of(64) && last_check.elapsed() >= CHECK_EVERY)
@@ -188,10 +214,13 @@ const SLEEP: Duration = Duration::from_millis(100);
 /// descheduled peer (a thread job with more ranks than cores) gives up
 /// its core, as `poll_until` promises. The spinning itself is the locks
 /// crate's [`delay`].
+/// Returns whether it yielded.
 #[inline]
-fn backoff(n: u32) {
+fn backoff(n: u32) -> bool {
     delay(1u32 << n.min(10));
-    if n > 4 {
+    let yields = n > 4;
+    if yields {
         std::thread::yield_now();
     }
+    yields
 }

@@ -12,7 +12,8 @@
 //! | `anderson` | [`anderson`] | per-rank records, a served-ticket hint | holder or waiter: as `ticket`, handing the flag on |
 //!
 //! A waiter looks for a dead holder only after [`CHECK_SPINS`] fruitless
-//! spins (or [`CHECK_YIELDS`] yields, below), so the fast paths are the
+//! spins (or, once yielding, [`CHECK_YIELDS`] yields or [`CHECK_EVERY`],
+//! whichever comes first; below), so the fast paths are the
 //! plain algorithms; the check reads `/proc` (the holder's pid), never the
 //! waiter's hot lines.
 //!
@@ -54,6 +55,8 @@ pub use tas::TasPid;
 pub use ticket::TicketPid;
 pub use ttas::TtasPid;
 
+use std::time::{Duration, Instant};
+
 use crossbeam_utils::CachePadded;
 
 pub use super::Holder;
@@ -72,6 +75,14 @@ pub const CHECK_SPINS: u32 = 1 << 14;
 /// spin budget (a yield can last a time slice on a busy machine, so far
 /// fewer than [`CHECK_SPINS`]).
 pub const CHECK_YIELDS: u32 = 1 << 8;
+
+/// Longest a yielding waiter goes between two looks for a dead holder,
+/// however few yields that is: on a busy machine (more runnable threads
+/// than cores) each yield can last a whole time slice, and
+/// [`CHECK_YIELDS`] of them took most of a second, for which a dead
+/// holder (or a dead waiter handed the lock) held up every waiter behind
+/// it. On an idle machine the count comes first.
+pub const CHECK_EVERY: Duration = Duration::from_millis(5);
 
 /// The spin budget of a waiter for lock `name`, in polls: KLMO91's
 /// fixed-spin(C) threshold for the calibrated C of an OS thread.
@@ -92,6 +103,8 @@ pub(crate) struct Waiter {
     /// Polls to spin before yielding (0 until the first pause: an
     /// acquisition that does not wait never reads the calibration).
     budget: u32,
+    /// When the waiter last looked for a dead holder, or began to yield.
+    looked: Option<Instant>,
 }
 
 impl Waiter {
@@ -101,13 +114,15 @@ impl Waiter {
         Waiter {
             polls: 0,
             budget: 0,
+            looked: None,
         }
     }
 
     /// One fruitless poll of a wait for lock `name`: a spin-wait hint
     /// within the budget, a `sched_yield` after it. Whether the waiter
-    /// should now look for a dead holder (every [`CHECK_SPINS`] spins,
-    /// every [`CHECK_YIELDS`] yields).
+    /// should now look for a dead holder (every [`CHECK_SPINS`] spins;
+    /// once yielding, every [`CHECK_YIELDS`] yields or [`CHECK_EVERY`],
+    /// whichever comes first).
     #[inline(always)]
     pub(crate) fn pause(&mut self, name: &'static str) -> bool {
         self.polls = self.polls.wrapping_add(1);
@@ -129,9 +144,18 @@ impl Waiter {
             }
         }
         std::thread::yield_now();
-        self.polls
+        // A clock read beside a yield costs next to nothing.
+        let now = Instant::now();
+        let looked = *self.looked.get_or_insert(now);
+        let due = self
+            .polls
             .wrapping_sub(self.budget)
             .is_multiple_of(CHECK_YIELDS)
+            || now.duration_since(looked) >= CHECK_EVERY;
+        if due {
+            self.looked = Some(now);
+        }
+        due
     }
 }
 
