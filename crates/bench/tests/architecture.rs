@@ -504,16 +504,20 @@ fn cycles(src: &Path) -> Vec<Vec<String>> {
     t.found
 }
 
+/// The `src/` folder of every crate of the workspace.
+fn crate_sources() -> Vec<PathBuf> {
+    let crates = common::workspace().join("crates");
+    let dirs = std::fs::read_dir(&crates).unwrap();
+    let srcs = dirs.map(|e| e.unwrap().path().join("src"));
+    srcs.filter(|src| src.is_dir()).collect()
+}
+
 #[test]
 fn no_file_cycles_in_any_crate() {
-    let crates = common::workspace().join("crates");
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(&crates).unwrap() {
-        let src = entry.unwrap().path().join("src");
-        if src.is_dir() {
-            for c in cycles(&src) {
-                found.push(format!("{}: {}", src.display(), c.join(" <-> ")));
-            }
+    for src in crate_sources() {
+        for c in cycles(&src) {
+            found.push(format!("{}: {}", src.display(), c.join(" <-> ")));
         }
     }
     assert!(
@@ -530,17 +534,11 @@ const MAX_LINES: usize = 1_000;
 
 #[test]
 fn no_source_file_over_a_thousand_lines() {
-    let crates = common::workspace().join("crates");
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(&crates).unwrap() {
-        let src = entry.unwrap().path().join("src");
-        if src.is_dir() {
-            for s in sources(&src) {
-                let lines = std::fs::read_to_string(&s.path).unwrap().lines().count();
-                if lines > MAX_LINES {
-                    found.push(format!("{}: {lines} lines", s.path.display()));
-                }
-            }
+    for s in crate_sources().iter().flat_map(|src| sources(src)) {
+        let lines = std::fs::read_to_string(&s.path).unwrap().lines().count();
+        if lines > MAX_LINES {
+            found.push(format!("{}: {lines} lines", s.path.display()));
         }
     }
     assert!(
