@@ -11,6 +11,7 @@ use symmetry_locks::spin_then_block::{LockName, SpinPolicy, calibration};
 use super::{Core, Need, REPLIES, REQUESTS, Scope};
 use crate::bell;
 use crate::claim::Claim;
+use crate::claim::lock::LookTimer;
 use crate::error::AmError;
 use crate::sync::{AtomicU32, delay};
 
@@ -23,7 +24,7 @@ const PEER_CHECK: u32 = 1 << 8;
 #[derive(Debug, Default)]
 pub(super) struct FullWait {
     waits: u32,
-    checked: Option<Instant>,
+    checked: LookTimer,
 }
 
 impl<C: Claim, S> Core<C, S> {
@@ -50,15 +51,13 @@ impl<C: Claim, S> Core<C, S> {
         }
         w.waits = w.waits.saturating_add(1);
         Core::poll_queues(core, state, scope)?;
-        let mut due = w.waits.is_multiple_of(PEER_CHECK);
-        if backoff(w.waits) {
-            let now = Instant::now();
-            let since = *w.checked.get_or_insert(now);
-            due |= now.duration_since(since) >= CHECK_EVERY;
-            if due {
-                w.checked = Some(now);
-            }
-        }
+        let counted = w.waits.is_multiple_of(PEER_CHECK);
+        // The clock only beside a yield, not after a short spin.
+        let due = if backoff(w.waits) {
+            w.checked.due(CHECK_EVERY, counted)
+        } else {
+            counted
+        };
         if due {
             core.check_peer(dest)?;
         }
@@ -214,6 +213,7 @@ const SLEEP: Duration = Duration::from_millis(100);
 /// descheduled peer (a thread job with more ranks than cores) gives up
 /// its core, as `poll_until` promises. The spinning itself is the locks
 /// crate's [`delay`].
+///
 /// Returns whether it yielded.
 #[inline]
 fn backoff(n: u32) -> bool {

@@ -84,6 +84,32 @@ pub const CHECK_YIELDS: u32 = 1 << 8;
 /// it. On an idle machine the count comes first.
 pub const CHECK_EVERY: Duration = Duration::from_millis(5);
 
+/// When a waiter last looked for a gone peer (a dead holder, a dead
+/// receiver), so that it looks at least every so long of waiting.
+#[derive(Debug, Default)]
+pub(crate) struct LookTimer(Option<Instant>);
+
+impl LookTimer {
+    /// A timer that starts at its first [`due`](Self::due).
+    pub(crate) const fn new() -> LookTimer {
+        LookTimer(None)
+    }
+
+    /// Whether to look now: `counted` (the caller's count of waits says
+    /// so) or `every` has passed since the last look (or since the first
+    /// call). Reads the clock: call it beside a yield, not in a spin.
+    #[inline]
+    pub(crate) fn due(&mut self, every: Duration, counted: bool) -> bool {
+        let now = Instant::now();
+        let last = *self.0.get_or_insert(now);
+        let due = counted || now.duration_since(last) >= every;
+        if due {
+            self.0 = Some(now);
+        }
+        due
+    }
+}
+
 /// The spin budget of a waiter for lock `name`, in polls: KLMO91's
 /// fixed-spin(C) threshold for the calibrated C of an OS thread.
 #[cold]
@@ -104,7 +130,7 @@ pub(crate) struct Waiter {
     /// acquisition that does not wait never reads the calibration).
     budget: u32,
     /// When the waiter last looked for a dead holder, or began to yield.
-    looked: Option<Instant>,
+    looked: LookTimer,
 }
 
 impl Waiter {
@@ -114,7 +140,7 @@ impl Waiter {
         Waiter {
             polls: 0,
             budget: 0,
-            looked: None,
+            looked: LookTimer::new(),
         }
     }
 
@@ -144,18 +170,11 @@ impl Waiter {
             }
         }
         std::thread::yield_now();
-        // A clock read beside a yield costs next to nothing.
-        let now = Instant::now();
-        let looked = *self.looked.get_or_insert(now);
-        let due = self
+        let counted = self
             .polls
             .wrapping_sub(self.budget)
-            .is_multiple_of(CHECK_YIELDS)
-            || now.duration_since(looked) >= CHECK_EVERY;
-        if due {
-            self.looked = Some(now);
-        }
-        due
+            .is_multiple_of(CHECK_YIELDS);
+        self.looked.due(CHECK_EVERY, counted)
     }
 }
 
