@@ -68,6 +68,103 @@ const STOP: u64 = u64::MAX;
 /// How long a socket read waits for a peer before the run fails.
 const PEER_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// Why a peer's measurement failed. Its text is the one the run prints;
+/// a side of a round trip tells [`PeerError::OtherSideFailed`] (it only
+/// stopped because the other side failed) from the error that caused it.
+#[derive(Debug)]
+pub enum PeerError {
+    /// A system call failed: `call` names it.
+    Os {
+        /// The call (and the peer, where it matters).
+        call: &'static str,
+        /// What the kernel said.
+        error: std::io::Error,
+    },
+    /// The echo side answered a round with another value than the one
+    /// sent + 1.
+    WrongEcho {
+        /// The peer.
+        peer: &'static str,
+        /// The value sent.
+        sent: u64,
+        /// The value that came back.
+        got: u64,
+    },
+    /// A peer process or thread exited with an error: names it.
+    Failed(&'static str),
+    /// A thread of the measurement panicked: names it.
+    Panicked(&'static str),
+    /// iceoryx2 returned an error from `what` (its debug text).
+    #[cfg(feature = "iceoryx2")]
+    Iceoryx2 {
+        /// The iceoryx2 call.
+        what: &'static str,
+        /// iceoryx2's error.
+        detail: String,
+    },
+    /// An iceoryx2 sample reached this many subscribers, not 1.
+    #[cfg(feature = "iceoryx2")]
+    Unreached(usize),
+    /// No iceoryx2 sample came within this long: one was lost.
+    #[cfg(feature = "iceoryx2")]
+    Stalled(Duration),
+    /// This side stopped because the other side failed.
+    #[cfg(feature = "iceoryx2")]
+    OtherSideFailed,
+    /// The round trip timed no block of rounds.
+    #[cfg(feature = "iceoryx2")]
+    NoRound,
+}
+
+impl std::fmt::Display for PeerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PeerError::Os { call, error } => write!(f, "{call}: {error}"),
+            PeerError::WrongEcho { peer, sent, got } => {
+                write!(f, "{peer}: sent {sent}, echo gave {got}")
+            }
+            PeerError::Failed(who) => write!(f, "{who} failed"),
+            PeerError::Panicked(who) => write!(f, "{who} panicked"),
+            #[cfg(feature = "iceoryx2")]
+            PeerError::Iceoryx2 { what, detail } => write!(f, "iceoryx2: {what}: {detail}"),
+            #[cfg(feature = "iceoryx2")]
+            PeerError::Unreached(n) => {
+                write!(f, "iceoryx2: a sample reached {n} subscribers, not 1")
+            }
+            #[cfg(feature = "iceoryx2")]
+            PeerError::Stalled(t) => write!(f, "iceoryx2: no sample came for {t:?}: one was lost"),
+            #[cfg(feature = "iceoryx2")]
+            PeerError::OtherSideFailed => f.write_str("iceoryx2: the other side failed"),
+            #[cfg(feature = "iceoryx2")]
+            PeerError::NoRound => f.write_str("iceoryx2: no round was timed"),
+        }
+    }
+}
+
+impl std::error::Error for PeerError {}
+
+/// The harness's experiments report a failed measurement as its text.
+impl From<PeerError> for String {
+    fn from(e: PeerError) -> String {
+        e.to_string()
+    }
+}
+
+impl PeerError {
+    /// The kernel's error of this thread's last failed call, `call`.
+    fn last_os(call: &'static str) -> Self {
+        PeerError::Os {
+            call,
+            error: std::io::Error::last_os_error(),
+        }
+    }
+
+    /// Wraps the error of call `call`.
+    fn os(call: &'static str) -> impl FnOnce(std::io::Error) -> Self {
+        move |error| PeerError::Os { call, error }
+    }
+}
+
 /// How the Unix-socket peer ran its participants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -387,17 +484,17 @@ fn errno() -> i32 {
 /// between this thread (pinned to the first allowed CPU) and an echo peer
 /// process (pinned to the second; a thread if `fork` fails), with blocking
 /// reads on both sides, in nanoseconds: the mean of `rounds`.
-pub fn unix_rtt_ns(rounds: u64) -> Result<(f64, Mode), String> {
+pub fn unix_rtt_ns(rounds: u64) -> Result<(f64, Mode), PeerError> {
     unix_rtt_with(rounds, true)
 }
 
 /// [`unix_rtt_ns`], with the echo side a thread unless `fork`.
-fn unix_rtt_with(rounds: u64, fork: bool) -> Result<(f64, Mode), String> {
+fn unix_rtt_with(rounds: u64, fork: bool) -> Result<(f64, Mode), PeerError> {
     let cpus = cpus_for(2);
-    let (near, far) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
+    let (near, far) = UnixStream::pair().map_err(PeerError::os("socketpair"))?;
     // A peer that dies makes a read fail after this long instead of hanging.
     near.set_read_timeout(Some(PEER_TIMEOUT))
-        .map_err(|e| format!("SO_RCVTIMEO: {e}"))?;
+        .map_err(PeerError::os("SO_RCVTIMEO"))?;
     let (near_fd, far_fd) = (near.as_raw_fd(), far.as_raw_fd());
     std::thread::scope(|s| {
         s.spawn(move || {
@@ -425,20 +522,18 @@ fn unix_rtt_with(rounds: u64, fork: bool) -> Result<(f64, Mode), String> {
                 // see end of file.
                 drop(far);
             }
-            let mut round = |i: u64| -> Result<(), String> {
+            let mut round = |i: u64| {
                 if !write_u64(near_fd, i) {
-                    return Err(format!(
-                        "unix socket: write: {}",
-                        std::io::Error::last_os_error()
-                    ));
+                    return Err(PeerError::last_os("unix socket: write"));
                 }
                 match read_u64(near_fd) {
                     Some(r) if r == i + 1 => Ok(()),
-                    Some(r) => Err(format!("unix socket: sent {i}, echo gave {r}")),
-                    None => Err(format!(
-                        "unix socket: read: {}",
-                        std::io::Error::last_os_error()
-                    )),
+                    Some(got) => Err(PeerError::WrongEcho {
+                        peer: "unix socket",
+                        sent: i,
+                        got,
+                    }),
+                    None => Err(PeerError::last_os("unix socket: read")),
                 }
             };
             let timed = (|| {
@@ -453,12 +548,12 @@ fn unix_rtt_with(rounds: u64, fork: bool) -> Result<(f64, Mode), String> {
             let clean = echo.wait();
             match timed {
                 Ok(ns) if clean => Ok((ns, mode)),
-                Ok(_) => Err("unix socket: the echo peer failed".into()),
+                Ok(_) => Err(PeerError::Failed("unix socket: the echo peer")),
                 Err(e) => Err(e),
             }
         })
         .join()
-        .map_err(|_| "unix socket ping thread panicked".to_string())?
+        .map_err(|_| PeerError::Panicked("unix socket ping thread"))?
     })
 }
 
@@ -468,25 +563,25 @@ fn unix_rtt_with(rounds: u64, fork: bool) -> Result<(f64, Mode), String> {
 /// pinned to the first allowed CPU) reads them from the other. The writers
 /// are started first and wait on a pipe; the timer runs from closing the
 /// pipe (which wakes them all) to the last datagram read.
-pub fn unix_many_to_one(writers: u32, ints: u64) -> Result<ManyToOne, String> {
+pub fn unix_many_to_one(writers: u32, ints: u64) -> Result<ManyToOne, PeerError> {
     unix_many_to_one_with(writers, ints, true)
 }
 
 /// [`unix_many_to_one`], with the writers threads unless `fork`.
-fn unix_many_to_one_with(writers: u32, ints: u64, fork: bool) -> Result<ManyToOne, String> {
+fn unix_many_to_one_with(writers: u32, ints: u64, fork: bool) -> Result<ManyToOne, PeerError> {
     let writers = u64::from(writers.max(1));
     let cpus = cpus_for(writers as usize + 1);
-    let (rx, tx) = UnixDatagram::pair().map_err(|e| format!("socketpair: {e}"))?;
+    let (rx, tx) = UnixDatagram::pair().map_err(PeerError::os("socketpair"))?;
     let mut go = [0 as RawFd; 2];
     // SAFETY: `go` has room for the two descriptors pipe writes.
     if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+        return Err(PeerError::last_os("pipe"));
     }
     let [go_r, go_w] = go;
     // A writer that dies makes the receive fail after this long instead of
     // hanging.
     rx.set_read_timeout(Some(PEER_TIMEOUT))
-        .map_err(|e| format!("SO_RCVTIMEO: {e}"))?;
+        .map_err(PeerError::os("SO_RCVTIMEO"))?;
     let (rx_fd, tx_fd) = (rx.as_raw_fd(), tx.as_raw_fd());
     let out = std::thread::scope(|s| {
         s.spawn(|| {
@@ -563,9 +658,9 @@ fn unix_many_to_one_with(writers: u32, ints: u64, fork: bool) -> Result<ManyToOn
     });
     drop((rx, tx));
     let (elapsed, verified, clean, mode) =
-        out.map_err(|_| "unix socket receiver thread panicked".to_string())?;
+        out.map_err(|_| PeerError::Panicked("unix socket receiver thread"))?;
     if !clean {
-        return Err("unix socket: a writer failed".into());
+        return Err(PeerError::Failed("unix socket: a writer"));
     }
     Ok(ManyToOne::new(elapsed, ints, verified, mode))
 }
@@ -596,9 +691,6 @@ mod iox {
     /// written.
     type Loan = SampleMutUninit<ipc::Service, MaybeUninit<u64>, ()>;
 
-    /// A side's error when the other side failed and told it to stop.
-    const OTHER_SIDE_FAILED: &str = "iceoryx2: the other side failed";
-
     /// How long a receiver waits for a sample before it calls it lost. A
     /// round trip takes microseconds and a descheduled peer is back
     /// within a time slice, but a `peer-messages --quick` run on 2 CPUs
@@ -606,55 +698,57 @@ mod iox {
     /// for ten minutes, each `send` having reached its one subscriber.
     const STALL: Duration = Duration::from_secs(10);
 
-    fn err(what: &str, e: impl std::fmt::Debug) -> String {
-        format!("iceoryx2: {what}: {e:?}")
+    /// Wraps iceoryx2's error of call `what`.
+    fn err<E: std::fmt::Debug>(what: &'static str) -> impl FnOnce(E) -> PeerError {
+        move |e| PeerError::Iceoryx2 {
+            what,
+            detail: format!("{e:?}"),
+        }
     }
 
     /// A node of this process with iceoryx2's default configuration (not
     /// a configuration file of the machine) that installs no signal
     /// handlers (the harness keeps its own).
-    fn node() -> Result<Node<ipc::Service>, String> {
+    fn node() -> Result<Node<ipc::Service>, PeerError> {
         NodeBuilder::new()
             .config(&Config::default())
             .signal_handling_mode(SignalHandlingMode::Disabled)
             .create::<ipc::Service>()
-            .map_err(|e| err("node", e))
+            .map_err(err("node"))
     }
 
     /// A service name no other run uses: the process id, a counter, `what`.
-    fn unique(what: &str) -> Result<ServiceName, String> {
+    fn unique(what: &str) -> Result<ServiceName, PeerError> {
         static RUN: AtomicU64 = AtomicU64::new(0);
         let run = RUN.fetch_add(1, Ordering::Relaxed);
         let name = format!("symmetry/peer-messages/{}/{run}/{what}", std::process::id());
-        ServiceName::new(&name).map_err(|e| err("service name", e))
+        ServiceName::new(&name).map_err(err("service name"))
     }
 
     /// A publisher that waits while the subscriber's queue is full (where
     /// safe overflow is off), iceoryx2's way not to lose a sample: it
     /// yields the CPU, then sleeps, until there is room.
-    fn publisher(s: &Service) -> Result<Publisher<ipc::Service, u64, ()>, String> {
+    fn publisher(s: &Service) -> Result<Publisher<ipc::Service, u64, ()>, PeerError> {
         s.publisher_builder()
             .unable_to_deliver_strategy(UnableToDeliverStrategy::Block)
             .create()
-            .map_err(|e| err("publisher", e))
+            .map_err(err("publisher"))
     }
 
-    fn subscriber(s: &Service) -> Result<Subscriber<ipc::Service, u64, ()>, String> {
-        s.subscriber_builder()
-            .create()
-            .map_err(|e| err("subscriber", e))
+    fn subscriber(s: &Service) -> Result<Subscriber<ipc::Service, u64, ()>, PeerError> {
+        s.subscriber_builder().create().map_err(err("subscriber"))
     }
 
-    fn loan(p: &Publisher<ipc::Service, u64, ()>) -> Result<Loan, String> {
-        p.loan_uninit().map_err(|e| err("loan", e))
+    fn loan(p: &Publisher<ipc::Service, u64, ()>) -> Result<Loan, PeerError> {
+        p.loan_uninit().map_err(err("loan"))
     }
 
     /// Writes `v` in the loaned `sample` (zero-copy: the payload is written
     /// in the shared segment) and sends it to the one subscriber.
-    fn send(sample: Loan, v: u64) -> Result<(), String> {
-        match sample.write_payload(v).send().map_err(|e| err("send", e))? {
+    fn send(sample: Loan, v: u64) -> Result<(), PeerError> {
+        match sample.write_payload(v).send().map_err(err("send"))? {
             1 => Ok(()),
-            n => Err(format!("iceoryx2: a sample reached {n} subscribers, not 1")),
+            n => Err(PeerError::Unreached(n)),
         }
     }
 
@@ -663,27 +757,23 @@ mod iox {
     /// once `quit` is set (the other side gave up), or when nothing has
     /// come for [`STALL`] (a sample lost: `super::iox_tries` runs the
     /// measurement again on new services).
-    fn receive(s: &Subscriber<ipc::Service, u64, ()>, quit: &AtomicBool) -> Result<u64, String> {
+    fn receive(s: &Subscriber<ipc::Service, u64, ()>, quit: &AtomicBool) -> Result<u64, PeerError> {
         spin_until_within(Some(STALL), || {
             if quit.load(Ordering::Relaxed) {
-                return Some(Err(OTHER_SIDE_FAILED.to_string()));
+                return Some(Err(PeerError::OtherSideFailed));
             }
-            let got = s.receive().map_err(|e| err("receive", e));
+            let got = s.receive().map_err(err("receive"));
             got.map(|x| x.map(|x| *x)).transpose()
         })
-        .unwrap_or_else(|| {
-            Err(format!(
-                "iceoryx2: no sample came for {STALL:?}: one was lost"
-            ))
-        })
+        .unwrap_or(Err(PeerError::Stalled(STALL)))
     }
 
     /// Runs `body`, setting `quit` if it fails so that the other side stops
     /// waiting.
     fn or_quit<T>(
         quit: &AtomicBool,
-        body: impl FnOnce() -> Result<T, String>,
-    ) -> Result<T, String> {
+        body: impl FnOnce() -> Result<T, PeerError>,
+    ) -> Result<T, PeerError> {
         let out = body();
         if out.is_err() {
             quit.store(true, Ordering::Relaxed);
@@ -703,25 +793,31 @@ mod iox {
         quit: &AtomicBool,
         rounds: Range<u64>,
         mut next: Loan,
-    ) -> Result<Loan, String> {
+    ) -> Result<Loan, PeerError> {
         for i in rounds {
             send(next, i)?;
             next = loan(tx)?;
             match receive(rx, quit)? {
                 r if r == i + 1 => {}
-                r => return Err(format!("iceoryx2: sent {i}, echo gave {r}")),
+                got => {
+                    return Err(PeerError::WrongEcho {
+                        peer: "iceoryx2",
+                        sent: i,
+                        got,
+                    });
+                }
             }
         }
         Ok(next)
     }
 
     /// See [`super::iceoryx2_rtt_ns`].
-    pub(super) fn rtt_ns(rounds: u64) -> Result<f64, String> {
+    pub(super) fn rtt_ns(rounds: u64) -> Result<f64, PeerError> {
         let node = node()?;
         // iceoryx2's publish-subscribe latency benchmark: one publisher and
         // one subscriber, no history, a buffer of one sample that a newer
         // one replaces (safe overflow).
-        let service = |what| -> Result<Service, String> {
+        let service = |what| -> Result<Service, PeerError> {
             node.service_builder(&unique(what)?)
                 .publish_subscribe::<u64>()
                 .max_publishers(1)
@@ -730,7 +826,7 @@ mod iox {
                 .subscriber_max_buffer_size(1)
                 .enable_safe_overflow(true)
                 .create()
-                .map_err(|e| err("service", e))
+                .map_err(err("service"))
         };
         let (ping, pong) = (service("ping")?, service("pong")?);
         let cpus = cpus_for(2);
@@ -770,23 +866,27 @@ mod iox {
                         next = ping_rounds((&tx, &rx), &quit, first..last, next)?;
                         per_round.push(start.elapsed().as_nanos() as f64 / (last - first) as f64);
                     }
-                    median(&per_round).ok_or_else(|| "iceoryx2: no round was timed".to_string())
+                    median(&per_round).ok_or(PeerError::NoRound)
                 })
             });
-            let timed = timed.join().map_err(|_| "iceoryx2 ping thread panicked")?;
-            let echo = echo.join().map_err(|_| "iceoryx2 echo thread panicked")?;
+            let timed = timed
+                .join()
+                .map_err(|_| PeerError::Panicked("iceoryx2 ping thread"))?;
+            let echo = echo
+                .join()
+                .map_err(|_| PeerError::Panicked("iceoryx2 echo thread"))?;
             // The side that failed first says why; the other one only
             // that it was told to stop.
             match (timed, echo) {
                 (Ok(ns), Ok(())) => Ok(ns),
                 (Err(e), Ok(())) | (Ok(_), Err(e)) => Err(e),
-                (Err(t), Err(e)) => Err(if t == OTHER_SIDE_FAILED { e } else { t }),
+                (Err(PeerError::OtherSideFailed), Err(e)) | (Err(e), Err(_)) => Err(e),
             }
         })
     }
 
     /// See [`super::iceoryx2_many_to_one`].
-    pub(super) fn many_to_one(writers: u32, ints: u64) -> Result<ManyToOne, String> {
+    pub(super) fn many_to_one(writers: u32, ints: u64) -> Result<ManyToOne, PeerError> {
         let writers = u64::from(writers.max(1));
         let node = node()?;
         // No sample may be lost: with safe overflow off, a publisher whose
@@ -801,7 +901,7 @@ mod iox {
             .subscriber_max_buffer_size(QUEUE_SLOTS)
             .enable_safe_overflow(false)
             .create()
-            .map_err(|e| err("service", e))?;
+            .map_err(err("service"))?;
         let cpus = cpus_for(writers as usize + 1);
         let (gate, quit) = (Barrier::new(writers as usize + 1), AtomicBool::new(false));
         std::thread::scope(|s| {
@@ -834,15 +934,16 @@ mod iox {
                         }
                         let elapsed = start.elapsed();
                         // Nothing more may arrive: every integer came once.
-                        let extra = rx.receive().map_err(|e| err("receive", e))?.is_some();
+                        let extra = rx.receive().map_err(err("receive"))?.is_some();
                         let verified = !extra && sum == expected_sum(ints);
                         Ok(ManyToOne::new(elapsed, ints, verified, Mode::Threads))
                     })
                 })
                 .join()
-                .map_err(|_| "iceoryx2 receiver thread panicked")?;
+                .map_err(|_| PeerError::Panicked("iceoryx2 receiver thread"))?;
             for t in senders {
-                t.join().map_err(|_| "iceoryx2 writer thread panicked")??;
+                t.join()
+                    .map_err(|_| PeerError::Panicked("iceoryx2 writer thread"))??;
             }
             got
         })
@@ -858,7 +959,7 @@ mod iox {
 /// 1,000 of `rounds` after a warm-up, as symmetry-am's round trip is
 /// timed. An echo that is not the ping's value + 1 is an error.
 #[cfg(feature = "iceoryx2")]
-pub fn iceoryx2_rtt_ns(rounds: u64) -> Result<f64, String> {
+pub fn iceoryx2_rtt_ns(rounds: u64) -> Result<f64, PeerError> {
     iox_tries(|| iox::rtt_ns(rounds))
 }
 
@@ -878,7 +979,7 @@ const IOX_TRIES: usize = 3;
 /// services connects afresh. A run that fails every time gives its last
 /// error. Each failed try is said on standard error.
 #[cfg(feature = "iceoryx2")]
-fn iox_tries<T>(measure: impl Fn() -> Result<T, String>) -> Result<T, String> {
+fn iox_tries<T>(measure: impl Fn() -> Result<T, PeerError>) -> Result<T, PeerError> {
     (1..IOX_TRIES).fold(measure(), |out, t| {
         out.or_else(|e| {
             // Said, not hidden: a retry costs up to STALL of the run.
@@ -897,7 +998,7 @@ fn iox_tries<T>(measure: impl Fn() -> Result<T, String>) -> Result<T, String> {
 /// Timed from the start barrier to the subscriber's last receive;
 /// `verified` checks the count and sum and that nothing more arrived.
 #[cfg(feature = "iceoryx2")]
-pub fn iceoryx2_many_to_one(writers: u32, ints: u64) -> Result<ManyToOne, String> {
+pub fn iceoryx2_many_to_one(writers: u32, ints: u64) -> Result<ManyToOne, PeerError> {
     iox_tries(|| iox::many_to_one(writers, ints))
 }
 
@@ -933,6 +1034,23 @@ mod tests {
             let out = unix_many_to_one(w, 5_000).unwrap();
             assert!(out.verified, "{w} writers: {out:?}");
         }
+    }
+
+    #[test]
+    fn errors_read_as_the_run_prints_them() {
+        let echo = PeerError::WrongEcho {
+            peer: "unix socket",
+            sent: 7,
+            got: 9,
+        };
+        assert_eq!(echo.to_string(), "unix socket: sent 7, echo gave 9");
+        let os = PeerError::Os {
+            call: "pipe",
+            error: std::io::Error::from_raw_os_error(libc::EMFILE),
+        };
+        assert!(os.to_string().starts_with("pipe: "), "{os}");
+        let text: String = PeerError::Failed("unix socket: a writer").into();
+        assert_eq!(text, "unix socket: a writer failed");
     }
 
     #[test]
