@@ -2,6 +2,25 @@
 //! the spread of a point's repeats, which the verdict rules use to tell a
 //! difference from noise.
 
+/// `a / b`, infinite where `b` is 0.
+pub fn quotient(a: f64, b: f64) -> f64 {
+    if b == 0.0 { f64::INFINITY } else { a / b }
+}
+
+/// The smallest and the largest quotient of a value in `a` (its lower and
+/// upper end) by one in `b`: the range of `a / b` where both are positive.
+pub fn quotient_range(a: (f64, f64), b: (f64, f64)) -> (f64, f64) {
+    let ends = [
+        quotient(a.0, b.0),
+        quotient(a.0, b.1),
+        quotient(a.1, b.0),
+        quotient(a.1, b.1),
+    ];
+    let lo = ends.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ends.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lo, hi)
+}
+
 /// The median of `values` (the mean of the middle two for an even count);
 /// `None` for an empty slice or one holding a NaN.
 pub fn median(values: &[f64]) -> Option<f64> {
@@ -74,17 +93,11 @@ impl Spread {
     /// the two ranges (both assumed positive), the median of the quotient of
     /// medians, and the fewer of the two repeat counts.
     pub fn ratio(self, other: Spread) -> Spread {
-        let q = |a: f64, b: f64| if b == 0.0 { f64::INFINITY } else { a / b };
-        let ends = [
-            q(self.lo, other.lo),
-            q(self.lo, other.hi),
-            q(self.hi, other.lo),
-            q(self.hi, other.hi),
-        ];
+        let (lo, hi) = quotient_range((self.lo, self.hi), (other.lo, other.hi));
         Spread {
-            median: q(self.median, other.median),
-            lo: ends.iter().copied().fold(f64::INFINITY, f64::min),
-            hi: ends.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            median: quotient(self.median, other.median),
+            lo,
+            hi,
             n: self.n.min(other.n),
         }
     }

@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use crate::stats::{quotient, quotient_range};
+
 /// A measured quantity and the interval its repeats (widened by the
 /// experiment's pooled noise, see [`super::rows::Data::estimate`]) span.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -61,18 +63,8 @@ impl Estimate {
     /// `self / other`: every quotient of the two intervals (`other` taken
     /// as positive).
     pub fn ratio(self, other: Estimate) -> Estimate {
-        let q = |a: f64, b: f64| if b == 0.0 { f64::INFINITY } else { a / b };
-        let ends = [
-            q(self.lo, other.lo),
-            q(self.lo, other.hi),
-            q(self.hi, other.lo),
-            q(self.hi, other.hi),
-        ];
-        Estimate::new(
-            q(self.value, other.value),
-            ends.iter().copied().fold(f64::INFINITY, f64::min),
-            ends.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        )
+        let (lo, hi) = quotient_range((self.lo, self.hi), (other.lo, other.hi));
+        Estimate::new(quotient(self.value, other.value), lo, hi)
     }
 
     /// The mean of `es`: their values, lower and upper ends each averaged;
