@@ -668,7 +668,6 @@ fn unix_many_to_one_with(writers: u32, ints: u64, fork: bool) -> Result<ManyToOn
 // ---------------------------------------------------------------------------
 // iceoryx2
 
-/// iceoryx2's publish-subscribe peer.
 #[cfg(feature = "iceoryx2")]
 mod iox;
 
